@@ -1,0 +1,44 @@
+# kafka-chaos: `make demo` and `make test` do all the set-up on a fresh machine.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+KAFKA_VERSION ?= 4.1.1
+PYTEST_ARGS ?=
+
+.PHONY: setup host venv image demo test lint bench nightly clean-docker
+
+setup: host venv image
+
+host:
+	bash compose/setup-host.sh
+
+venv: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q -U pip
+	$(BIN)/pip install -q -e '.[dev]'
+	touch $@
+
+image: host venv
+	$(BIN)/python -m compose.image build --kafka-version $(KAFKA_VERSION)
+
+demo: setup
+	$(BIN)/kafka-chaos run --scenario safe-config-chaos
+
+test: setup
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+lint: venv
+	$(BIN)/ruff check .
+	$(BIN)/mypy chaos workloads checkers reports compose
+
+bench: setup
+	$(BIN)/python -m bench
+
+nightly: setup
+	$(BIN)/python -m chaos.nightly
+
+# Removes every container, network and volume kafka-chaos labelled (never anything else).
+clean-docker: venv
+	$(BIN)/python -m compose.cleanup
