@@ -1,0 +1,123 @@
+"""Removes what kafka-chaos started in Docker, found by label, on every exit path.
+
+Everything we create carries ``io.kafka-chaos=1`` plus the cluster name and the pid of the
+process that owns it. ``sweep(cluster)`` removes one cluster's containers, networks and
+volumes; ``sweep_orphans()`` removes those whose owning process is gone (a run killed with
+SIGKILL cannot clean up after itself; the next one does). ``python -m compose.cleanup``
+removes every labelled resource.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from types import FrameType
+
+import docker
+
+LABEL = "io.kafka-chaos"
+LABEL_CLUSTER = f"{LABEL}.cluster"
+LABEL_OWNER = f"{LABEL}.owner-pid"
+LABEL_ROLE = f"{LABEL}.role"
+LABEL_NODE = f"{LABEL}.node"
+
+
+def labels(cluster: str, role: str, node: int | None = None) -> dict[str, str]:
+    """The labels every resource of ``cluster`` carries."""
+    out = {LABEL: "1", LABEL_CLUSTER: cluster, LABEL_OWNER: str(os.getpid()), LABEL_ROLE: role}
+    if node is not None:
+        out[LABEL_NODE] = str(node)
+    return out
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def sweep(client: docker.DockerClient, filters: dict[str, str]) -> int:
+    """Removes containers, then networks, then volumes matching the label filters."""
+    label_filter = [f"{k}={v}" if v else k for k, v in filters.items()]
+    removed = 0
+    for c in client.containers.list(all=True, filters={"label": label_filter}):
+        try:
+            c.remove(force=True, v=True)
+            removed += 1
+        except docker.errors.NotFound:
+            pass
+    for n in client.networks.list(filters={"label": label_filter}):
+        try:
+            n.remove()
+            removed += 1
+        except docker.errors.NotFound:
+            pass
+    for v in client.volumes.list(filters={"label": label_filter}):
+        try:
+            v.remove(force=True)
+            removed += 1
+        except docker.errors.NotFound:
+            pass
+    return removed
+
+
+def sweep_cluster(client: docker.DockerClient, cluster: str) -> int:
+    return sweep(client, {LABEL_CLUSTER: cluster})
+
+
+def sweep_orphans(client: docker.DockerClient) -> int:
+    """Removes clusters whose owning process no longer exists (on this host)."""
+    owners: dict[str, int] = {}
+    for c in client.containers.list(all=True, filters={"label": LABEL}):
+        lab = c.labels
+        if LABEL_CLUSTER in lab and lab.get(LABEL_OWNER, "").isdigit():
+            owners[lab[LABEL_CLUSTER]] = int(lab[LABEL_OWNER])
+    for n in client.networks.list(filters={"label": LABEL}):
+        lab = n.attrs.get("Labels") or {}
+        if LABEL_CLUSTER in lab and lab.get(LABEL_OWNER, "").isdigit():
+            owners.setdefault(lab[LABEL_CLUSTER], int(lab[LABEL_OWNER]))
+    removed = 0
+    for cluster, pid in owners.items():
+        if not _pid_alive(pid):
+            removed += sweep_cluster(client, cluster)
+    return removed
+
+
+@contextmanager
+def signals_raise() -> Iterator[None]:
+    """Turns SIGTERM (and SIGHUP) into SystemExit so ``finally`` blocks and context managers
+    run; SIGINT already raises KeyboardInterrupt. Only in the main thread."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        raise SystemExit(128 + signum)
+
+    old: dict[int, Callable | int | None] = {}
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        old[sig] = signal.signal(sig, handler)
+    try:
+        yield
+    finally:
+        for sig, h in old.items():
+            signal.signal(sig, h)
+
+
+def main() -> int:
+    client = docker.from_env()
+    n = sweep(client, {LABEL: ""})
+    print(f"removed {n} kafka-chaos resource(s)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,235 @@
+"""A real multi-node Kafka cluster (KRaft) in Docker, started through Testcontainers.
+
+Every node gets a fixed IP address on a labelled bridge network of its own, so brokers stay
+reachable from the host at the same address across restarts (random host ports would change).
+Use it as a context manager: the containers, network and volumes are removed on every exit
+path, and resources left by a killed process are swept on the next start.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import logging
+import time
+import uuid
+from base64 import urlsafe_b64encode
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+
+import docker
+from confluent_kafka import KafkaException
+from confluent_kafka.admin import AdminClient, NewTopic
+from tenacity import Retrying, retry_if_exception_type, stop_after_delay, wait_fixed
+from testcontainers.core.config import testcontainers_config
+
+from compose import cleanup
+from compose.config import CLIENT_PORT, CONTROLLER_PORT, ClusterConfig
+from compose.image import resolve_image
+from compose.node import KafkaNode, NodeSpec, server_properties
+
+log = logging.getLogger("kafka_chaos.cluster")
+
+# Ryuk's image cannot be pulled here; we clean up by label ourselves (compose.cleanup).
+testcontainers_config.ryuk_disabled = True
+
+
+class ClusterError(RuntimeError):
+    """The cluster did not come up or a wait ran out; the message says which."""
+
+
+@dataclass(frozen=True)
+class PartitionState:
+    """Leader and replicas of one partition as the cluster's metadata reports them."""
+
+    topic: str
+    partition: int
+    leader: int  # -1 when offline
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
+
+
+def _free_subnet(client: docker.DockerClient) -> ipaddress.IPv4Network:
+    """A /24 no Docker network on this engine uses yet."""
+    used: list[ipaddress.IPv4Network] = []
+    for n in client.networks.list():
+        for cfg in (n.attrs.get("IPAM") or {}).get("Config") or []:
+            if "Subnet" in cfg and ":" not in cfg["Subnet"]:
+                used.append(ipaddress.IPv4Network(cfg["Subnet"]))
+    for second in range(24, 32):
+        for third in range(0, 256):
+            cand = ipaddress.IPv4Network(f"172.{second}.{third}.0/24")
+            if not any(cand.overlaps(u) for u in used):
+                return cand
+    raise ClusterError("no free /24 subnet in 172.24.0.0/13 for the cluster network")
+
+
+def new_cluster_id() -> str:
+    return urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+
+
+class KafkaCluster:
+    """Starts, exposes and tears down one cluster. Not thread-safe for start/stop."""
+
+    def __init__(self, cfg: ClusterConfig) -> None:
+        cfg.validate()
+        self.cfg = cfg
+        self.name = cfg.name
+        self.client = docker.from_env()
+        self.cluster_id = new_cluster_id()
+        self.image = ""
+        self.nodes: dict[int, KafkaNode] = {}
+        self.network_name = f"{cfg.name}-net"
+        self._network: docker.models.networks.Network | None = None
+
+    # ------------------------------------------------------------------ lifecycle
+    def __enter__(self) -> KafkaCluster:
+        try:
+            self.start()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def __exit__(self, et: type[BaseException] | None, ev: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.stop()
+
+    def start(self, ready_timeout_s: float = 120) -> None:
+        cleanup.sweep_orphans(self.client)
+        self.image = resolve_image(self.cfg.kafka_version, self.cfg.image)
+        subnet = _free_subnet(self.client)
+        hosts = list(subnet.hosts())
+        self._network = self.client.networks.create(
+            self.network_name, driver="bridge",
+            ipam=docker.types.IPAMConfig(pool_configs=[
+                docker.types.IPAMPool(subnet=str(subnet), gateway=str(hosts[0]))]),
+            labels=cleanup.labels(self.name, "network"),
+        )
+        # Brokers at .11-.19, dedicated controllers at .111-.115 (hosts[i] is .i+1).
+        ips = {nid: str(hosts[nid + 9]) for nid in self.cfg.node_ids}
+        voters = ",".join(f"{v}@{ips[v]}:{CONTROLLER_PORT}" for v in self.cfg.controller_ids)
+        t0 = time.monotonic()
+        for nid in self.cfg.node_ids:
+            spec = NodeSpec(nid, ips[nid], self.cfg.roles(nid),
+                            server_properties(self.cfg, nid, ips[nid], voters))
+            node = KafkaNode(self.cfg, spec, self.image, self.network_name, self.cluster_id)
+            self.nodes[nid] = node
+            node.create_and_start()
+        self.wait_brokers(self.cfg.broker_ids, timeout_s=ready_timeout_s)
+        log.info("cluster %s up in %.1fs: %s", self.name, time.monotonic() - t0,
+                 self.bootstrap_servers)
+
+    def stop(self) -> None:
+        """Removes every container, the network and the volumes. Idempotent."""
+        for node in self.nodes.values():
+            try:
+                node.remove()
+            except docker.errors.APIError as e:
+                log.warning("removing node %s: %s", node.node_id, e)
+        cleanup.sweep_cluster(self.client, self.name)
+        self.nodes.clear()
+
+    # ------------------------------------------------------------------ addresses
+    @property
+    def brokers(self) -> dict[int, KafkaNode]:
+        return {i: n for i, n in self.nodes.items() if "broker" in n.spec.roles}
+
+    @property
+    def bootstrap_servers(self) -> str:
+        return ",".join(f"{n.ip}:{CLIENT_PORT}" for n in self.brokers.values())
+
+    def node(self, node_id: int) -> KafkaNode:
+        return self.nodes[node_id]
+
+    def node_by_ip(self, ip: str) -> KafkaNode | None:
+        return next((n for n in self.nodes.values() if n.ip == ip), None)
+
+    def admin(self, timeout_ms: int = 5000) -> AdminClient:
+        return AdminClient({
+            "bootstrap.servers": self.bootstrap_servers,
+            "socket.timeout.ms": timeout_ms,
+            "socket.connection.setup.timeout.ms": timeout_ms,
+            # Refused connections while brokers boot or are down are expected: keep quiet.
+            "log_level": 2,
+        })
+
+    # ------------------------------------------------------------------ waits
+    def registered_brokers(self, admin: AdminClient | None = None) -> set[int]:
+        """Broker ids the cluster metadata lists as live (unfenced)."""
+        admin = admin or self.admin()
+        md = admin.list_topics(timeout=5)
+        return set(md.brokers)
+
+    def wait_brokers(self, ids: list[int], timeout_s: float = 90) -> None:
+        """Waits until every broker in ``ids`` is registered in the cluster metadata."""
+        want = set(ids)
+        admin = self.admin()
+        for attempt in Retrying(stop=stop_after_delay(timeout_s), wait=wait_fixed(0.5),
+                                retry=retry_if_exception_type((KafkaException, ClusterError)),
+                                reraise=True):
+            with attempt:
+                have = self.registered_brokers(admin)
+                if not want <= have:
+                    raise ClusterError(f"brokers {sorted(want - have)} not registered "
+                                       f"within {timeout_s:.0f}s (have {sorted(have)})")
+
+    def describe(self, topic: str, admin: AdminClient | None = None) -> list[PartitionState]:
+        admin = admin or self.admin()
+        md = admin.list_topics(topic=topic, timeout=5)
+        t = md.topics.get(topic)
+        if t is None or t.error is not None:
+            raise ClusterError(f"topic {topic} not in metadata: {t.error if t else 'absent'}")
+        return [PartitionState(topic, p.id, p.leader, tuple(p.replicas), tuple(p.isrs))
+                for p in sorted(t.partitions.values(), key=lambda p: p.id)]
+
+    def wait_partitions(self, topic: str, timeout_s: float = 60, full_isr: bool = True) -> None:
+        """Waits until every partition has a leader (and, if asked, its full ISR)."""
+        admin = self.admin()
+        for attempt in Retrying(stop=stop_after_delay(timeout_s), wait=wait_fixed(0.5),
+                                retry=retry_if_exception_type((KafkaException, ClusterError)),
+                                reraise=True):
+            with attempt:
+                for p in self.describe(topic, admin):
+                    if p.leader < 0 or (full_isr and set(p.isr) != set(p.replicas)):
+                        raise ClusterError(f"{topic}-{p.partition} not ready within "
+                                           f"{timeout_s:.0f}s: leader={p.leader} isr={p.isr}")
+
+    # ------------------------------------------------------------------ topics
+    def create_topic(self, topic: str, partitions: int = 3, replication_factor: int = 3,
+                     config: dict[str, str] | None = None, timeout_s: float = 60) -> None:
+        """Creates a topic and waits until all its partitions have leaders and full ISRs."""
+        if replication_factor > len(self.brokers):
+            raise ClusterError(f"replication factor {replication_factor} > "
+                               f"{len(self.brokers)} brokers")
+        nt = NewTopic(topic, num_partitions=partitions, replication_factor=replication_factor,
+                      config={k: str(v) for k, v in (config or {}).items()})
+        admin = self.admin()  # keep a reference: a collected client cancels its futures
+        admin.create_topics([nt], operation_timeout=30)[topic].result(timeout=timeout_s)
+        self.wait_partitions(topic, timeout_s=timeout_s)
+
+    def active_controller(self) -> int:
+        """The node id of the active KRaft controller (asked of the quorum itself)."""
+        boot = ",".join(f"{self.nodes[v].ip}:{CONTROLLER_PORT}" for v in self.cfg.controller_ids)
+        for node in self.nodes.values():
+            if node.status() != "running":
+                continue
+            code, out = node.exec(
+                f"/opt/kafka/bin/kafka-metadata-quorum.sh --bootstrap-controller {boot} "
+                "describe --status", timeout_s=30)
+            for line in out.splitlines():
+                if line.startswith("LeaderId:") and code == 0:
+                    return int(line.split(":", 1)[1])
+        raise ClusterError("no running node could tell the active controller")
+
+    # ------------------------------------------------------------------ artefacts
+    def collect(self, dest: Path, data: bool = False) -> None:
+        """Copies each node's log (and, if asked, its Kafka log directory) into ``dest``."""
+        dest.mkdir(parents=True, exist_ok=True)
+        for nid, node in self.nodes.items():
+            try:
+                (dest / f"node-{nid}.log").write_bytes(node.logs())
+                if data:
+                    node.copy_data_dir(dest / "data" / f"broker-{nid}")
+            except docker.errors.APIError as e:
+                log.warning("could not collect node %s: %s", nid, e)

@@ -1,0 +1,83 @@
+"""Typed configuration of a cluster: node counts, image, broker settings."""
+
+from __future__ import annotations
+
+import secrets
+from dataclasses import dataclass, field
+
+from compose.image import DEFAULT_KAFKA_VERSION
+
+# Ports inside every node's network namespace. Replication has a listener of its own so a
+# fault can cut the replication path between brokers while clients and controllers still
+# reach the node (the "leader cut from its followers" partition).
+CLIENT_PORT = 9092
+CONTROLLER_PORT = 9093
+REPLICATION_PORT = 9094
+DATA_DIR = "/var/lib/kafka/data"
+
+MAX_BROKERS = 9
+
+
+class ConfigError(ValueError):
+    """A configuration value is out of range; the message is one line for the user."""
+
+
+@dataclass
+class ClusterConfig:
+    """What cluster to start.
+
+    ``controllers == 0`` means KRaft combined mode (every broker is also a voter); otherwise
+    that many dedicated controller nodes are started besides the brokers.
+    """
+
+    brokers: int = 3
+    controllers: int = 0
+    kafka_version: str = DEFAULT_KAFKA_VERSION
+    image: str | None = None
+    broker_config: dict[str, str] = field(default_factory=dict)
+    heap_opts: str = "-Xms256m -Xmx512m"
+    name: str = field(default_factory=lambda: "kc" + secrets.token_hex(3))
+
+    def validate(self) -> None:
+        if not 1 <= self.brokers <= MAX_BROKERS:
+            raise ConfigError(f"--brokers must be between 1 and {MAX_BROKERS}, got {self.brokers}")
+        if self.controllers not in (0, 1, 3, 5):
+            raise ConfigError(f"--controllers must be 0 (combined), 1, 3 or 5, got {self.controllers}")
+
+    @property
+    def broker_ids(self) -> list[int]:
+        return list(range(1, self.brokers + 1))
+
+    @property
+    def controller_ids(self) -> list[int]:
+        """Voter node ids: the brokers themselves in combined mode, else 101, 102, ..."""
+        if self.controllers == 0:
+            return self.broker_ids
+        return [100 + i for i in range(1, self.controllers + 1)]
+
+    @property
+    def node_ids(self) -> list[int]:
+        extra = [] if self.controllers == 0 else self.controller_ids
+        return self.broker_ids + extra
+
+    def roles(self, node_id: int) -> str:
+        if self.controllers == 0:
+            return "broker,controller"
+        return "controller" if node_id > 100 else "broker"
+
+    def default_broker_config(self) -> dict[str, str]:
+        """Settings sized for a small test machine; ``broker_config`` overrides them."""
+        rf = str(min(3, self.brokers))
+        return {
+            "num.network.threads": "2",
+            "num.io.threads": "4",
+            "num.recovery.threads.per.data.dir": "1",
+            "offsets.topic.replication.factor": rf,
+            "offsets.topic.num.partitions": "3",
+            "transaction.state.log.replication.factor": rf,
+            "transaction.state.log.min.isr": str(min(2, self.brokers)),
+            "transaction.state.log.num.partitions": "3",
+            "group.initial.rebalance.delay.ms": "0",
+            "auto.create.topics.enable": "false",
+            "default.replication.factor": rf,
+        }

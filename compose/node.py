@@ -1,0 +1,189 @@
+"""One Kafka node (broker, controller or both) in its own container.
+
+The node keeps its container across faults: kill -9 and clean stops leave the container and
+its data volume in place, and ``start`` brings the same node id back on the same IP address.
+"""
+
+from __future__ import annotations
+
+import io
+import shlex
+import tarfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import docker
+from docker.types import EndpointConfig
+from testcontainers.core.container import DockerContainer
+
+from compose.cleanup import labels
+from compose.config import (
+    CLIENT_PORT,
+    CONTROLLER_PORT,
+    DATA_DIR,
+    REPLICATION_PORT,
+    ClusterConfig,
+)
+
+PROPS_PATH = "/tmp/server.properties"
+
+
+@dataclass
+class NodeSpec:
+    """Where a node lives and what it runs."""
+
+    node_id: int
+    ip: str
+    roles: str
+    properties: dict[str, str]
+
+
+def server_properties(cfg: ClusterConfig, node_id: int, ip: str, voters: str) -> dict[str, str]:
+    """The full server.properties of one node (static KRaft voters)."""
+    roles = cfg.roles(node_id)
+    props: dict[str, str] = {
+        "process.roles": roles,
+        "node.id": str(node_id),
+        "controller.quorum.voters": voters,
+        "controller.listener.names": "CONTROLLER",
+        "log.dirs": DATA_DIR,
+    }
+    listeners = []
+    advertised = []
+    if "broker" in roles:
+        listeners += [f"CLIENT://0.0.0.0:{CLIENT_PORT}", f"REPLICATION://0.0.0.0:{REPLICATION_PORT}"]
+        advertised += [f"CLIENT://{ip}:{CLIENT_PORT}", f"REPLICATION://{ip}:{REPLICATION_PORT}"]
+        props["inter.broker.listener.name"] = "REPLICATION"
+    if "controller" in roles:
+        listeners.append(f"CONTROLLER://0.0.0.0:{CONTROLLER_PORT}")
+    props["listeners"] = ",".join(listeners)
+    if advertised:
+        props["advertised.listeners"] = ",".join(advertised)
+    props["listener.security.protocol.map"] = (
+        "CLIENT:PLAINTEXT,REPLICATION:PLAINTEXT,CONTROLLER:PLAINTEXT"
+    )
+    props.update(cfg.default_broker_config())
+    props.update({k: str(v) for k, v in cfg.broker_config.items()})
+    return props
+
+
+def _start_script(cluster_id: str) -> str:
+    """Formats storage on first start only (``--ignore-formatted``), then execs the server.
+
+    Uses only /opt/kafka/bin scripts, so the official apache/kafka image works too.
+    """
+    return (
+        f'printf "%s\\n" "$KC_SERVER_PROPERTIES" > {PROPS_PATH} && '
+        f"/opt/kafka/bin/kafka-storage.sh format --ignore-formatted "
+        f"-t {cluster_id} -c {PROPS_PATH} >/dev/null && "
+        f"exec /opt/kafka/bin/kafka-server-start.sh {PROPS_PATH}"
+    )
+
+
+class KafkaNode:
+    """A node's container, with the process-level operations faults need."""
+
+    def __init__(self, cfg: ClusterConfig, spec: NodeSpec, image: str, network: str,
+                 cluster_id: str) -> None:
+        self.cfg = cfg
+        self.spec = spec
+        self.node_id = spec.node_id
+        self.ip = spec.ip
+        self.volume = f"{cfg.name}-data-{spec.node_id}"
+        props = "\n".join(f"{k}={v}" for k, v in spec.properties.items())
+        self._tc = (
+            DockerContainer(image)
+            .with_name(f"{cfg.name}-node-{spec.node_id}")
+            .with_env("KC_SERVER_PROPERTIES", props)
+            .with_env("KAFKA_HEAP_OPTS", cfg.heap_opts)
+            .with_command(["bash", "-c", _start_script(cluster_id)])
+            .with_volume_mapping(self.volume, DATA_DIR, "rw")
+            .with_kwargs(
+                entrypoint=[],
+                hostname=f"node{spec.node_id}",
+                labels=labels(cfg.name, spec.roles.replace(",", "+"), spec.node_id),
+                network=network,
+                networking_config={network: EndpointConfig("1.41", ipv4_address=spec.ip)},
+                # kill -9 really is kill -9 of the JVM: bash execs it as pid 1.
+                stop_signal="SIGTERM",
+            )
+        )
+
+    # ------------------------------------------------------------------ lifecycle
+    def create_and_start(self) -> None:
+        # Create the named volume ourselves so it carries our labels (cleanup finds it).
+        self._tc.get_docker_client().client.volumes.create(
+            self.volume, labels=labels(self.cfg.name, "data", self.node_id))
+        self._tc.start()
+
+    @property
+    def container(self) -> docker.models.containers.Container:
+        c = self._tc.get_wrapped_container()
+        assert c is not None, "node not started"
+        return c
+
+    def reload(self) -> dict:
+        self.container.reload()
+        return self.container.attrs
+
+    def status(self) -> str:
+        """Docker's state: running, paused, exited, ..."""
+        return str(self.reload()["State"]["Status"])
+
+    def pid(self) -> int:
+        """Host pid of the node's init process (the JVM); 0 when not running."""
+        return int(self.reload()["State"]["Pid"])
+
+    def kill(self, signal: str = "SIGKILL") -> None:
+        self.container.kill(signal=signal)
+
+    def stop(self, timeout: int = 30) -> None:
+        """Clean shutdown (SIGTERM, then SIGKILL after ``timeout`` seconds)."""
+        self.container.stop(timeout=timeout)
+
+    def start(self) -> None:
+        """Starts the same container again: same node id, data, and IP address."""
+        self.container.start()
+
+    def pause(self) -> None:
+        self.container.pause()
+
+    def unpause(self) -> None:
+        self.container.unpause()
+
+    def remove(self) -> None:
+        c = self._tc._container  # None when the container was never created
+        if c is None:
+            return
+        try:
+            c.remove(force=True, v=True)
+        except docker.errors.NotFound:
+            pass
+
+    def exec(self, cmd: str, timeout_s: int = 60) -> tuple[int, str]:
+        """Runs a shell command inside the running node; returns (exit code, output)."""
+        wrapped = f"timeout {int(timeout_s)} bash -c {shlex.quote(cmd)}"
+        res = self.container.exec_run(["bash", "-c", wrapped], demux=False)
+        return res.exit_code, (res.output or b"").decode(errors="replace")
+
+    # ------------------------------------------------------------------ files
+    def data_mountpoint(self) -> Path:
+        """Host path of the node's data volume (local engines only)."""
+        vol = self.container.client.volumes.get(self.volume)
+        return Path(vol.attrs["Mountpoint"])
+
+    def logs(self) -> bytes:
+        return bytes(self.container.logs(stdout=True, stderr=True))
+
+    def copy_data_dir(self, dest: Path) -> None:
+        """Copies the node's Kafka log directory out (works while stopped, and remotely)."""
+        dest.mkdir(parents=True, exist_ok=True)
+        stream, _ = self.container.get_archive(DATA_DIR)
+        buf = io.BytesIO(b"".join(stream))
+        with tarfile.open(fileobj=buf) as tar:
+            prefix = Path(DATA_DIR).name + "/"
+            for m in tar.getmembers():
+                if not m.name.startswith(prefix) or not (m.isfile() or m.isdir()):
+                    continue
+                m.name = m.name[len(prefix):]
+                tar.extract(m, dest, filter="data")
