@@ -1,0 +1,212 @@
+"""The NFQUEUE delayer: a process inside a namespace that holds outgoing packets for a delay.
+
+For kernels without netem. Run inside the target namespace (the netlink socket binds the
+queue of the namespace it is opened in), it:
+
+1. binds the first free NFQUEUE number from ``--queue``,
+2. adds its own rule ``OUTPUT [-d peer] ! -o lo -j NFQUEUE --queue-num N --queue-bypass``
+   (tag ``kafka-chaos:<fault>-delay``), then prints ``READY <queue>`` on stdout,
+3. holds each packet in a heap keyed by release time = arrival + delay ± uniform jitter, and
+   accepts it when due. With jitter, a packet is never released before an earlier packet of
+   the same flow (protocol, addresses, ports), so TCP sees no reordering from us,
+4. on SIGTERM/SIGINT, or when its parent process dies (a pidfd in the poll set), deletes its
+   rule, accepts every held packet and exits.
+
+``--queue-bypass`` means that if the delayer dies hard (SIGKILL), packets flow undelayed
+instead of being dropped; the leftover rule is removed by heal or sweep. The queue also
+fails open: if the socket falls behind, the kernel accepts packets instead of dropping them
+(counted neither here nor as loss, so a delayer overload shows as less delay, not as loss).
+
+Usage (normally via :func:`chaos.net.shaping.start_delayer`)::
+
+    python -m chaos.net.delayer --fault ID --delay-ms 100 [--jitter-ms 10] [--peer IP]...
+        [--queue 4200] [--parent-pid PID] [--stats-file PATH]
+"""
+
+from __future__ import annotations
+
+import argparse
+import heapq
+import json
+import os
+import random
+import select
+import signal
+import sys
+import time
+from dataclasses import asdict, dataclass
+from types import FrameType
+
+from chaos.net import iptables
+from chaos.net.netns import NetNS
+from chaos.net.nfqueue import NfQueue, flow_key
+
+QUEUE_BASE = 4200
+QUEUE_TRIES = 64
+
+
+@dataclass
+class DelayerStats:
+    """What a delayer did: packets seen and how late it released them versus schedule."""
+
+    queue: int = 0
+    packets: int = 0
+    max_held: int = 0
+    late_ms_max: float = 0.0
+    late_ms_sum: float = 0.0
+    seconds: float = 0.0
+
+    @property
+    def late_ms_mean(self) -> float:
+        """Mean lateness of releases, ms (delay accuracy: 0 is perfect)."""
+        return self.late_ms_sum / self.packets if self.packets else 0.0
+
+    def as_dict(self) -> dict[str, float]:
+        """JSON-able."""
+        return {**asdict(self), "late_ms_mean": self.late_ms_mean}
+
+
+def delay_tag(fault_id: str) -> str:
+    """The rule tag of the delayer of fault ``fault_id``."""
+    return f"{fault_id}-delay"
+
+
+def bind_free_queue(start: int) -> NfQueue:
+    """Bind the first NFQUEUE number from ``start`` that no one else in this namespace holds."""
+    last: OSError | None = None
+    for queue in range(start, start + QUEUE_TRIES):
+        try:
+            return NfQueue(queue)
+        except OSError as exc:  # EBUSY: another delayer in this namespace holds it
+            last = exc
+    raise RuntimeError(f"no free NFQUEUE in {start}..{start + QUEUE_TRIES}: {last}")
+
+
+def add_queue_rules(fault_id: str, queue: int, peers: list[str]) -> None:
+    """Send this namespace's outgoing packets (to ``peers`` only, if any) to ``queue``."""
+    ns = NetNS.current()
+    target = ("-j", "NFQUEUE", "--queue-num", str(queue), "--queue-bypass")
+    if peers:
+        for peer in peers:
+            iptables.add_rule(ns, "OUTPUT", ("-d", peer, "!", "-o", "lo"), target,
+                              delay_tag(fault_id), binary=iptables.family_binary(peer))
+    else:
+        for binary in iptables.BINARIES:
+            iptables.add_rule(ns, "OUTPUT", ("!", "-o", "lo"), target, delay_tag(fault_id),
+                              binary=binary)
+
+
+class Delayer:
+    """The release loop: a heap of (release time, order, packet id)."""
+
+    def __init__(self, nfq: NfQueue, delay_s: float, jitter_s: float, seed: int | None) -> None:
+        self.nfq = nfq
+        self.delay_s = delay_s
+        self.jitter_s = jitter_s
+        self.rng = random.Random(seed)
+        self.heap: list[tuple[float, int, int]] = []
+        self.flow_last: dict[bytes, float] = {}
+        self.order = 0
+        self.stats = DelayerStats(queue=nfq.queue)
+
+    def take(self, now: float) -> None:
+        """Schedule every packet waiting on the socket."""
+        for packet in self.nfq.receive():
+            release = now + self.delay_s
+            if self.jitter_s:
+                release += self.rng.uniform(-self.jitter_s, self.jitter_s)
+                key = flow_key(packet.head)
+                release = max(release, now, self.flow_last.get(key, 0.0))
+                self.flow_last[key] = release
+            self.order += 1
+            heapq.heappush(self.heap, (release, self.order, packet.packet_id))
+        self.stats.max_held = max(self.stats.max_held, len(self.heap))
+
+    def release_due(self, now: float, everything: bool = False) -> None:
+        """Accept every packet whose time has come (or all of them)."""
+        due: list[int] = []
+        stats = self.stats
+        while self.heap and (everything or self.heap[0][0] <= now):
+            release, _order, packet_id = heapq.heappop(self.heap)
+            late_ms = max(0.0, (now - release) * 1000.0)
+            stats.late_ms_sum += late_ms
+            stats.late_ms_max = max(stats.late_ms_max, late_ms)
+            due.append(packet_id)
+        if due:
+            stats.packets += len(due)
+            self.nfq.verdicts(due)
+        if len(self.flow_last) > 4096:  # forget flows whose last packet is out
+            self.flow_last = {k: t for k, t in self.flow_last.items() if t > now}
+
+    def run(self, parent_fd: int | None, stopping: list[bool]) -> None:
+        """Loop until ``stopping[0]`` or the parent dies."""
+        poller = select.poll()
+        poller.register(self.nfq.fileno(), select.POLLIN)
+        if parent_fd is not None:
+            poller.register(parent_fd, select.POLLIN)
+        started = time.monotonic()
+        while not stopping[0]:
+            wait_ms = 500.0
+            if self.heap:
+                wait_ms = max(0.0, (self.heap[0][0] - time.monotonic()) * 1000.0)
+            try:
+                events = poller.poll(wait_ms)
+            except InterruptedError:
+                continue
+            if any(fd == parent_fd for fd, _ in events):
+                break
+            now = time.monotonic()
+            self.take(now)
+            self.release_due(time.monotonic())
+        self.stats.seconds = time.monotonic() - started
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the delayer process."""
+    parser = argparse.ArgumentParser(prog="chaos.net.delayer")
+    parser.add_argument("--fault", required=True)
+    parser.add_argument("--delay-ms", type=float, required=True)
+    parser.add_argument("--jitter-ms", type=float, default=0.0)
+    parser.add_argument("--peer", action="append", default=[])
+    parser.add_argument("--queue", type=int, default=QUEUE_BASE)
+    parser.add_argument("--parent-pid", type=int)
+    parser.add_argument("--stats-file")
+    parser.add_argument("--seed", type=int)
+    args = parser.parse_args(argv)
+
+    stopping = [False]
+
+    def stop(_sig: int, _frame: FrameType | None) -> None:
+        stopping[0] = True
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    parent_fd = None
+    if args.parent_pid:
+        try:
+            parent_fd = os.pidfd_open(args.parent_pid)
+        except ProcessLookupError:
+            return 3  # the parent is already gone: do nothing at all
+
+    nfq = bind_free_queue(args.queue)
+    delayer = Delayer(nfq, args.delay_ms / 1000.0, args.jitter_ms / 1000.0, args.seed)
+    try:
+        add_queue_rules(args.fault, nfq.queue, args.peer)
+        print(f"READY {nfq.queue}", flush=True)
+        delayer.run(parent_fd, stopping)
+    finally:
+        # rules first, so nothing new is queued; then let everything held go; then packets
+        # that were queued between the two (the kernel would drop them when we unbind)
+        iptables.delete_tagged(NetNS.current(), delay_tag(args.fault))
+        delayer.release_due(time.monotonic(), everything=True)
+        delayer.take(time.monotonic())
+        delayer.release_due(time.monotonic(), everything=True)
+        nfq.close()
+        if args.stats_file:
+            with open(args.stats_file, "w") as out:
+                json.dump(delayer.stats.as_dict(), out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,103 @@
+"""Remove everything kafka-chaos left in a namespace: rules, qdiscs, delayer processes.
+
+Used by cleanup on every exit path (normal end, failure, Ctrl-C) and by tests. It does not
+need the handles that made them: it recognises our chains (``KAFKA_CHAOS_*``), our qdisc
+handle (``4b43:``) and delayer processes (``chaos.net.delayer`` in the command line) whose
+network namespace is the one swept.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from chaos.net import iptables, tc
+from chaos.net.netns import NamespaceGone, NetNS
+
+DELAYER_MARK = b"chaos.net.delayer"
+KILL_AFTER_S = 5.0
+
+
+@dataclass
+class SweepReport:
+    """What a sweep removed from one namespace."""
+
+    ns: str
+    rules: int = 0
+    qdiscs: list[str] = field(default_factory=list)
+    delayers: list[int] = field(default_factory=list)
+    gone: bool = False
+
+    @property
+    def anything_removed(self) -> bool:
+        """True when the sweep found something of ours."""
+        return bool(self.rules or self.qdiscs or self.delayers)
+
+    def describe(self) -> dict[str, Any]:
+        """JSON-able."""
+        return asdict(self)
+
+
+def delayer_pids(ns: NetNS | None = None) -> list[int]:
+    """Pids of delayer processes (only those in ``ns``'s network namespace, if given)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                if DELAYER_MARK not in f.read():
+                    continue
+            if ns is not None and os.stat(f"/proc/{entry}/ns/net").st_ino != ns.inode:
+                continue
+        except OSError:
+            continue  # it exited meanwhile
+        found.append(int(entry))
+    return found
+
+
+def stop_delayers(pids: list[int]) -> None:
+    """SIGTERM (they clean up after themselves), then SIGKILL those still alive."""
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + KILL_AFTER_S
+    alive = list(pids)
+    while alive and time.monotonic() < deadline:
+        alive = [pid for pid in alive if _alive(pid)]
+        if alive:
+            time.sleep(0.05)  # polling a foreign process's exit: no handle to wait on
+    for pid in alive:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(") ")[-1][:1] != "Z"
+    except OSError:
+        return False
+
+
+def sweep(ns: NetNS) -> SweepReport:
+    """Remove every kafka-chaos rule, qdisc and delayer from ``ns``. Idempotent; a vanished
+    namespace is reported as ``gone`` (it took its rules with it)."""
+    report = SweepReport(str(ns))
+    if not ns.exists():
+        report.gone = True
+        return report
+    try:
+        report.delayers = delayer_pids(ns)
+        stop_delayers(report.delayers)
+        report.rules = iptables.remove_all(ns)
+        for dev in tc.all_devices(ns):
+            if tc.remove(ns, [dev]):
+                report.qdiscs.append(dev)
+    except NamespaceGone:
+        report.gone = True
+    return report

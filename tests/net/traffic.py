@@ -1,0 +1,175 @@
+"""Traffic tools run inside test namespaces (``ip netns exec NS python traffic.py ...``).
+
+Servers print ``READY`` once listening, then serve until killed. Clients print one JSON
+object. There is no ping binary on these machines, so ``udp-ping`` stands in for it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import select
+import socket
+import struct
+import sys
+import threading
+import time
+
+PROBE = struct.Struct("!Id")
+
+
+def udp_echo(port: int) -> None:
+    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    sock.bind(("0.0.0.0", port))
+    print("READY", flush=True)
+    while True:
+        data, peer = sock.recvfrom(65536)
+        sock.sendto(data, peer)
+
+
+def udp_ping(host: str, port: int, count: int, interval: float, wait: float) -> dict:
+    """Send ``count`` probes every ``interval`` s; a reply later than ``wait`` s is lost."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    sock.setblocking(False)
+    rtts: dict[int, float] = {}
+    send_errors = 0
+    start = time.monotonic()
+    seq = 0
+    deadline = start + count * interval + wait
+    while time.monotonic() < deadline:
+        now = time.monotonic()
+        if seq < count and now >= start + seq * interval:
+            try:
+                sock.sendto(PROBE.pack(seq, now), (host, port))
+            except OSError:  # EPERM when an OUTPUT rule drops it: a lost probe
+                send_errors += 1
+            seq += 1
+            continue
+        next_send = start + seq * interval if seq < count else deadline
+        ready, _, _ = select.select([sock], [], [], max(0.0, min(next_send, deadline) - now))
+        while ready:
+            try:
+                data = sock.recv(64)
+            except BlockingIOError:
+                break
+            got_seq, sent = PROBE.unpack(data[: PROBE.size])
+            rtt = time.monotonic() - sent
+            if rtt <= wait:
+                rtts[got_seq] = rtt * 1000.0
+        if seq >= count and len(rtts) == count:
+            break
+    return {"sent": count, "received": len(rtts), "send_errors": send_errors,
+            "rtts_ms": [rtts[k] for k in sorted(rtts)]}
+
+
+def _echo_conn(conn: socket.socket) -> None:
+    with conn:
+        while data := conn.recv(65536):
+            conn.sendall(data)
+
+
+def tcp_echo(port: int) -> None:
+    srv = socket.create_server(("0.0.0.0", port), reuse_port=True)
+    print("READY", flush=True)
+    while True:
+        conn, _ = srv.accept()
+        threading.Thread(target=_echo_conn, args=(conn,), daemon=True).start()
+
+
+def tcp_connect(host: str, port: int, timeout: float) -> dict:
+    """Connect, send a line, expect it echoed back, all within ``timeout``."""
+    start = time.monotonic()
+    try:
+        with socket.create_connection((host, port), timeout=timeout) as conn:
+            conn.sendall(b"hello\n")
+            got = b""
+            while len(got) < 6:
+                chunk = conn.recv(64)
+                if not chunk:
+                    break
+                got += chunk
+        return {"ok": got == b"hello\n", "error": None, "seconds": time.monotonic() - start}
+    except OSError as exc:
+        return {"ok": False, "error": type(exc).__name__, "seconds": time.monotonic() - start}
+
+
+def tcp_hold(host: str, port: int) -> None:
+    """Hold one connection open; for each stdin line ``ping T`` echo a line within T s and
+    print ``ok``/``timeout``/``error``."""
+    conn = socket.create_connection((host, port), timeout=5)
+    print("READY", flush=True)
+    for line in sys.stdin:
+        conn.settimeout(float(line.split()[1]))
+        try:
+            conn.sendall(b"x\n")
+            got = conn.recv(64)
+            print("ok" if got else "error", flush=True)
+        except TimeoutError:
+            print("timeout", flush=True)
+        except OSError:
+            print("error", flush=True)
+
+
+def tcp_sink(port: int) -> None:
+    """Accept one connection, read to EOF, print bytes and first-to-last-byte seconds."""
+    srv = socket.create_server(("0.0.0.0", port), reuse_port=True)
+    print("READY", flush=True)
+    conn, _ = srv.accept()
+    total = 0
+    first = last = time.monotonic()
+    with conn:
+        while data := conn.recv(1 << 16):
+            if total == 0:
+                first = time.monotonic()
+            total += len(data)
+            last = time.monotonic()
+    print(json.dumps({"bytes": total, "seconds": last - first}), flush=True)
+
+
+def tcp_blast(host: str, port: int, seconds: float) -> dict:
+    """Send as fast as the network takes it for ``seconds``."""
+    payload = b"\0" * (1 << 16)
+    sent = 0
+    with socket.create_connection((host, port), timeout=10) as conn:
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            sent += conn.send(payload)
+    return {"sent": sent}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    sub = parser.add_subparsers(dest="cmd", required=True)
+    for name in ("udp-echo", "tcp-echo", "tcp-sink"):
+        sub.add_parser(name).add_argument("port", type=int)
+    ping = sub.add_parser("udp-ping")
+    ping.add_argument("host")
+    ping.add_argument("port", type=int)
+    ping.add_argument("--count", type=int, default=10)
+    ping.add_argument("--interval", type=float, default=0.01)
+    ping.add_argument("--wait", type=float, default=1.0)
+    for name in ("tcp-connect", "tcp-hold", "tcp-blast"):
+        client = sub.add_parser(name)
+        client.add_argument("host")
+        client.add_argument("port", type=int)
+        client.add_argument("--timeout", type=float, default=2.0)
+        client.add_argument("--seconds", type=float, default=2.0)
+    args = parser.parse_args()
+    if args.cmd == "udp-echo":
+        udp_echo(args.port)
+    elif args.cmd == "tcp-echo":
+        tcp_echo(args.port)
+    elif args.cmd == "tcp-sink":
+        tcp_sink(args.port)
+    elif args.cmd == "tcp-hold":
+        tcp_hold(args.host, args.port)
+    elif args.cmd == "udp-ping":
+        print(json.dumps(udp_ping(args.host, args.port, args.count, args.interval, args.wait)))
+    elif args.cmd == "tcp-connect":
+        print(json.dumps(tcp_connect(args.host, args.port, args.timeout)))
+    elif args.cmd == "tcp-blast":
+        print(json.dumps(tcp_blast(args.host, args.port, args.seconds)))
+
+
+if __name__ == "__main__":
+    main()
