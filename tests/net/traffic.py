@@ -7,6 +7,7 @@ object. There is no ping binary on these machines, so ``udp-ping`` stands in for
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import select
 import socket
@@ -18,10 +19,11 @@ import time
 PROBE = struct.Struct("!Id")
 
 
-def udp_echo(port: int) -> None:
+def udp_echo(port: int, announce: bool = True) -> None:
     sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     sock.bind(("0.0.0.0", port))
-    print("READY", flush=True)
+    if announce:
+        print("READY", flush=True)
     while True:
         data, peer = sock.recvfrom(65536)
         sock.sendto(data, peer)
@@ -60,6 +62,58 @@ def udp_ping(host: str, port: int, count: int, interval: float, wait: float) -> 
             break
     return {"sent": count, "received": len(rtts), "send_errors": send_errors,
             "rtts_ms": [rtts[k] for k in sorted(rtts)]}
+
+
+def udp_recv(port: int, wait: float) -> None:
+    """Count datagrams until none came for ``wait`` s after stdin says ``go``; print JSON."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    sock.bind(("0.0.0.0", port))
+    print("READY", flush=True)
+    sys.stdin.readline()
+    sock.settimeout(wait)
+    count = 0
+    try:
+        while True:
+            sock.recv(2048)
+            count += 1
+    except TimeoutError:
+        pass
+    print(json.dumps({"received": count}), flush=True)
+
+
+def udp_send(host: str, port: int, count: int) -> dict:
+    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    errors = 0
+    for seq in range(count):
+        try:
+            sock.sendto(PROBE.pack(seq, time.monotonic()), (host, port))
+        except OSError:
+            errors += 1
+    return {"sent": count, "send_errors": errors}
+
+
+def udp_reach(hosts: list[str], port: int, count: int, wait: float) -> dict:
+    """Probe every host at once from one socket; how many replies came from each."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    got = {host: 0 for host in hosts}
+    for seq in range(count):
+        for host in hosts:
+            with contextlib.suppress(OSError):
+                sock.sendto(PROBE.pack(seq, time.monotonic()), (host, port))
+    end = time.monotonic() + wait
+    while (left := end - time.monotonic()) > 0 and not all(got.values()):
+        ready, _, _ = select.select([sock], [], [], left)
+        if ready:
+            _, (peer, _) = sock.recvfrom(64)
+            if peer in got:
+                got[peer] += 1
+    return got
+
+
+def echo(udp_port: int, tcp_port: int) -> None:
+    """UDP and TCP echo in one process."""
+    threading.Thread(target=udp_echo, args=(udp_port, False), daemon=True).start()
+    tcp_echo(tcp_port)
 
 
 def _echo_conn(conn: socket.socket) -> None:
@@ -148,12 +202,24 @@ def main() -> None:
     ping.add_argument("--count", type=int, default=10)
     ping.add_argument("--interval", type=float, default=0.01)
     ping.add_argument("--wait", type=float, default=1.0)
-    for name in ("tcp-connect", "tcp-hold", "tcp-blast"):
+    both = sub.add_parser("echo")
+    both.add_argument("udp_port", type=int)
+    both.add_argument("tcp_port", type=int)
+    reach = sub.add_parser("udp-reach")
+    reach.add_argument("port", type=int)
+    reach.add_argument("hosts", nargs="+")
+    reach.add_argument("--count", type=int, default=3)
+    reach.add_argument("--wait", type=float, default=0.3)
+    recv = sub.add_parser("udp-recv")
+    recv.add_argument("port", type=int)
+    recv.add_argument("--wait", type=float, default=0.5)
+    for name in ("tcp-connect", "tcp-hold", "tcp-blast", "udp-send"):
         client = sub.add_parser(name)
         client.add_argument("host")
         client.add_argument("port", type=int)
         client.add_argument("--timeout", type=float, default=2.0)
         client.add_argument("--seconds", type=float, default=2.0)
+        client.add_argument("--count", type=int, default=10)
     args = parser.parse_args()
     if args.cmd == "udp-echo":
         udp_echo(args.port)
@@ -167,6 +233,14 @@ def main() -> None:
         print(json.dumps(udp_ping(args.host, args.port, args.count, args.interval, args.wait)))
     elif args.cmd == "tcp-connect":
         print(json.dumps(tcp_connect(args.host, args.port, args.timeout)))
+    elif args.cmd == "echo":
+        echo(args.udp_port, args.tcp_port)
+    elif args.cmd == "udp-reach":
+        print(json.dumps(udp_reach(args.hosts, args.port, args.count, args.wait)))
+    elif args.cmd == "udp-recv":
+        udp_recv(args.port, args.wait)
+    elif args.cmd == "udp-send":
+        print(json.dumps(udp_send(args.host, args.port, args.count)))
     elif args.cmd == "tcp-blast":
         print(json.dumps(tcp_blast(args.host, args.port, args.seconds)))
 
