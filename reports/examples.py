@@ -1,0 +1,82 @@
+"""Turning the checker's anomaly examples into table rows a person can read.
+
+Examples are free-form dicts (the checker names the record, partition, offsets, when it was
+acknowledged and the faults active then); we pick the known fields out in a fixed order and keep
+the rest as a compact "detail" column, so a new field from the checker still shows up.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from .offset_map import identity_of
+from .timeline import Timeline
+
+TIME_KEYS = ("complete_ns", "ack_ns", "acked_ns", "ack_time_ns", "invoke_ns", "ts_ns",
+             "read_ns")
+RECORD_KEYS = ("producer", "seq", "topic", "partition", "faults", "records", "replicas")
+
+
+@dataclass(frozen=True)
+class ExampleRow:
+    """One example, formatted."""
+
+    record: str
+    partition: str
+    offsets: str
+    when: str
+    when_title: str
+    faults: str
+    faults_source: str  # "checker" or "events" (attributed here from the fault windows)
+    detail: str
+
+
+def _fmt_record(ex: dict[str, Any]) -> str:
+    ident = identity_of(ex)
+    if ident is not None:
+        return f"p{ident[0]}#{ident[1]}"
+    for key in ("records", "replicas"):
+        if isinstance(ex.get(key), dict):
+            who = "" if key == "records" else "replica "
+            return ", ".join(f"{who}{k}: {v}" for k, v in ex[key].items())
+    if isinstance(ex.get("record"), str):
+        return str(ex["record"])
+    return "—"
+
+
+def _fmt_time(ns: int, tl: Timeline) -> tuple[str, str]:
+    utc = datetime.fromtimestamp(ns / 1e9, tz=UTC).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
+    return f"t+{tl.rel_s(ns):.3f}s", f"{utc} UTC"
+
+
+def format_example(ex: dict[str, Any], tl: Timeline) -> ExampleRow:
+    """One example as a table row; faults are attributed from events if the checker did not."""
+    topic, part = ex.get("topic"), ex.get("partition")
+    partition = "—" if part is None else (f"{topic}:{part}" if topic else str(part))
+    offsets = "; ".join(
+        f"{k.replace('_', ' ')} {', '.join(map(str, v)) if isinstance(v, list) else v}"
+        for k, v in ex.items() if "offset" in k
+    ) or "—"
+    ts_key = next((k for k in TIME_KEYS if isinstance(ex.get(k), int)), None)
+    when, when_title, faults, source = "—", "", "", "checker"
+    if ts_key:
+        when, when_title = _fmt_time(int(ex[ts_key]), tl)
+        if ts_key not in ("complete_ns", "ack_ns", "acked_ns", "ack_time_ns"):
+            when_title += f" ({ts_key})"
+    if isinstance(ex.get("faults"), list):
+        faults = ", ".join(
+            f.get("label") or f"{f.get('kind', '?')} {f.get('targets', '')}"
+            if isinstance(f, dict) else str(f) for f in ex["faults"]) or "none"
+    elif ts_key:
+        numbered = {id(f): i for i, f in enumerate(tl.faults, 1)}
+        active = tl.faults_at(int(ex[ts_key]))
+        faults = ", ".join(f"F{numbered[id(f)]} {f.label}" for f in active) or "none"
+        source = "events"
+    skip = set(RECORD_KEYS) | set(TIME_KEYS) | {"record"}
+    rest = {k: v for k, v in ex.items() if k not in skip and "offset" not in k}
+    detail = json.dumps(rest, default=str, separators=(", ", ": ")) if rest else ""
+    return ExampleRow(_fmt_record(ex), partition, offsets, when, when_title, faults, source,
+                      detail[:300])

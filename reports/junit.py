@@ -1,0 +1,99 @@
+"""JUnit XML for a run: one test case per anomaly kind, plus the verdict and expectations.
+
+CI dashboards (Jenkins, GitLab, GitHub test reporters) read the common subset: ``testsuites``
+> ``testsuite`` > ``testcase`` with ``failure``/``error``/``skipped`` children, ``time`` in
+seconds. A forbidden anomaly is a failure whose text lists the checker's examples; an allowed
+one passes and says so in ``system-out``; a verdict of unknown is an error (the run could not
+establish the facts), matching the CLI's exit code 2.
+"""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from typing import Any
+
+from .summary import ANOMALY_MEANING, AnomalyRow, Verdict
+
+MAX_EXAMPLES_IN_XML = 10
+
+
+def _examples_text(row: AnomalyRow) -> str:
+    lines = [f"{row.count} {row.kind}: {ANOMALY_MEANING.get(row.kind, '')}".rstrip(": ")]
+    if row.why:
+        lines.append(f"guarantee: {row.why}")
+    for ex in row.examples[:MAX_EXAMPLES_IN_XML]:
+        lines.append("  " + json.dumps(ex, sort_keys=True, default=str))
+    if len(row.examples) > MAX_EXAMPLES_IN_XML:
+        more = len(row.examples) - MAX_EXAMPLES_IN_XML
+        lines.append(f"  … {more} more examples in results.json")
+    return "\n".join(lines)
+
+
+def junit_xml(
+    run: dict[str, Any], results: dict[str, Any] | None, rows: list[AnomalyRow],
+    verdict: Verdict, report_name: str = "report.html",
+) -> bytes:
+    """The JUnit document for one run, as UTF-8 bytes."""
+    scenario = str(run.get("scenario") or "run")
+    run_id = str(run.get("run_id") or run.get("started_at") or "")
+    classname = f"kafka-chaos.{scenario}"
+    duration = float(((results or {}).get("stats") or {}).get("duration_s") or 0.0)
+    suites = ET.Element("testsuites", name="kafka-chaos")
+    suite = ET.SubElement(suites, "testsuite", name=f"{scenario} {run_id}".strip(),
+                          timestamp=str(run.get("started_at") or ""), time=f"{duration:.3f}")
+    props = ET.SubElement(suite, "properties")
+    for k, v in (("scenario", scenario), ("run_id", run_id), ("verdict", verdict.value),
+                 ("report", report_name), ("seed", run.get("seed"))):
+        ET.SubElement(props, "property", name=k, value="" if v is None else str(v))
+
+    def case(name: str) -> ET.Element:
+        return ET.SubElement(suite, "testcase", classname=classname, name=name, time="0")
+
+    v = case("verdict")
+    if verdict.value == "invalid":
+        ET.SubElement(v, "failure", message=verdict.reason, type="invalid").text = verdict.reason
+    elif verdict.value == "unknown":
+        ET.SubElement(v, "error", message=verdict.reason, type="unknown").text = verdict.reason
+    ET.SubElement(v, "system-out").text = " ".join([verdict.reason, *verdict.notes])
+
+    if results is not None:
+        for row in rows:
+            c = case(row.kind)
+            if row.status == "violation":
+                ET.SubElement(c, "failure", message=f"{row.count} {row.kind} (forbidden)",
+                              type=row.kind).text = _examples_text(row)
+            elif row.status == "allowed":
+                ET.SubElement(c, "system-out").text = "allowed by this configuration. " + \
+                    _examples_text(row)
+        for section in ("expectations", "mechanism"):
+            block = results.get(section)
+            if not isinstance(block, dict):
+                continue
+            c = case(section)
+            ok = block.get("met", block.get("observed"))
+            details = "\n".join(json.dumps(d, sort_keys=True, default=str)
+                                for d in block.get("details") or [])
+            if ok is False:
+                ET.SubElement(c, "failure", message=f"{section} not met", type=section).text = \
+                    details
+            else:
+                ET.SubElement(c, "system-out").text = details
+    cases = suite.findall("testcase")
+    suite.set("tests", str(len(cases)))
+    suite.set("failures", str(sum(1 for c in cases if c.find("failure") is not None)))
+    suite.set("errors", str(sum(1 for c in cases if c.find("error") is not None)))
+    suite.set("skipped", "0")
+    for k in ("tests", "failures", "errors"):
+        suites.set(k, suite.get(k, "0"))
+    ET.indent(suites)
+    return ET.tostring(suites, encoding="utf-8", xml_declaration=True)
+
+
+def write_junit(path: Path, data: bytes) -> Path:
+    """Write the JUnit document (atomically, so a CI reader never sees half a file)."""
+    tmp = path.with_suffix(".xml.tmp")
+    tmp.write_bytes(data)
+    tmp.replace(path)
+    return path

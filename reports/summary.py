@@ -1,0 +1,201 @@
+"""What a report states about a run, read from ``run.json`` and ``results.json``.
+
+Nothing here decides anything: the verdict, the counts and whether each anomaly is allowed are
+the checker's (``results.json``). This module only turns them into words and rows, and fills in
+Kafka's documented defaults for settings a run left unset so that the reader sees the value that
+was in force.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+# DESIGN.md §4: the anomaly kinds, in the order a reader cares about them.
+ANOMALY_KINDS = (
+    "lost",
+    "unseen",
+    "divergence",
+    "inconsistent-offset",
+    "offset-mismatch",
+    "failed-visible",
+    "aborted-read",
+    "unexpected",
+    "duplicate",
+    "reorder",
+    "poll-skip",
+    "nonmonotonic-poll",
+)
+
+ANOMALY_MEANING = {
+    "lost": "acknowledged write never read, in a partition the drain read completely",
+    "unseen": "acknowledged write never read, in a partition the drain could not finish",
+    "duplicate": "one record read at two or more distinct offsets",
+    "inconsistent-offset": "one offset read with two different records",
+    "offset-mismatch": "acknowledged offset differs from where the record was read",
+    "reorder": "two writes of one producer stored against their sequence order",
+    "failed-visible": "a write reported as failed was read",
+    "unexpected": "a record no attempt produced, or one that does not decode",
+    "poll-skip": "consecutive polls jumped over offsets that exist",
+    "nonmonotonic-poll": "consecutive polls went backwards",
+    "aborted-read": "a read_committed reader saw an aborted transaction's record",
+    "divergence": "two replicas hold different records at the same offset",
+}
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One configuration value as shown, with whether it was a default."""
+
+    name: str
+    value: str
+    defaulted: bool = False
+
+
+@dataclass
+class AnomalyRow:
+    """One anomaly kind as the checker reported it."""
+
+    kind: str
+    count: int
+    allowed: bool
+    why: str
+    examples: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def status(self) -> str:
+        """``none``, ``allowed`` or ``violation`` — the colour of the row."""
+        if self.count == 0:
+            return "none"
+        return "allowed" if self.allowed else "violation"
+
+
+@dataclass
+class Verdict:
+    """The checker's verdict and one sentence saying why."""
+
+    value: str  # "valid" | "invalid" | "unknown"
+    reason: str
+    notes: list[str] = field(default_factory=list)
+
+
+def _get(cfg: dict[str, Any], *keys: str) -> Any:
+    for k in keys:
+        if k in cfg and cfg[k] is not None:
+            return cfg[k]
+    return None
+
+
+def _fmt(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list):
+        return ", ".join(_fmt(v) for v in value) or "none"
+    return str(value)
+
+
+def settings(run: dict[str, Any]) -> list[Setting]:
+    """The configuration that matters for durability, defaults filled in and marked."""
+    cluster = run.get("cluster") or {}
+    workload = run.get("workload") or {}
+    broker = run.get("broker_config") or {}
+    topic = {**broker, **(run.get("topic_config") or {})}  # topic config overrides broker's
+    producer = run.get("producer_config") or {}
+    consumer = run.get("consumer_config") or {}
+    faults = run.get("faults") or {}
+    versions = run.get("versions") or {}
+    txn = (workload.get("transactions") or {}).get("enabled")
+    if txn is None:
+        txn = bool(producer.get("transactional.id"))
+
+    def s(name: str, value: Any, default: Any = None) -> Setting:
+        if value is None:
+            return Setting(name, "?" if default is None else _fmt(default), default is not None)
+        return Setting(name, _fmt(value))
+
+    rf = _get(topic, "replication.factor", "default.replication.factor")
+    return [
+        s("Kafka version", _get(cluster, "kafka_version") or versions.get("kafka")),
+        s("brokers", cluster.get("brokers")),
+        s("partitions", workload.get("partitions")),
+        s("replication.factor", rf),
+        s("min.insync.replicas", topic.get("min.insync.replicas"), 1),
+        s("unclean.leader.election", topic.get("unclean.leader.election.enable"), False),
+        s("acks", producer.get("acks", producer.get("request.required.acks")), "all"),
+        s("enable.idempotence", producer.get("enable.idempotence"), False),
+        s("transactions", txn),
+        s("isolation.level", consumer.get("isolation.level"), "read_committed"),
+        s("faults", faults.get("kinds") if faults else None, []),
+        s("fault interval (s)", faults.get("interval_s") if faults else None),
+        s("duration (s)", workload.get("duration_s")),
+        s("producers × rate/s", _pair(workload.get("producers"), workload.get("rate"))),
+        s("seed", run.get("seed")),
+        s("librdkafka", versions.get("librdkafka")),
+    ]
+
+
+def _pair(a: Any, b: Any) -> str | None:
+    return None if a is None and b is None else f"{_fmt(a)} × {_fmt(b)}"
+
+
+def anomaly_rows(results: dict[str, Any] | None) -> list[AnomalyRow]:
+    """Every anomaly kind (contract order first, then any extra the checker reported)."""
+    anomalies = (results or {}).get("anomalies") or {}
+    guarantees = (results or {}).get("guarantees") or {}
+    kinds = list(ANOMALY_KINDS) + sorted(k for k in anomalies if k not in ANOMALY_KINDS)
+    rows = []
+    for kind in kinds:
+        a = anomalies.get(kind) or {}
+        count = int(a.get("count") or 0)
+        allowed = bool(a.get("allowed", False))
+        why = str(guarantees.get(kind) or a.get("why") or a.get("reason") or "")
+        examples = [e for e in (a.get("examples") or []) if isinstance(e, dict)]
+        rows.append(AnomalyRow(kind, count, allowed, why, examples))
+    return rows
+
+
+def verdict(results: dict[str, Any] | None, rows: list[AnomalyRow]) -> Verdict:
+    """The checker's verdict in one sentence; ``unknown`` when the run was never checked."""
+    if results is None:
+        return Verdict("unknown", "No results.json: this run has not been checked (or the "
+                       "checker failed before writing its results).")
+    raw = results.get("valid")
+    value = "valid" if raw is True else "invalid" if raw is False else "unknown"
+    stats = results.get("stats") or {}
+    writes = stats.get("writes") or {}
+    ok = int(writes.get("ok") or 0)
+    violations = [r for r in rows if r.status == "violation"]
+    allowed = [r for r in rows if r.status == "allowed"]
+    notes: list[str] = []
+    if value == "invalid":
+        parts = ", ".join(f"{r.count:,} {r.kind}" for r in violations) or "anomalies"
+        reason = f"The configuration forbids what was found: {parts}."
+    elif value == "valid":
+        reason = f"All {ok:,} acknowledged writes were read back and no forbidden anomaly " \
+                 "was found."
+        if allowed:
+            reason = reason[:-1] + "; the anomalies seen are ones this configuration allows."
+    else:
+        reasons = []
+        checker = results.get("checker") or {}
+        if checker.get("error"):
+            reasons.append(f"the checker failed ({checker['error']})")
+        if stats.get("drain_complete") is False:
+            reasons.append("the final drain did not read every partition completely")
+        unseen = next((r for r in rows if r.kind == "unseen"), None)
+        if unseen and unseen.count:
+            reasons.append(f"{unseen.count:,} acknowledged writes are unseen")
+        mech = results.get("mechanism") or {}
+        if mech.get("observed") is False:
+            reasons.append("the scenario's mechanism was not observed")
+        if results.get("error"):
+            reasons.append(str(results["error"]))
+        reason = ("The facts could not be established: " + "; ".join(reasons) + "."
+                  if reasons else "The checker could not establish the facts.")
+    expectations = results.get("expectations") or {}
+    if expectations.get("met") is False:
+        missed = [d.get("what", "?") for d in expectations.get("details", []) if not d.get("met")]
+        notes.append("Scenario expectations not met: " + ", ".join(map(str, missed)) + ".")
+    elif expectations.get("met") is True:
+        notes.append("The scenario's own expectations were met.")
+    return Verdict(value, reason, notes)
