@@ -78,6 +78,7 @@ class ChunkedParquetWriter:
         self.chunk_rows = chunk_rows
         self.flush_interval_s = flush_interval_s
         self._cols: dict[str, list[Any]] = {f.name: [] for f in schema}
+        self._col_lists = list(self._cols.values())
         self._n = 0
         self._part = 0
         self._last_flush = time.monotonic()
@@ -86,6 +87,15 @@ class ChunkedParquetWriter:
     def append(self, row: dict[str, Any]) -> None:
         for name, col in self._cols.items():
             col.append(row.get(name))
+        self._n += 1
+        if self._n >= self.chunk_rows or (
+                time.monotonic() - self._last_flush >= self.flush_interval_s):
+            self.flush()
+
+    def append_values(self, values: tuple[Any, ...] | list[Any]) -> None:
+        """Appends one row given as values in schema order (cheaper than a dict per row)."""
+        for col, v in zip(self._col_lists, values, strict=True):
+            col.append(v)
         self._n += 1
         if self._n >= self.chunk_rows or (
                 time.monotonic() - self._last_flush >= self.flush_interval_s):
@@ -108,6 +118,7 @@ class ChunkedParquetWriter:
         self._part += 1
         self.rows_written += self._n
         self._cols = {f.name: [] for f in self.schema}
+        self._col_lists = list(self._cols.values())
         self._n = 0
 
     def close(self) -> None:

@@ -1,0 +1,153 @@
+"""One consumer process of the run, recording every record it reads into reads.parquet.
+
+``assign`` mode reads fixed partitions from the beginning without a group; ``subscribe``
+mode joins the run's consumer group (commits on, rebalances happen when brokers fail). Every
+``consume()`` call is one poll number. Rebalances are written to events.jsonl
+(``kind: "rebalance"``) so the checker can tell a skip across a rebalance from one without.
+librdkafka's silent seeks after truncation (offset reset to earliest) are not hidden.
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import time
+from pathlib import Path
+from typing import Any
+
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
+
+from workloads.child_logging import configure_logging
+from workloads.config import ConsumerConfig, ConsumerSpec
+from workloads.history import READS_SCHEMA, ChunkedParquetWriter, EventLog, history_dir
+from workloads.record import decode
+
+log = logging.getLogger("kafka_chaos.workloads.consumer")
+
+
+class ReadRecorder:
+    """Appends reads of one reader to reads.parquet (its own part files)."""
+
+    def __init__(self, run_dir: Path, reader: str, mode: str, chunk_rows: int = 50_000,
+                 flush_interval_s: float = 2.0) -> None:
+        self.reader = reader
+        self.mode = mode
+        self.writer = ChunkedParquetWriter(history_dir(run_dir) / "reads.parquet", READS_SCHEMA,
+                                           reader, chunk_rows=chunk_rows,
+                                           flush_interval_s=flush_interval_s)
+        self.polls = 0
+        self.records = 0
+        self.invalid = 0
+
+    def record(self, poll: int, msgs: list[Any]) -> None:
+        """Records the data messages of one consume() call (error events are skipped)."""
+        now = time.time_ns()
+        for m in msgs:
+            if m.error() is not None:
+                continue
+            producer, seq, valid = decode(m.value())
+            self.writer.append_values((self.reader, self.mode, poll, now, m.topic(),
+                                       m.partition(), m.offset(), producer, seq, valid))
+            self.records += 1
+            if not valid:
+                self.invalid += 1
+
+    def close(self) -> None:
+        self.writer.close()
+
+
+def consumer_client(bootstrap: str, conf: dict[str, str], client_id: str) -> Consumer:
+    full: dict[str, Any] = {"bootstrap.servers": bootstrap, "client.id": client_id,
+                            "logger": logging.getLogger("kafka_chaos.librdkafka"),
+                            "log.connection.close": False}
+    full.update(conf)
+    return Consumer(full)
+
+
+class ConsumerProcess:
+    """The read loop of one consumer: consume() until the stop event (or SIGTERM)."""
+
+    def __init__(self, run_dir: Path, bootstrap: str, topic: str, partitions: int,
+                 cfg: ConsumerConfig, spec: ConsumerSpec, stop_event: Any) -> None:
+        self.cfg = cfg
+        self.spec = spec
+        self.topic = topic
+        self.stop_event = stop_event
+        self.terminating = False
+        self.events = EventLog(history_dir(run_dir) / "events.jsonl")
+        self.reads = ReadRecorder(run_dir, spec.id, spec.mode, cfg.history_chunk_rows,
+                                  cfg.history_flush_interval_s)
+        conf = cfg.kafka_config()
+        if spec.mode == "assign":
+            # No group at all: nothing is committed and no rebalance can move partitions.
+            conf = {k: v for k, v in conf.items() if k not in (
+                "group.id", "enable.auto.commit", "auto.commit.interval.ms",
+                "session.timeout.ms", "heartbeat.interval.ms")}
+            conf["group.id"] = f"kc-assign-{spec.id}"  # librdkafka requires one; never joined
+            conf["enable.auto.commit"] = "false"
+        self.client = consumer_client(bootstrap, conf, f"kc-consumer-{spec.id}")
+        if spec.mode == "assign":
+            parts = spec.partitions if spec.partitions is not None else list(range(partitions))
+            self.client.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in parts])
+        else:
+            self.client.subscribe([topic], on_assign=self._on_assign,
+                                  on_revoke=self._on_revoke, on_lost=self._on_lost)
+
+    def _rebalance(self, what: str, parts: list[TopicPartition]) -> None:
+        self.events.emit("rebalance", "instant", [], {
+            "reader": self.spec.id, "what": what, "poll": self.reads.polls,
+            "partitions": [f"{tp.topic}:{tp.partition}" for tp in parts]})
+
+    def _on_assign(self, consumer: Consumer, parts: list[TopicPartition]) -> None:
+        self._rebalance("assigned", parts)
+
+    def _on_revoke(self, consumer: Consumer, parts: list[TopicPartition]) -> None:
+        self._rebalance("revoked", parts)
+
+    def _on_lost(self, consumer: Consumer, parts: list[TopicPartition]) -> None:
+        self._rebalance("lost", parts)
+
+    def _on_sigterm(self, signum: int, frame: Any) -> None:
+        self.terminating = True
+
+    def run(self) -> None:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, self._on_sigterm)
+        n = self.cfg.max_poll_records
+        timeout = self.cfg.poll_timeout_s
+        try:
+            while not self.terminating and not self.stop_event.is_set():
+                self.reads.polls += 1
+                msgs = self.client.consume(n, timeout)
+                if msgs:
+                    self.reads.record(self.reads.polls, msgs)
+                    for m in msgs:
+                        err = m.error()
+                        if err is not None and err.code() != KafkaError._PARTITION_EOF:
+                            log.info("consumer %s: %s", self.spec.id, err)
+                else:
+                    self.reads.writer.maybe_flush()
+        finally:
+            self.reads.close()
+            try:
+                self.client.close()
+            except Exception as e:  # noqa: BLE001 - closing during faults may fail; history is safe
+                log.info("consumer %s: close: %s", self.spec.id, e)
+            self.events.close()
+
+    def stats(self) -> dict[str, Any]:
+        return {"reader": self.spec.id, "mode": self.spec.mode, "polls": self.reads.polls,
+                "records": self.reads.records, "invalid": self.reads.invalid}
+
+
+def consumer_main(run_dir: Path, bootstrap: str, topic: str, partitions: int,
+                  cfg: ConsumerConfig, spec: ConsumerSpec, stop_event: Any,
+                  stats_queue: Any) -> None:
+    """Entry point of a consumer process (spawned by workloads.processes)."""
+    configure_logging(run_dir, spec.id)
+    proc = ConsumerProcess(run_dir, bootstrap, topic, partitions, cfg, spec, stop_event)
+    try:
+        proc.run()
+    finally:
+        if stats_queue is not None:
+            stats_queue.put(proc.stats())

@@ -1,0 +1,127 @@
+"""Starting the workload's processes and stopping them: producers and consumers.
+
+Each producer and each consumer is an OS process of its own (spawn context: no forked
+librdkafka state, no GIL shared with the orchestrator). They stop when the shared stop event
+is set; ``ProcessGroup.stop`` sets it, waits, and only then terminates (SIGTERM, which still
+writes the history) and finally kills stragglers.
+"""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing as mp
+import queue
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from multiprocessing.process import BaseProcess
+from pathlib import Path
+from typing import Any
+
+from workloads.config import ConsumerConfig, ConsumerSpec, ProducerConfig
+from workloads.consumer import consumer_main
+from workloads.producer import producer_main
+
+log = logging.getLogger("kafka_chaos.workloads.processes")
+
+_CTX = mp.get_context("spawn")
+
+
+def new_stop_event() -> Any:
+    """An event the workload's processes can share (create it before starting them)."""
+    return _CTX.Event()
+
+
+@dataclass
+class ProcessGroup:
+    """Processes that share one stop event; ``stop`` returns their stats by name."""
+
+    stop_event: Any
+    procs: dict[str, BaseProcess] = field(default_factory=dict)
+    stats_queue: Any = None
+    _stats: dict[str, dict[str, Any]] = field(default_factory=dict)
+    _key: Callable[[dict[str, Any]], str] = lambda s: str(s.get("name"))
+
+    def alive(self) -> bool:
+        """True while any process of the group still runs."""
+        return any(p.is_alive() for p in self.procs.values())
+
+    def alive_names(self) -> list[str]:
+        return [n for n, p in self.procs.items() if p.is_alive()]
+
+    def stop(self, timeout_s: float = 30.0) -> dict[str, dict[str, Any]]:
+        """Sets the stop event, waits up to ``timeout_s`` for the processes, then terminates
+        (SIGTERM: they still write their history) and kills what is left.
+
+        Returns stats by process name (``p0`` → attempts/ok/fail/info/errors, ``c0`` →
+        polls/records); a process that left no stats gets ``{"exitcode": ...}`` only.
+        """
+        self.stop_event.set()
+        end = time.monotonic() + timeout_s
+        while self.alive() and time.monotonic() < end:
+            self._collect(0.1)
+        for name, p in self.procs.items():
+            if p.is_alive():
+                log.warning("workload process %s did not stop in %.0fs: SIGTERM", name, timeout_s)
+                p.terminate()
+        end = time.monotonic() + 5.0
+        while self.alive() and time.monotonic() < end:
+            self._collect(0.1)
+        for name, p in self.procs.items():
+            if p.is_alive():
+                log.warning("workload process %s ignored SIGTERM: SIGKILL", name)
+                p.kill()
+            p.join(5)
+        self._collect(0)
+        out: dict[str, dict[str, Any]] = {}
+        for name, p in self.procs.items():
+            st = dict(self._stats.get(name, {}))
+            st["exitcode"] = p.exitcode
+            out[name] = st
+        return out
+
+    def _collect(self, wait_s: float) -> None:
+        # Read stats while children exit: a child blocked on a full pipe would never exit.
+        deadline = time.monotonic() + wait_s
+        while True:
+            try:
+                st = self.stats_queue.get(timeout=max(0.0, deadline - time.monotonic()))
+            except queue.Empty:
+                return
+            self._stats[self._key(st)] = st
+
+
+def start_producers(run_dir: Path, bootstrap: str, topic: str, partitions: int,
+                    cfg: ProducerConfig, count: int, stop_event: Any = None,
+                    first_id: int = 0) -> ProcessGroup:
+    """Starts ``count`` producer processes (ids ``first_id``…), each writing its own part files
+    of writes.parquet. ``stop_event`` should come from :func:`new_stop_event` (None: a new one).
+    """
+    cfg.validate()
+    group = ProcessGroup(stop_event if stop_event is not None else new_stop_event(),
+                         stats_queue=_CTX.Queue(), _key=lambda s: f"p{s['producer']}")
+    for i in range(first_id, first_id + count):
+        p = _CTX.Process(target=producer_main, name=f"kc-producer-{i}", daemon=True,
+                         args=(Path(run_dir), bootstrap, topic, partitions, cfg, i,
+                               group.stop_event, group.stats_queue))
+        p.start()
+        group.procs[f"p{i}"] = p
+    return group
+
+
+def start_consumers(run_dir: Path, bootstrap: str, topic: str, partitions: int,
+                    cfg: ConsumerConfig, specs: list[ConsumerSpec],
+                    stop_event: Any = None) -> ProcessGroup:
+    """Starts one consumer process per spec; each writes its own part files of reads.parquet.
+    """
+    if len({s.id for s in specs}) != len(specs):
+        raise ValueError("consumer ids must be unique")
+    group = ProcessGroup(stop_event if stop_event is not None else new_stop_event(),
+                         stats_queue=_CTX.Queue(), _key=lambda s: str(s["reader"]))
+    for spec in specs:
+        p = _CTX.Process(target=consumer_main, name=f"kc-consumer-{spec.id}", daemon=True,
+                         args=(Path(run_dir), bootstrap, topic, partitions, cfg, spec,
+                               group.stop_event, group.stats_queue))
+        p.start()
+        group.procs[spec.id] = p
+    return group

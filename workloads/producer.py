@@ -1,0 +1,215 @@
+"""One producer process: sequenced records to explicit partitions, every attempt recorded.
+
+A producer stops by itself at the end of its duration, after ``max_records``, or when the
+shared stop event is set. It ignores SIGINT (the orchestrator owns Ctrl-C and sets the event);
+SIGTERM, the orchestrator's last resort, cuts the waits short but still writes the history.
+At the end of the produce phase it flushes (bounded), purges what is left and records those
+attempts by their purge error, so no attempt is missing from writes.parquet.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import random
+import signal
+import time
+from pathlib import Path
+from typing import Any
+
+from confluent_kafka import KafkaError, KafkaException, Producer
+
+from workloads.child_logging import configure_logging
+from workloads.config import ProducerConfig
+from workloads.record import encode
+from workloads.write_recorder import WriteRecorder
+
+log = logging.getLogger("kafka_chaos.workloads.producer")
+
+# Flat out, the stop/deadline checks and poll() run once per this many records.
+_FLAT_OUT_BATCH = 64
+
+
+class StopSignal(Exception):
+    """Raised inside the producer loop when the process should wind down at once."""
+
+
+class ProducerProcess:
+    """The state of one producer process: its client, its recorder, its stop conditions."""
+
+    def __init__(self, run_dir: Path | None, bootstrap: str, topic: str, partitions: int,
+                 cfg: ProducerConfig, producer_id: int, stop_event: Any = None) -> None:
+        self.cfg = cfg
+        self.bootstrap = bootstrap
+        self.topic = topic
+        self.id = producer_id
+        self.stop_event = stop_event
+        self.parts = list(cfg.partitions) if cfg.partitions is not None else list(range(partitions))
+        if not self.parts:
+            raise ValueError("a producer needs at least one partition")
+        self.rng = random.Random(cfg.seed * 1_000_003 + producer_id)
+        self.recorder = WriteRecorder(run_dir, producer_id, topic, record=cfg.record_history,
+                                      chunk_rows=cfg.history_chunk_rows,
+                                      flush_interval_s=cfg.history_flush_interval_s)
+        self.seq = 0
+        self.terminating = False  # SIGTERM seen
+        self.fatal: KafkaError | None = None
+        self.deadline = time.monotonic() + cfg.duration_s
+        self.client = self.new_client()
+
+    # ------------------------------------------------------------------ client
+    def client_config(self) -> dict[str, Any]:
+        conf: dict[str, Any] = {"bootstrap.servers": self.bootstrap,
+                                "client.id": f"kc-producer-{self.id}",
+                                "error_cb": self._on_error,
+                                "logger": logging.getLogger("kafka_chaos.librdkafka"),
+                                # Faults make brokers unreachable; that is not news.
+                                "log.connection.close": False}
+        conf.update(self.cfg.kafka_config(self.id))
+        return conf
+
+    def new_client(self) -> Producer:
+        self.fatal = None
+        return Producer(self.client_config())
+
+    def _on_error(self, err: KafkaError) -> None:
+        if err.fatal():
+            log.error("producer %d: fatal client error %s", self.id, err)
+            self.fatal = err
+        else:
+            log.info("producer %d: client error %s", self.id, err)
+
+    def install_signal_handlers(self) -> None:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, self._on_sigterm)
+
+    def _on_sigterm(self, signum: int, frame: Any) -> None:
+        self.terminating = True
+
+    # ------------------------------------------------------------------ stop conditions
+    def should_stop(self) -> bool:
+        if self.terminating or time.monotonic() >= self.deadline:
+            return True
+        if self.cfg.max_records and self.seq >= self.cfg.max_records:
+            return True
+        return self.stop_event is not None and self.stop_event.is_set()
+
+    def next_partition(self) -> int:
+        if self.cfg.partitioner == "random":
+            return self.rng.choice(self.parts)
+        return self.parts[self.seq % len(self.parts)]
+
+    # ------------------------------------------------------------------ sending
+    def send_one(self) -> None:
+        """Produces record ``self.seq`` (waiting while the local queue is full)."""
+        seq = self.seq
+        part = self.next_partition()
+        value = encode(self.id, seq, self.cfg.record_size)
+        cb = functools.partial(self.recorder.on_delivery, seq)
+        while True:
+            invoke = time.time_ns()
+            try:
+                self.client.produce(self.topic, value, partition=part, on_delivery=cb)
+            except BufferError:
+                # Queue full: not an attempt yet; let deliveries drain, then try again.
+                self.client.poll(0.05)
+                if self.terminating:
+                    raise StopSignal() from None
+                continue
+            except KafkaException as e:
+                self.recorder.refused(seq, part, invoke, e.args[0] if e.args else None)
+                self.seq += 1
+                raise
+            break
+        self.recorder.invoked(seq, part, invoke)
+        self.seq += 1
+
+    def run_plain(self) -> None:
+        """The non-transactional produce loop, paced at ``cfg.rate`` (0: flat out)."""
+        interval = 1.0 / self.cfg.rate if self.cfg.rate > 0 else 0.0
+        next_t = time.monotonic()
+        while not self.should_stop():
+            if self.fatal is not None:
+                self.recreate_client()
+            if interval:
+                wait = next_t - time.monotonic()
+                if wait > 0:
+                    self.client.poll(min(wait, 0.1))
+                    self.recorder.maybe_flush()
+                    continue
+                # Behind schedule (e.g. blocked on a full queue): catch up by at most 1 s.
+                next_t = max(next_t + interval, time.monotonic() - 1.0)
+                self._send_guarded()
+                self.client.poll(0)
+            else:
+                n = _FLAT_OUT_BATCH
+                if self.cfg.max_records:
+                    n = min(n, self.cfg.max_records - self.seq)
+                for _ in range(n):
+                    self._send_guarded()
+                self.client.poll(0)
+                self.recorder.maybe_flush()
+
+    def _send_guarded(self) -> None:
+        try:
+            self.send_one()
+        except KafkaException as e:
+            err = e.args[0] if e.args else None
+            log.warning("producer %d: produce() refused seq %d: %s", self.id, self.seq - 1, err)
+            if err is not None and err.fatal():
+                self.fatal = err
+
+    def recreate_client(self) -> None:
+        """After a fatal error: every attempt the old client still holds is unknown."""
+        log.warning("producer %d: recreating the client after %s", self.id, self.fatal)
+        self.abandon_client()
+        self.client = self.new_client()
+
+    def abandon_client(self) -> None:
+        """Purges the client, collects the purge reports, drops it."""
+        try:
+            self.client.purge(in_queue=True, in_flight=True)
+            self.client.poll(0)
+            self.client.flush(0)
+        except KafkaException as e:
+            log.info("producer %d: purge: %s", self.id, e)
+        self.recorder.resolve_remaining()
+
+    # ------------------------------------------------------------------ the end
+    def finish(self) -> None:
+        """Flush (bounded), purge the rest, resolve unanswered attempts, write the history."""
+        timeout = self.cfg.flush_timeout_s
+        if self.terminating:
+            timeout = min(timeout, 1.0)
+        end = time.monotonic() + timeout
+        try:
+            while self.client.flush(max(0.0, min(0.5, end - time.monotonic()))) > 0:
+                if time.monotonic() >= end:
+                    break
+        except KafkaException as e:
+            log.info("producer %d: flush: %s", self.id, e)
+        self.abandon_client()
+        self.recorder.close()
+
+
+def producer_main(run_dir: Path | None, bootstrap: str, topic: str, partitions: int,
+                  cfg: ProducerConfig, producer_id: int, stop_event: Any,
+                  stats_queue: Any) -> None:
+    """Entry point of a producer process (spawned by workloads.processes)."""
+    configure_logging(run_dir, f"p{producer_id}")
+    proc = ProducerProcess(run_dir, bootstrap, topic, partitions, cfg, producer_id, stop_event)
+    proc.install_signal_handlers()
+    try:
+        if cfg.transactional:
+            from workloads.txn_producer import run_transactional
+            run_transactional(proc)
+        else:
+            proc.run_plain()
+    except StopSignal:
+        pass
+    finally:
+        proc.finish()
+        stats = proc.recorder.stats()
+        log.info("producer %d done: %s", producer_id, stats)
+        if stats_queue is not None:
+            stats_queue.put(stats)

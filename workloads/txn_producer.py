@@ -1,0 +1,145 @@
+"""The transactional produce loop: N records per transaction, a share of them aborted.
+
+librdkafka's rules (KAFKA-FACTS §4.3) decide what happens on errors:
+
+- an error that says ``txn_requires_abort()`` → abort the transaction; its rows are
+  ``aborted`` when the abort succeeds;
+- ``retriable()`` on commit (a commit timeout) → call commit again; **never abort after a
+  commit timed out** (KAFKA-17754): if retrying does not settle it, the outcome is ``unknown``
+  and the client is recreated (init_transactions fences the old epoch);
+- ``fatal()`` → the outcome is ``unknown`` and the client is recreated.
+
+Rows are written only once the transaction's outcome is known (WriteRecorder buffers them).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import TYPE_CHECKING
+
+from confluent_kafka import KafkaError, KafkaException
+
+if TYPE_CHECKING:
+    from workloads.producer import ProducerProcess
+
+log = logging.getLogger("kafka_chaos.workloads.txn")
+
+COMMITTED, ABORTED, UNKNOWN = "committed", "aborted", "unknown"
+_CALL_TIMEOUT_S = 10.0
+
+
+def _err(e: KafkaException) -> KafkaError | None:
+    return e.args[0] if e.args and isinstance(e.args[0], KafkaError) else None
+
+
+def init_client(proc: ProducerProcess) -> bool:
+    """init_transactions, retried until it works or the producer should stop (False)."""
+    while True:
+        try:
+            proc.client.init_transactions(_CALL_TIMEOUT_S)
+            return True
+        except KafkaException as e:
+            err = _err(e)
+            log.warning("producer %d: init_transactions: %s", proc.id, err)
+            if proc.should_stop():
+                return False
+            if err is not None and err.fatal():
+                proc.client = proc.new_client()
+            proc.client.poll(0.5)
+
+
+def commit(proc: ProducerProcess) -> tuple[str, bool]:
+    """Commits the open transaction. Returns (txn outcome, whether to recreate the client)."""
+    bound = time.monotonic() + proc.cfg.transaction_timeout_ms / 1000.0
+    timed_out = False
+    while True:
+        try:
+            proc.client.commit_transaction(_CALL_TIMEOUT_S)
+            return COMMITTED, False
+        except KafkaException as e:
+            err = _err(e)
+            log.warning("producer %d: commit: %s", proc.id, err)
+            if err is None or err.fatal():
+                return UNKNOWN, True
+            if err.retriable() and time.monotonic() < bound and not proc.terminating:
+                timed_out = True
+                continue
+            if err.txn_requires_abort() and not timed_out:
+                return abort(proc)
+            return UNKNOWN, True
+
+
+def abort(proc: ProducerProcess) -> tuple[str, bool]:
+    """Aborts the open transaction. Returns (txn outcome, whether to recreate the client)."""
+    bound = time.monotonic() + proc.cfg.transaction_timeout_ms / 1000.0
+    while True:
+        try:
+            proc.client.abort_transaction(_CALL_TIMEOUT_S)
+            return ABORTED, False
+        except KafkaException as e:
+            err = _err(e)
+            log.warning("producer %d: abort: %s", proc.id, err)
+            if err is not None and err.retriable() and not err.fatal() \
+                    and time.monotonic() < bound and not proc.terminating:
+                continue
+            return UNKNOWN, True
+
+
+def run_one_txn(proc: ProducerProcess, txn_no: int) -> bool:
+    """One transaction from begin to outcome. False when the client must be recreated."""
+    rec = proc.recorder
+    txn = f"{proc.cfg.transactional_id(proc.id)}:{txn_no}"
+    try:
+        proc.client.begin_transaction()
+    except KafkaException as e:
+        log.warning("producer %d: begin_transaction: %s", proc.id, _err(e))
+        return False
+    rec.begin_txn(txn)
+    want_abort = proc.rng.random() < proc.cfg.abort_share
+    interval = 1.0 / proc.cfg.rate if proc.cfg.rate > 0 else 0.0
+    for _ in range(proc.cfg.records_per_txn):
+        if proc.should_stop() or proc.fatal is not None:
+            break
+        t0 = time.monotonic()
+        try:
+            proc.send_one()
+        except KafkaException as e:
+            # The transaction is in an error state (abortable or fatal): finish it now.
+            log.warning("producer %d: produce in %s refused: %s", proc.id, txn, _err(e))
+            break
+        proc.client.poll(0)
+        if interval:
+            wait = interval - (time.monotonic() - t0)
+            if wait > 0:
+                proc.client.poll(wait)
+    if proc.fatal is not None:
+        outcome, recreate = UNKNOWN, True
+    elif proc.terminating:
+        # SIGTERM: no time to settle it; the coordinator will abort it on timeout or fencing.
+        outcome, recreate = UNKNOWN, False
+    elif want_abort:
+        outcome, recreate = abort(proc)
+    else:
+        # A broken transaction is committed anyway: commit then says txn_requires_abort and
+        # the abort follows the documented path.
+        outcome, recreate = commit(proc)
+    proc.client.poll(0)
+    rec.end_txn(outcome)
+    return not recreate
+
+
+def run_transactional(proc: ProducerProcess) -> None:
+    """Transactions until the producer should stop."""
+    txn_no = 0
+    if not init_client(proc):
+        return
+    while not proc.should_stop():
+        ok = run_one_txn(proc, txn_no)
+        txn_no += 1
+        if not ok and not proc.terminating:
+            log.warning("producer %d: recreating the transactional client", proc.id)
+            proc.abandon_client()
+            proc.client = proc.new_client()
+            if not init_client(proc):
+                return

@@ -1,0 +1,151 @@
+"""Turns one producer's attempts and delivery reports into writes.parquet rows.
+
+An attempt is registered when ``produce()`` accepted it and resolved by its delivery report.
+Outside transactions a row is written as soon as its report arrives; inside a transaction
+the rows wait in a buffer until the transaction's outcome is known, so every row is written
+once, complete, with its ``txn_outcome``.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from confluent_kafka import KafkaError, Message
+
+from workloads.history import WRITES_SCHEMA, ChunkedParquetWriter, history_dir
+from workloads.outcomes import FAIL, INFO, OK, classify
+
+log = logging.getLogger("kafka_chaos.workloads.writes")
+
+# Row layout (schema order): op_id, producer, seq, topic, partition, invoke_ns, complete_ns,
+# outcome, offset, error, txn, txn_outcome. Rows are lists so reports can fill them in place.
+_COMPLETE, _OUTCOME, _OFFSET, _ERROR, _TXN_OUTCOME = 6, 7, 8, 9, 11
+
+
+class WriteRecorder:
+    """Keeps the attempts of one producer that still wait for an outcome, and writes rows.
+
+    With ``record=False`` only the counters are kept (benchmark of recording overhead).
+    """
+
+    def __init__(self, run_dir: Path | None, producer: int, topic: str, *, record: bool = True,
+                 chunk_rows: int = 50_000, flush_interval_s: float = 2.0) -> None:
+        self.producer = producer
+        self.topic = topic
+        self.writer: ChunkedParquetWriter | None = None
+        if record and run_dir is not None:
+            self.writer = ChunkedParquetWriter(
+                history_dir(run_dir) / "writes.parquet", WRITES_SCHEMA, f"p{producer}",
+                chunk_rows=chunk_rows, flush_interval_s=flush_interval_s)
+        self._base = producer << 40
+        self.pending: dict[int, list[Any]] = {}
+        self.txn_rows: list[list[Any]] = []  # the open transaction's rows, in seq order
+        self.txn: str | None = None
+        self.counts: Counter[str] = Counter()
+        self.errors: Counter[str] = Counter()
+        self.attempts = 0
+
+    # ------------------------------------------------------------------ attempts
+    def invoked(self, seq: int, partition: int, invoke_ns: int) -> None:
+        """``produce()`` accepted record ``seq``; its outcome comes with the delivery report."""
+        row = [self._base | seq, self.producer, seq, self.topic, partition, invoke_ns,
+               None, None, None, None, self.txn, None]
+        self.pending[seq] = row
+        if self.txn is not None:
+            self.txn_rows.append(row)
+        self.attempts += 1
+
+    def refused(self, seq: int, partition: int, invoke_ns: int, err: KafkaError | None) -> None:
+        """``produce()`` raised: the record never entered the client's queue (``fail``)."""
+        name = err.name() if err is not None else "_REFUSED"
+        row = [self._base | seq, self.producer, seq, self.topic, partition, invoke_ns,
+               time.time_ns(), FAIL, None, name, self.txn, None]
+        self.attempts += 1
+        self._count(FAIL, name)
+        if self.txn is not None:
+            self.txn_rows.append(row)
+        else:
+            self._emit(row)
+
+    def on_delivery(self, seq: int, err: KafkaError | None, msg: Message) -> None:
+        """Delivery report of record ``seq`` (bind ``seq`` with functools.partial)."""
+        row = self.pending.pop(seq, None)
+        if row is None:  # already resolved as unknown (e.g. a report after the run ended)
+            log.debug("late delivery report for p%d seq %d: %s", self.producer, seq, err)
+            return
+        row[_COMPLETE] = time.time_ns()
+        if err is None:
+            row[_OUTCOME] = OK
+            row[_OFFSET] = msg.offset()  # None with acks=0 or for idempotent duplicates
+            self.counts[OK] += 1
+        else:
+            row[_OUTCOME] = outcome = classify(err)
+            row[_ERROR] = name = err.name()
+            self._count(outcome, name)
+        if row[10] is None:  # not in a transaction: the row is final
+            self._emit(row)
+
+    def _count(self, outcome: str, error: str | None) -> None:
+        self.counts[outcome] += 1
+        if error:
+            self.errors[error] += 1
+
+    # ------------------------------------------------------------------ transactions
+    def begin_txn(self, txn: str) -> None:
+        self.txn = txn
+        self.txn_rows = []
+
+    def end_txn(self, txn_outcome: str) -> None:
+        """Writes the transaction's rows with their outcome; unanswered attempts become info."""
+        for row in self.txn_rows:
+            if row[_OUTCOME] is None:
+                self._unresolved(row)
+            row[_TXN_OUTCOME] = txn_outcome
+            self._emit(row)
+        self.counts[f"txn_{txn_outcome}"] += 1
+        self.txn = None
+        self.txn_rows = []
+
+    # ------------------------------------------------------------------ the end
+    def resolve_remaining(self) -> int:
+        """Every attempt without a report becomes ``info`` (outcome never known). Returns how
+        many there were."""
+        n = 0
+        for row in list(self.pending.values()):
+            if row[10] is None:
+                self._unresolved(row)
+                self._emit(row)
+                n += 1
+        if self.txn is not None:
+            self.end_txn("unknown")
+        return n
+
+    def _unresolved(self, row: list[Any]) -> None:
+        self.pending.pop(row[2], None)
+        row[_OUTCOME] = INFO
+        self.counts[INFO] += 1
+
+    def _emit(self, row: list[Any]) -> None:
+        if self.writer is not None:
+            self.writer.append_values(row)
+
+    def maybe_flush(self) -> None:
+        if self.writer is not None:
+            self.writer.maybe_flush()
+
+    def close(self) -> None:
+        if self.writer is not None:
+            self.writer.close()
+
+    def stats(self) -> dict[str, Any]:
+        """Counts for the orchestrator: attempts, ok, fail, info, and errors by name."""
+        return {"producer": self.producer, "attempts": self.attempts,
+                "ok": self.counts[OK], "fail": self.counts[FAIL], "info": self.counts[INFO],
+                "txn_committed": self.counts["txn_committed"],
+                "txn_aborted": self.counts["txn_aborted"],
+                "txn_unknown": self.counts["txn_unknown"],
+                "errors": dict(self.errors)}
