@@ -138,9 +138,12 @@ def build_context(run_dir: Path) -> dict[str, Any]:
     maps = offset_map.plan_maps(rows)
     offset_map.fill_maps(maps, history, rows)
     history_links, log_links = _file_links(run_dir)
-    stats = (results or {}).get("stats") or {}
+    stats = {k: None for k in ("reads", "duration_s", "ack_rate_per_s", "unavailable_s",
+                                "drain_complete")} | ((results or {}).get("stats") or {})
+    header = {k: run.get(k) or "" for k in ("scenario", "run_id", "started_at")}
     return {
         "run": run,
+        "header": header,
         "results": results,
         "title": f"{run.get('scenario', 'run')} · {run.get('run_id') or run_dir.name}",
         "verdict": v,

@@ -1,0 +1,78 @@
+"""Plot data: per-bucket counts and latency percentiles, leadership segments, SVG helpers."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from hypothesis import given
+from hypothesis import strategies as st
+
+from reports import svg
+from reports.cluster_state import load_cluster_state
+from reports.throughput import MAX_BUCKETS, bucket_width, downsample, from_checker, from_history
+
+from .conftest import T0, S
+
+
+def test_counts_and_percentiles_per_bucket(tmp_path: Path) -> None:
+    # Bucket 0: ok latencies 1..100 ms; bucket 2: one fail (7 ms) and one info that never ended.
+    invoke = [T0 + i * 1_000_000 for i in range(100)] + [T0 + 2 * S, T0 + 2 * S]
+    complete = [v + (i + 1) * 1_000_000 for i, v in enumerate(invoke[:100])] + [
+        T0 + 2 * S + 7_000_000, None]
+    pq.write_table(pa.table({"invoke_ns": pa.array(invoke, pa.int64()),
+                             "complete_ns": pa.array(complete, pa.int64()),
+                             "outcome": ["ok"] * 100 + ["fail", "info"]}), tmp_path / "w.parquet")
+    s = from_history(tmp_path / "w.parquet", T0, 3.0)
+    assert s.bucket_s == 1 and s.t == [0, 1, 2]
+    assert s.rate["ok"] == [100, 0, 0]
+    assert s.rate["fail"] == [0, 0, 1] and s.rate["info"] == [0, 0, 1]
+    assert s.latency_ms["ok.max"][0] == 100 and s.latency_ms["ok.p50"][0] == 50
+    assert s.latency_ms["ok.p99"][0] == 99
+    assert s.latency_ms["fail.p50"] == [None, None, 7]
+    assert s.latency_ms["info.max"] == [None, None, None]  # never completed: no latency
+
+
+def test_bucket_width_keeps_plots_small() -> None:
+    for duration in (1, 60, 599, 3600, 86_400, 10**7):
+        assert duration / bucket_width(duration) <= MAX_BUCKETS
+
+
+def test_checker_series_is_used_in_rows_or_columns_and_downsampled() -> None:
+    rows = [{"t_s": i, "ok": 10, "fail": 1, "info": 0, "ok_p99_ms": float(i)} for i in range(5)]
+    s = from_checker({"timeseries": rows}, T0)
+    assert s is not None and s.source == "checker" and s.rate["ok"] == [10.0] * 5
+    assert s.latency_ms["ok.p99"] == [0, 1, 2, 3, 4]
+    cols = {"ts_ns": [T0 + i * S for i in range(2000)], "ok": [5] * 2000}
+    s = from_checker({"timeseries": cols}, T0)
+    assert s is not None and len(s.t) <= MAX_BUCKETS and s.rate["ok"][0] == 5.0
+    assert from_checker({}, T0) is None and from_checker({"timeseries": {"x": []}}, T0) is None
+
+
+@given(st.lists(st.integers(0, 1000), min_size=1, max_size=5000))
+def test_downsample_keeps_the_mean_rate_and_the_worst_tail(values: list[int]) -> None:
+    s = from_checker({"timeseries": {"t_s": list(range(len(values))), "ok": values,
+                                     "ok_p99_ms": values}}, T0)
+    assert s is not None
+    d = downsample(s)
+    assert len(d.t) <= MAX_BUCKETS
+    assert max(v for v in d.latency_ms["ok.p99"] if v is not None) == max(values)
+    total = sum(r * d.bucket_s for r in d.rate["ok"])
+    assert abs(total - sum(values)) < 1e-6 * max(1, sum(values)) + len(values)
+
+
+@given(st.floats(-1e6, 1e6), st.floats(0.001, 1e6))
+def test_nice_ticks_cover_the_range_in_order(lo: float, span: float) -> None:
+    ticks = svg.nice_ticks(lo, lo + span)
+    assert ticks == sorted(ticks) and 1 <= len(ticks) <= 12
+    assert all(lo - span * 1e-6 <= t <= lo + span * (1 + 1e-6) for t in ticks)
+
+
+def test_leadership_segments_merge_equal_samples(hand_run: Path) -> None:
+    state = load_cluster_state(hand_run / "history/observations.parquet", T0, 20.0)
+    [lane] = state.lanes
+    assert [(s.leader, s.isr) for s in lane.segments] == [(1, (1, 2)), (-1, (2,)), (2, (2,))]
+    assert lane.leader_changes == 2 and lane.min_isr == 1
+    assert abs(lane.offline_s - 1.0) < 0.05
+    assert state.brokers == [1, 2]
