@@ -34,6 +34,7 @@ def udp_ping(host: str, port: int, count: int, interval: float, wait: float) -> 
     sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     sock.setblocking(False)
     rtts: dict[int, float] = {}
+    order: list[int] = []
     send_errors = 0
     start = time.monotonic()
     seq = 0
@@ -58,10 +59,11 @@ def udp_ping(host: str, port: int, count: int, interval: float, wait: float) -> 
             rtt = time.monotonic() - sent
             if rtt <= wait:
                 rtts[got_seq] = rtt * 1000.0
+                order.append(got_seq)
         if seq >= count and len(rtts) == count:
             break
     return {"sent": count, "received": len(rtts), "send_errors": send_errors,
-            "rtts_ms": [rtts[k] for k in sorted(rtts)]}
+            "rtts_ms": [rtts[k] for k in sorted(rtts)], "arrival_order": order}
 
 
 def udp_recv(port: int, wait: float) -> None:
@@ -185,6 +187,8 @@ def tcp_blast(host: str, port: int, seconds: float) -> dict:
     payload = b"\0" * (1 << 16)
     sent = 0
     with socket.create_connection((host, port), timeout=10) as conn:
+        # a small send buffer: what is queued after the deadline drains quickly at low rates
+        conn.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 1 << 16)
         end = time.monotonic() + seconds
         while time.monotonic() < end:
             sent += conn.send(payload)

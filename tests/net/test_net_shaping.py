@@ -1,0 +1,117 @@
+"""Slow and lossy links: delay, jitter, loss and bandwidth, measured with real traffic."""
+
+from __future__ import annotations
+
+import json
+import statistics
+from collections.abc import Callable
+
+import pytest
+from netlab import Lan, eventually
+
+from chaos.net import Shaper, iptables, tc
+from chaos.net.sweep import delayer_pids
+
+MakeLan = Callable[[int], Lan]
+
+
+def median_rtt(lan: Lan, src: object, dst: object, count: int = 30) -> float:
+    result = lan.ping(src, dst, count=count, interval=0.02, wait=1.0)  # type: ignore[arg-type]
+    assert result["received"] == count, result
+    return statistics.median(result["rtts_ms"])
+
+
+def throughput_kbit(lan: Lan, src: object, dst: object, seconds: float = 2.0) -> float:
+    sink = lan.serve(dst, "tcp-sink", "7200")  # type: ignore[arg-type]
+    lan.run(src, "tcp-blast", dst.ip, "7200", "--seconds", str(seconds))  # type: ignore
+    assert sink.stdout is not None
+    got = json.loads(sink.stdout.readline())
+    return got["bytes"] * 8 / 1000 / got["seconds"]
+
+
+def test_backend_follows_netem_detection(make_lan: MakeLan) -> None:
+    lan = make_lan(1)
+    handle = Shaper().apply(lan[0].ns, delay_ms=10)
+    try:
+        assert handle.backend == ("netem" if tc.netem_available(lan[0].ns) else "nfqueue")
+        json.dumps(handle.describe())
+    finally:
+        handle.heal()
+
+
+@pytest.mark.parametrize("backend", ["auto", "nfqueue"])
+def test_delay_raises_rtt_by_the_delay(make_lan: MakeLan, backend: str) -> None:
+    lan = make_lan(2)
+    lan.echo_servers()
+    base = median_rtt(lan, lan[0], lan[1])
+    handle = Shaper(backend).apply(lan[0].ns, delay_ms=100)  # type: ignore[arg-type]
+    delayed = median_rtt(lan, lan[0], lan[1])
+    handle.heal()
+    print(f"delay 100 ms ({handle.backend}): median RTT {base:.2f} -> {delayed:.2f} ms, "
+          f"delayer {handle.describe().get('delayer_stats')}")
+    assert 90.0 <= delayed - base <= 150.0
+    assert lan.no_rules_left() and not delayer_pids(lan[0].ns)
+    assert median_rtt(lan, lan[0], lan[1]) < 20.0
+
+
+def test_jitter_spreads_delay_but_keeps_flow_order(make_lan: MakeLan) -> None:
+    lan = make_lan(2)
+    lan.echo_servers()
+    handle = Shaper("nfqueue").apply(lan[0].ns, delay_ms=50, jitter_ms=20, seed=7)
+    result = lan.ping(lan[0], lan[1], count=100, interval=0.005, wait=1.0)
+    handle.heal()
+    rtts = result["rtts_ms"]
+    print(f"delay 50±20 ms: RTT min {min(rtts):.1f} median {statistics.median(rtts):.1f} "
+          f"max {max(rtts):.1f} ms; {handle.describe()['delayer_stats']}")
+    assert result["received"] == 100
+    assert result["arrival_order"] == sorted(result["arrival_order"]), "one flow, no reordering"
+    assert min(rtts) >= 29.0 and max(rtts) <= 90.0
+    assert max(rtts) - min(rtts) >= 10.0, "jitter must show"
+
+
+def test_delay_only_towards_chosen_peers(make_lan: MakeLan) -> None:
+    lan = make_lan(3)
+    lan.echo_servers()
+    handle = Shaper("nfqueue").apply(lan[0].ns, delay_ms=100, peers=[lan[1].ip])
+    try:
+        assert median_rtt(lan, lan[0], lan[1], count=10) >= 90.0
+        assert median_rtt(lan, lan[0], lan[2], count=10) < 20.0
+    finally:
+        handle.heal()
+    assert lan.no_rules_left()
+
+
+def test_loss_matches_probability(make_lan: MakeLan) -> None:
+    lan = make_lan(2)
+    lan.echo_servers()
+    handle = Shaper().apply(lan[0].ns, loss=0.2)
+    result = lan.ping(lan[0], lan[1], count=500, interval=0.002, wait=0.5)
+    handle.heal()
+    lost = 1 - result["received"] / result["sent"]
+    print(f"loss 0.2: measured {lost:.3f} over 500 probes")
+    assert 0.13 <= lost <= 0.27  # +-4 standard deviations of Binomial(500, 0.2)
+    assert lan.no_rules_left()
+    assert lan.ping(lan[0], lan[1], count=50, interval=0.002)["received"] == 50
+
+
+def test_bandwidth_limit_caps_throughput(make_lan: MakeLan) -> None:
+    lan = make_lan(2)
+    handle = Shaper().apply(lan[0].ns, rate_kbit=4000)
+    measured = throughput_kbit(lan, lan[0], lan[1], seconds=1.5)
+    handle.heal()
+    print(f"rate 4000 kbit: measured {measured:.0f} kbit/s")
+    assert 0.8 * 4000 <= measured <= 1.1 * 4000
+    assert tc.root_handle(lan[0].ns, "eth0") != tc.ROOT_HANDLE
+
+
+def test_bandwidth_limit_only_towards_chosen_peers(make_lan: MakeLan) -> None:
+    lan = make_lan(3)
+    handle = Shaper().apply(lan[0].ns, rate_kbit=4000, peers=[lan[1].ip])
+    try:
+        limited = throughput_kbit(lan, lan[0], lan[1], seconds=1.5)
+        free = throughput_kbit(lan, lan[0], lan[2], seconds=1.0)
+    finally:
+        handle.heal()
+    print(f"rate 4000 kbit towards h1: h1 {limited:.0f} kbit/s, h2 {free:.0f} kbit/s")
+    assert 0.8 * 4000 <= limited <= 1.1 * 4000
+    assert free >= 10 * 4000
