@@ -64,6 +64,9 @@ def junit_xml(
             if row.status == "violation":
                 ET.SubElement(c, "failure", message=f"{row.count} {row.kind} (forbidden)",
                               type=row.kind).text = _examples_text(row)
+            elif row.status == "undecided":
+                ET.SubElement(c, "error", message=f"{row.count} {row.kind} (undecided)",
+                              type=row.kind).text = _examples_text(row)
             elif row.status == "allowed":
                 ET.SubElement(c, "system-out").text = "allowed by this configuration. " + \
                     _examples_text(row)

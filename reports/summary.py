@@ -64,9 +64,15 @@ class AnomalyRow:
 
     @property
     def status(self) -> str:
-        """``none``, ``allowed`` or ``violation`` — the colour of the row."""
+        """``none``, ``allowed``, ``violation`` or ``undecided`` — the colour of the row.
+
+        ``unseen`` records are neither: the drain could not read their partition completely,
+        so the run cannot tell lost from not-yet-read (DESIGN.md §4: the verdict is unknown).
+        """
         if self.count == 0:
             return "none"
+        if self.kind == "unseen" and not self.allowed:
+            return "undecided"
         return "allowed" if self.allowed else "violation"
 
 
@@ -171,10 +177,12 @@ def verdict(results: dict[str, Any] | None, rows: list[AnomalyRow]) -> Verdict:
         parts = ", ".join(f"{r.count:,} {r.kind}" for r in violations) or "anomalies"
         reason = f"The configuration forbids what was found: {parts}."
     elif value == "valid":
-        reason = f"All {ok:,} acknowledged writes were read back and no forbidden anomaly " \
-                 "was found."
         if allowed:
-            reason = reason[:-1] + "; the anomalies seen are ones this configuration allows."
+            parts = ", ".join(f"{r.count:,} {r.kind}" for r in allowed)
+            reason = f"No forbidden anomaly in {ok:,} acknowledged writes; this configuration " \
+                     f"allows what was found: {parts}."
+        else:
+            reason = f"All {ok:,} acknowledged writes were read back and no anomaly was found."
     else:
         reasons = []
         checker = results.get("checker") or {}

@@ -79,8 +79,12 @@ def _percentiles(bucket: np.ndarray, values: np.ndarray, nb: int) -> dict[str, l
     """p50, p99 and max of ``values`` per bucket, by one sort (no Python loop over rows)."""
     if bucket.size == 0:
         return {p: [None] * nb for p in PERCENTILES}
-    order = np.lexsort((values, bucket))
-    b_sorted, v_sorted = bucket[order], values[order]
+    # One sort of a combined integer key (bucket, latency in µs) instead of a lexsort on floats:
+    # several times faster on 10M rows, and µs is finer than any plot shows.
+    micros = np.clip(np.rint(values * 1000), 0, (1 << 40) - 1).astype("int64")
+    keys = np.sort((bucket.astype("int64") << 40) | micros)
+    b_sorted = keys >> 40
+    v_sorted = (keys & ((1 << 40) - 1)) / 1000.0
     counts = np.bincount(b_sorted, minlength=nb)
     starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
     out: dict[str, list[float | None]] = {}
