@@ -102,12 +102,17 @@ class Lan:
 
     def datagrams(self, src: TestHost, dst: TestHost, count: int = 20, port: int = 7100) -> int:
         """How many of ``count`` datagrams src sends to dst arrive (one way only)."""
+        return int(self.flood(src, dst, count, port)["received"])
+
+    def flood(self, src: TestHost, dst: TestHost, count: int, port: int = 7100) -> dict:
+        """src sends ``count`` datagrams to dst as fast as it can; dst's count and seconds
+        from first to last arrival."""
         receiver = self.serve(dst, "udp-recv", str(port), "--wait", "0.3", stdin=True)
         assert receiver.stdin is not None and receiver.stdout is not None
-        receiver.stdin.write("go\n")
-        receiver.stdin.flush()
         self.run(src, "udp-send", dst.ip, str(port), "--count", str(count))
-        return int(json.loads(receiver.stdout.readline())["received"])
+        receiver.stdin.write("done\n")
+        receiver.stdin.flush()
+        return dict(json.loads(receiver.stdout.readline()))
 
     def tcp_works(self, src: TestHost, dst: TestHost, timeout: float = 1.0) -> bool:
         """Whether src can open a TCP connection to dst's echo and get a line echoed."""

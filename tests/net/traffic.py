@@ -67,20 +67,27 @@ def udp_ping(host: str, port: int, count: int, interval: float, wait: float) -> 
 
 
 def udp_recv(port: int, wait: float) -> None:
-    """Count datagrams until none came for ``wait`` s after stdin says ``go``; print JSON."""
+    """Count datagrams; once stdin says ``done`` (the sender finished), stop when none came
+    for ``wait`` s. Print the count and the seconds from first to last arrival."""
     sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 16 << 20)
     sock.bind(("0.0.0.0", port))
+    sock.settimeout(0.05)
+    done = threading.Event()
+    threading.Thread(target=lambda: (sys.stdin.readline(), done.set()), daemon=True).start()
     print("READY", flush=True)
-    sys.stdin.readline()
-    sock.settimeout(wait)
     count = 0
-    try:
-        while True:
+    first = last = quiet_since = time.monotonic()
+    while not (done.is_set() and time.monotonic() - quiet_since >= wait):
+        try:
             sock.recv(2048)
-            count += 1
-    except TimeoutError:
-        pass
-    print(json.dumps({"received": count}), flush=True)
+        except TimeoutError:
+            continue
+        last = quiet_since = time.monotonic()
+        if not count:
+            first = last
+        count += 1
+    print(json.dumps({"received": count, "seconds": last - first}), flush=True)
 
 
 def udp_send(host: str, port: int, count: int) -> dict:
@@ -166,20 +173,30 @@ def tcp_hold(host: str, port: int) -> None:
             print("error", flush=True)
 
 
-def tcp_sink(port: int) -> None:
-    """Accept one connection, read to EOF, print bytes and first-to-last-byte seconds."""
+def tcp_sink(port: int, skip: float = 0.3) -> None:
+    """Accept one connection, read to EOF, print the rate after the first ``skip`` s (the
+    shaper's initial burst passes at line rate): bytes and seconds of that steady part."""
     srv = socket.create_server(("0.0.0.0", port), reuse_port=True)
     print("READY", flush=True)
     conn, _ = srv.accept()
     total = 0
-    first = last = time.monotonic()
+    start: float | None = None
+    steady_bytes = 0
+    steady_from: float | None = None
+    last = time.monotonic()
     with conn:
         while data := conn.recv(1 << 16):
-            if total == 0:
-                first = time.monotonic()
-            total += len(data)
             last = time.monotonic()
-    print(json.dumps({"bytes": total, "seconds": last - first}), flush=True)
+            if start is None:
+                start = last
+            elif steady_from is not None:
+                steady_bytes += len(data)
+            elif last - start >= skip:
+                steady_from = last  # this chunk arrived before: count from the next one
+            total += len(data)
+    steady_from = steady_from or last
+    print(json.dumps({"bytes": steady_bytes, "seconds": last - steady_from, "total": total}),
+          flush=True)
 
 
 def tcp_blast(host: str, port: int, seconds: float) -> dict:
