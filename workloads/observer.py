@@ -5,9 +5,10 @@ one row per partition in observations.parquet. High watermark and leader epoch c
 ListOffsets (latest), asked per partition in the background: a partition whose leader is
 paused must not hold up the others, nor the leadership samples. A row carries the HW/epoch
 only when an answer arrived since the previous sample (null otherwise), so a value is never
-older than one interval. Per-replica log end offsets are not obtainable cheaply from the
-client: ``log_end_offsets`` is null. Every request has a short timeout: the observer never
-hangs on a dead or paused broker.
+older than one interval; the ListOffsets requests go out just before the metadata request,
+so an answer usually lands in the same sample. Per-replica log end offsets are not
+obtainable cheaply from the client: ``log_end_offsets`` is null. Every request has a short
+timeout: the observer never hangs on a dead or paused broker.
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ class Observer:
         self._thread: threading.Thread | None = None
         self._offsets: dict[tuple[str, int], Future[Any]] = {}
         self._fresh: dict[tuple[str, int], tuple[int | None, int | None]] = {}
+        self._known: list[tuple[str, int]] = []  # partitions seen in the last metadata
         self.samples = 0
         self.failed_samples = 0
 
@@ -87,7 +89,10 @@ class Observer:
     # ------------------------------------------------------------------ one sample
     def sample(self) -> int:
         """Takes one sample; returns the number of rows written (0 when metadata failed)."""
+        # Ask for offsets first and harvest after the metadata round trip, so most answers
+        # land in this very sample.
         self._harvest_offsets()
+        self._ask_offsets(self._known)
         try:
             md = self.admin.list_topics(timeout=self.timeout_s)
         except KafkaException as e:
@@ -95,6 +100,7 @@ class Observer:
             self.failed_samples += 1
             return 0
         ts = now_ns()
+        self._harvest_offsets()
         rows = 0
         wanted: list[tuple[str, int]] = []
         for topic in self.topics:
@@ -107,7 +113,7 @@ class Observer:
                                            list(p.replicas), epoch, hw, None))
                 rows += 1
                 wanted.append((topic, p.id))
-        self._ask_offsets(wanted)
+        self._known = wanted
         self.samples += 1
         return rows
 
