@@ -51,15 +51,14 @@ def decode(value: bytes | None) -> tuple[int | None, int | None, bool]:
     if len(parts) != 5:
         return None, None, False
     _, p_raw, s_raw, crc_raw, pad = parts
-    try:
-        producer, seq, crc = int(p_raw), int(s_raw), int(crc_raw, 16)
-    except ValueError:
+    # isdigit: int() alone would also take " 1", "+1" and "1_0".
+    if len(crc_raw) != 8 or not (p_raw.isdigit() and s_raw.isdigit()):
         return None, None, False
-    if len(crc_raw) != 8 or producer < 0 or seq < 0:
-        return None, None, False
-    # Recompute over the exact bytes read (not a re-rendering of the parsed ints).
+    producer, seq = int(p_raw), int(s_raw)
+    # Recompute over the exact bytes read and compare the exact checksum text (int(x, 16)
+    # would take "A" for "a").
     ident = p_raw + b"|" + s_raw + b"|"
-    ok = zlib.crc32(pad, zlib.crc32(ident)) == crc
+    ok = b"%08x" % zlib.crc32(pad, zlib.crc32(ident)) == crc_raw
     return producer, seq, ok
 
 
