@@ -1,16 +1,22 @@
-"""The NFQUEUE delayer: a process inside a namespace that holds outgoing packets for a delay.
+"""The NFQUEUE delayer: a process inside a namespace that holds incoming packets for a delay.
 
 For kernels without netem. Run inside the target namespace (the netlink socket binds the
 queue of the namespace it is opened in), it:
 
 1. binds the first free NFQUEUE number from ``--queue``,
-2. adds its own rule ``OUTPUT [-d peer] ! -o lo -j NFQUEUE --queue-num N --queue-bypass``
+2. adds its own rule ``INPUT [-s peer] ! -i lo -j NFQUEUE --queue-num N --queue-bypass``
    (tag ``kafka-chaos:<fault>-delay``), then prints ``READY <queue>`` on stdout,
 3. holds each packet in a heap keyed by release time = arrival + delay ± uniform jitter, and
    accepts it when due. With jitter, a packet is never released before an earlier packet of
    the same flow (protocol, addresses, ports), so TCP sees no reordering from us,
 4. on SIGTERM/SIGINT, or when its parent process dies (a pidfd in the poll set), deletes its
    rule, accepts every held packet and exits.
+
+Why packets the node *receives*: a packet held in OUTPUT still counts against its sending
+socket, and TCP Small Queues then allow only ~1 ms of data below the socket, so a 5 ms delay
+on egress collapsed a TCP flow to a few Mbit/s. Held on ingress, the sender's socket has let
+go of the packet (netem avoids the same trap by orphaning the packets it delays). For a round
+trip it makes no difference which side is delayed.
 
 ``--queue-bypass`` means that if the delayer dies hard (SIGKILL), packets flow undelayed
 instead of being dropped; the leftover rule is removed by heal or sweep. The queue also
@@ -83,16 +89,16 @@ def bind_free_queue(start: int) -> NfQueue:
 
 
 def add_queue_rules(fault_id: str, queue: int, peers: list[str]) -> None:
-    """Send this namespace's outgoing packets (to ``peers`` only, if any) to ``queue``."""
+    """Send the packets this namespace receives (from ``peers`` only, if any) to ``queue``."""
     ns = NetNS.current()
     target = ("-j", "NFQUEUE", "--queue-num", str(queue), "--queue-bypass")
     if peers:
         for peer in peers:
-            iptables.add_rule(ns, "OUTPUT", ("-d", peer, "!", "-o", "lo"), target,
+            iptables.add_rule(ns, "INPUT", ("-s", peer, "!", "-i", "lo"), target,
                               delay_tag(fault_id), binary=iptables.family_binary(peer))
     else:
         for binary in iptables.BINARIES:
-            iptables.add_rule(ns, "OUTPUT", ("!", "-o", "lo"), target, delay_tag(fault_id),
+            iptables.add_rule(ns, "INPUT", ("!", "-i", "lo"), target, delay_tag(fault_id),
                               binary=binary)
 
 
@@ -134,7 +140,10 @@ class Delayer:
             due.append(packet_id)
         if due:
             stats.packets += len(due)
-            self.nfq.verdicts(due)
+            if self.jitter_s or everything:
+                self.nfq.verdicts(due)
+            else:  # no jitter: releases follow arrival, so ids are a prefix: one message
+                self.nfq.verdict_upto(due[-1])
         if len(self.flow_last) > 4096:  # forget flows whose last packet is out
             self.flow_last = {k: t for k, t in self.flow_last.items() if t > now}
 

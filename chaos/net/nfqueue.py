@@ -32,6 +32,7 @@ NFNL_SUBSYS_QUEUE = 3
 NFQNL_MSG_PACKET = 0
 NFQNL_MSG_VERDICT = 1
 NFQNL_MSG_CONFIG = 2
+NFQNL_MSG_VERDICT_BATCH = 3
 
 NFQNL_CFG_CMD_BIND = 1
 NFQNL_CFG_CMD_UNBIND = 2
@@ -57,6 +58,7 @@ _NFGENMSG = struct.Struct("=BBH")
 _NLATTR = struct.Struct("=HH")
 _PACKET_HDR = struct.Struct("!IHB")
 _HEADER_LEN = _NLMSGHDR.size + _NFGENMSG.size
+_PACKET_TYPE = (NFNL_SUBSYS_QUEUE << 8) | NFQNL_MSG_PACKET
 
 
 def _attr(kind: int, payload: bytes) -> bytes:
@@ -127,20 +129,29 @@ class NfQueue:
         """Every packet waiting on the socket now (up to ``limit``), without blocking."""
         packets: list[QueuedPacket] = []
         buf = self._buf
+        recv_into = self.sock.recv_into
+        unpack_head = _NLMSGHDR.unpack_from
         while len(packets) < limit:
             try:
-                size = self.sock.recv_into(buf)
+                size = recv_into(buf)
             except BlockingIOError:
                 break
             except OSError as exc:  # ENOBUFS is off, but be safe: lost packets fail open
                 if exc.errno == errno.ENOBUFS:
                     continue
                 raise
-            for kind, _seq, body in _split(memoryview(buf)[:size]):
-                if kind & 0xFF == NFQNL_MSG_PACKET and kind >> 8 == NFNL_SUBSYS_QUEUE:
-                    packet = _parse_packet(body)
+            offset = 0
+            # the kernel sends one packet per datagram; the loop is for safety
+            while offset + _NLMSGHDR.size <= size:
+                length, kind = unpack_head(buf, offset)[:2]
+                if length < _NLMSGHDR.size:
+                    break
+                if kind == _PACKET_TYPE:
+                    packet = _parse_packet(memoryview(buf)[offset + _NLMSGHDR.size:
+                                                          offset + length])
                     if packet is not None:
                         packets.append(packet)
+                offset += (length + 3) & ~3
         return packets
 
     def verdicts(self, packet_ids: Iterable[int], verdict: int = NF_ACCEPT) -> None:
@@ -154,6 +165,12 @@ class NfQueue:
                 chunk = []
         if chunk:
             self._send_all(b"".join(chunk))
+
+    def verdict_upto(self, packet_id: int, verdict: int = NF_ACCEPT) -> None:
+        """One verdict for every held packet whose id is <= ``packet_id`` (ids grow in queue
+        order, so this releases a FIFO prefix with a single message)."""
+        self._send_all(_message(NFQNL_MSG_VERDICT_BATCH, self.queue,
+                                _attr(NFQA_VERDICT_HDR, struct.pack("!II", verdict, packet_id))))
 
     def _send_all(self, data: bytes) -> None:
         while True:

@@ -1,7 +1,9 @@
 """Slow and lossy links on chosen nodes, optionally only towards chosen peers.
 
-* **delay ± jitter** on the node's outgoing packets: netem when the kernel has it, otherwise
-  the NFQUEUE delayer (:mod:`chaos.net.delayer`), a process in the node's namespace.
+* **delay ± jitter**: with netem (when the kernel has it) on the node's outgoing packets
+  (to the peers); otherwise with the NFQUEUE delayer (:mod:`chaos.net.delayer`), a process in
+  the node's namespace, on the node's incoming packets (from the peers; see the delayer for
+  why ingress). Either way every round trip between the node and a peer gains the delay once.
 * **loss** p on the node's incoming packets (from the peers, or from anyone but loopback):
   ``iptables -m statistic --mode random --probability p -j DROP`` in INPUT. Ingress, so the
   drops are silent for the sender (an OUTPUT drop would hand local senders EPERM, which TCP

@@ -86,14 +86,16 @@ def _alive(pid: int) -> bool:
 
 def sweep(ns: NetNS) -> SweepReport:
     """Remove every kafka-chaos rule, qdisc and delayer from ``ns``. Idempotent; a vanished
-    namespace is reported as ``gone`` (it took its rules with it)."""
+    namespace is reported as ``gone`` (it took its rules and qdiscs with it)."""
     report = SweepReport(str(ns))
+    # first, and even when the handle's namespace is gone: a delayer keeps its namespace
+    # alive after the container that owned it restarted (with a new namespace)
+    report.delayers = delayer_pids(ns)
+    stop_delayers(report.delayers)
     if not ns.exists():
         report.gone = True
         return report
     try:
-        report.delayers = delayer_pids(ns)
-        stop_delayers(report.delayers)
         report.rules = iptables.remove_all(ns)
         for dev in tc.all_devices(ns):
             if tc.remove(ns, [dev]):

@@ -7,9 +7,9 @@ import statistics
 from collections.abc import Callable
 
 import pytest
-from netlab import Lan, eventually
+from netlab import Lan
 
-from chaos.net import Shaper, iptables, tc
+from chaos.net import Shaper, tc
 from chaos.net.sweep import delayer_pids
 
 MakeLan = Callable[[int], Lan]
@@ -65,7 +65,8 @@ def test_jitter_spreads_delay_but_keeps_flow_order(make_lan: MakeLan) -> None:
           f"max {max(rtts):.1f} ms; {handle.describe()['delayer_stats']}")
     assert result["received"] == 100
     assert result["arrival_order"] == sorted(result["arrival_order"]), "one flow, no reordering"
-    assert min(rtts) >= 29.0 and max(rtts) <= 90.0
+    # upper bound: d + j, plus slack for the pinger itself being scheduled late on a busy host
+    assert min(rtts) >= 29.0 and max(rtts) <= 110.0
     assert max(rtts) - min(rtts) >= 10.0, "jitter must show"
 
 

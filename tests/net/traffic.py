@@ -70,7 +70,7 @@ def udp_recv(port: int, wait: float) -> None:
     """Count datagrams; once stdin says ``done`` (the sender finished), stop when none came
     for ``wait`` s. Print the count and the seconds from first to last arrival."""
     sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 16 << 20)
+    sock.setsockopt(socket.SOL_SOCKET, 33, 16 << 20)  # SO_RCVBUFFORCE: we are root
     sock.bind(("0.0.0.0", port))
     sock.settimeout(0.05)
     done = threading.Event()
