@@ -17,7 +17,9 @@ from .timeline import Timeline
 
 TIME_KEYS = ("complete_ns", "ack_ns", "acked_ns", "ack_time_ns", "invoke_ns", "ts_ns",
              "read_ns")
-RECORD_KEYS = ("producer", "seq", "topic", "partition", "faults", "records", "replicas")
+RECORD_KEYS = ("producer", "seq", "topic", "partition", "faults", "records", "replicas",
+               "faults_at_ack", "faults_at_missing", "summary", "reads", "partition_changes",
+               "partition_state", "missing_ns", "event_ns", "outcome", "definition")
 
 
 @dataclass(frozen=True)
@@ -34,14 +36,28 @@ class ExampleRow:
     detail: str
 
 
+def _short(rec: Any) -> str:
+    if isinstance(rec, dict) and rec.get("digest"):
+        return f"digest {str(rec['digest'])[:10]}"
+    ident = identity_of(rec)
+    if ident is not None:
+        return f"p{ident[0]}#{ident[1]}"
+    if isinstance(rec, dict) and "producer" in rec:
+        return "undecodable"
+    return str(rec)
+
+
 def _fmt_record(ex: dict[str, Any]) -> str:
     ident = identity_of(ex)
     if ident is not None:
         return f"p{ident[0]}#{ident[1]}"
+    records = ex.get("records")
+    if isinstance(records, list):
+        return " ≠ ".join(_short(r) for r in records)
     for key in ("records", "replicas"):
         if isinstance(ex.get(key), dict):
             who = "" if key == "records" else "replica "
-            return ", ".join(f"{who}{k}: {v}" for k, v in ex[key].items())
+            return ", ".join(f"{who}{k}: {_short(v)}" for k, v in ex[key].items())
     if isinstance(ex.get("record"), str):
         return str(ex["record"])
     return "—"
@@ -50,6 +66,16 @@ def _fmt_record(ex: dict[str, Any]) -> str:
 def _fmt_time(ns: int, tl: Timeline) -> tuple[str, str]:
     utc = datetime.fromtimestamp(ns / 1e9, tz=UTC).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
     return f"t+{tl.rel_s(ns):.3f}s", f"{utc} UTC"
+
+
+def _fault_label(f: Any) -> str:
+    if not isinstance(f, dict):
+        return str(f)
+    if f.get("label"):
+        return str(f["label"])
+    targets = f.get("targets") or []
+    names = ",".join(map(str, targets)) if isinstance(targets, list) else str(targets)
+    return f"{f.get('kind', '?')} {names}".strip()
 
 
 def format_example(ex: dict[str, Any], tl: Timeline) -> ExampleRow:
@@ -66,17 +92,25 @@ def format_example(ex: dict[str, Any], tl: Timeline) -> ExampleRow:
         when, when_title = _fmt_time(int(ex[ts_key]), tl)
         if ts_key not in ("complete_ns", "ack_ns", "acked_ns", "ack_time_ns"):
             when_title += f" ({ts_key})"
-    if isinstance(ex.get("faults"), list):
-        faults = ", ".join(
-            f.get("label") or f"{f.get('kind', '?')} {f.get('targets', '')}"
-            if isinstance(f, dict) else str(f) for f in ex["faults"]) or "none"
+    listed = next((ex[k] for k in ("faults_at_ack", "faults") if isinstance(ex.get(k), list)),
+                  None)
+    if listed is not None:
+        faults = ", ".join(_fault_label(f) for f in listed) or "none"
+        missing = ex.get("faults_at_missing")
+        if isinstance(missing, list) and missing and missing != listed:
+            faults += "; when it went missing: " + ", ".join(_fault_label(f) for f in missing)
     elif ts_key:
         numbered = {id(f): i for i, f in enumerate(tl.faults, 1)}
         active = tl.faults_at(int(ex[ts_key]))
         faults = ", ".join(f"F{numbered[id(f)]} {f.label}" for f in active) or "none"
         source = "events"
     skip = set(RECORD_KEYS) | set(TIME_KEYS) | {"record"}
-    rest = {k: v for k, v in ex.items() if k not in skip and "offset" not in k}
+    rest = {k: v for k, v in ex.items() if k not in skip and "offset" not in k
+            and v not in (None, False, [], {})}
     detail = json.dumps(rest, default=str, separators=(", ", ": ")) if rest else ""
+    if isinstance(ex.get("summary"), str):  # the checker's own sentence says it best
+        detail = ex["summary"] + (f" · {detail}" if detail else "")
+    if isinstance(ex.get("missing_ns"), int):
+        detail += f" · went missing at {_fmt_time(int(ex['missing_ns']), tl)[0]}"
     return ExampleRow(_fmt_record(ex), partition, offsets, when, when_title, faults, source,
-                      detail[:300])
+                      detail[:400])

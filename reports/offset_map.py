@@ -11,6 +11,7 @@ outlined.
 from __future__ import annotations
 
 import re
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -33,10 +34,16 @@ _ID = re.compile(r"^p?(\d+)[#:/](\d+)$")
 
 
 def identity_of(value: Any) -> Identity | None:
-    """(producer, seq) from an example record: a dict with both keys or a ``p3#17`` string."""
+    """(producer, seq) from an example record: a dict with both keys or a ``p3#17`` string.
+
+    A replica's record known only by its digest (divergence examples) gets the identity
+    ``(-2, hash)``: cells still compare equal exactly when the bytes do.
+    """
     if isinstance(value, dict) and value.get("producer") is not None and value.get("seq") \
             is not None:
         return int(value["producer"]), int(value["seq"])
+    if isinstance(value, dict) and value.get("digest"):
+        return -2, int(zlib.crc32(str(value["digest"]).encode()))
     if isinstance(value, str) and (m := _ID.match(value.strip())):
         return int(m.group(1)), int(m.group(2))
     return None
@@ -120,7 +127,8 @@ def plan_maps(rows: list[AnomalyRow]) -> list[OffsetMap]:
                 m.kinds.append(kind)
             if (i := identity_of(ex)) is not None:
                 m.highlighted.add(i)
-            for rec in (ex.get("records") or {}).values():
+            records = ex.get("records") or {}
+            for rec in records.values() if isinstance(records, dict) else records:
                 if (i := identity_of(rec)) is not None:
                     m.highlighted.add(i)
         maps.append(m)
@@ -189,7 +197,7 @@ def _add_replica_rows(m: OffsetMap, rows: list[AnomalyRow]) -> None:
             for replica, rec in ex["replicas"].items():
                 rid = identity_of(rec)
                 off = ex.get("offset")
-                if rid and isinstance(off, int):
+                if rid and isinstance(off, int) and m.lo <= off < m.hi:
                     label = f"replica {replica}"
                     row = next((c for n, c in m.rows if n == label), None)
                     if row is None:
@@ -214,7 +222,7 @@ def _window(m: OffsetMap, data: ds.Dataset) -> ds.Expression:
 
 
 def _color(i: Identity) -> str:
-    if i[0] < 0:
+    if i[0] == -1:
         return "#9ca3af"  # an undecodable record
     hue = (i[0] * 137 + i[1] * 59) % 360  # neighbours differ; one record, one colour
     return f"hsl({hue},62%,{52 + (i[1] % 3) * 8}%)"
@@ -252,7 +260,8 @@ def render(m: OffsetMap) -> Markup:
             for k, i in enumerate(ids):
                 cls = "cell ex" if i in m.highlighted else "cell"
                 who = "acknowledged" if name == "acknowledged" else f"{name} read"
-                what = f"p{i[0]}#{i[1]}" if i[0] >= 0 else "an undecodable record"
+                what = (f"p{i[0]}#{i[1]}" if i[0] >= 0 else "an undecodable record"
+                        if i[0] == -1 else f"a record with digest hash {i[1]:08x}")
                 s.add(f'<rect class="{cls}" x="{x}" y="{y + k * h:.1f}" width="{cell - 1}" '
                       f'height="{h:.1f}" fill="{_color(i)}"><title>{svg.esc(who)} {what} at '
                       f"{svg.esc(m.topic)}:{m.partition} offset {m.lo + c}</title></rect>")

@@ -61,6 +61,12 @@ class AnomalyRow:
     allowed: bool
     why: str
     examples: list[dict[str, Any]] = field(default_factory=list)
+    definition: str = ""
+
+    @property
+    def meaning(self) -> str:
+        """What the kind means: the checker's definition, else DESIGN.md §4's, shortened."""
+        return self.definition or ANOMALY_MEANING.get(self.kind, "")
 
     @property
     def status(self) -> str:
@@ -154,9 +160,11 @@ def anomaly_rows(results: dict[str, Any] | None) -> list[AnomalyRow]:
         a = anomalies.get(kind) or {}
         count = int(a.get("count") or 0)
         allowed = bool(a.get("allowed", False))
-        why = str(guarantees.get(kind) or a.get("why") or a.get("reason") or "")
+        # The anomaly's own "why" may say more than the guarantee (e.g. how many were excused).
+        why = str(a.get("why") or guarantees.get(kind) or a.get("reason") or "")
         examples = [e for e in (a.get("examples") or []) if isinstance(e, dict)]
-        rows.append(AnomalyRow(kind, count, allowed, why, examples))
+        definition = str(a.get("definition") or "")
+        rows.append(AnomalyRow(kind, count, allowed, why, examples, definition))
     return rows
 
 
@@ -184,14 +192,14 @@ def verdict(results: dict[str, Any] | None, rows: list[AnomalyRow]) -> Verdict:
         else:
             reason = f"All {ok:,} acknowledged writes were read back and no anomaly was found."
     else:
-        reasons = []
+        reasons = [str(r) for r in results.get("unknown_reasons") or [] if r]
         checker = results.get("checker") or {}
         if checker.get("error"):
             reasons.append(f"the checker failed ({checker['error']})")
-        if stats.get("drain_complete") is False:
+        if stats.get("drain_complete") is False and not reasons:
             reasons.append("the final drain did not read every partition completely")
         unseen = next((r for r in rows if r.kind == "unseen"), None)
-        if unseen and unseen.count:
+        if unseen and unseen.count and not any("unseen" in r for r in reasons):
             reasons.append(f"{unseen.count:,} acknowledged writes are unseen")
         mech = results.get("mechanism") or {}
         if mech.get("observed") is False:

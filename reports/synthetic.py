@@ -65,6 +65,7 @@ class SyntheticSpec:
     consumer: bool = True  # c0 also reads partition 0 while the workload runs
     checked: bool = True  # write results.json
     valid: bool | str | None = None  # None: derived from the planted anomalies
+    timeseries: bool = False  # add results["timeseries"] in the checker's form
     part_rows: int = 500_000
     started_at: str = "2026-11-22T09:30:00Z"
     t0_ns: int = T0_NS
@@ -104,16 +105,18 @@ def make_results(
 ) -> dict[str, Any]:
     """results.json as the checker would write it for exactly the planted anomalies."""
     lost_allowed = spec.acks in ("0", "1") or spec.unclean or spec.min_insync < 2
-    windows = [(f"{k} {','.join(f'n{t}' for t in ts)}", a, b or plan.end)
-               for k, ts, a, b in plan.faults]
-
-    def faults_at(ts: int) -> list[str]:
-        return [label for label, a, b in windows if a <= ts <= b]
+    def faults_at(ts: int) -> list[dict[str, Any]]:
+        """Fault attribution in the checker's form (checkers/attribution.py)."""
+        return [{"kind": k, "targets": [f"n{t}" for t in ts_], "start_ns": a, "end_ns": b}
+                for k, ts_, a, b in plan.faults if a <= ts <= (b or plan.end)]
 
     def write_examples(idx: np.ndarray, **extra: Any) -> list[dict[str, Any]]:
         return [{"producer": int(w.producer[i]), "seq": int(w.seq[i]), "topic": "chaos",
                  "partition": int(w.partition[i]), "acked_offset": int(w.offset[i]),
-                 "complete_ns": int(w.complete[i]), "faults": faults_at(int(w.complete[i])),
+                 "outcome": "ok", "complete_ns": int(w.complete[i]),
+                 "faults_at_ack": faults_at(int(w.complete[i])),
+                 "summary": f"record producer={w.producer[i]} seq={w.seq[i]} was acknowledged "
+                            f"at offset {w.offset[i]} of chaos-{w.partition[i]}",
                  **extra} for i in idx[:32]]
 
     dup_ex = [
@@ -121,7 +124,8 @@ def make_results(
         for i, o in zip(truth.duplicate[:32], truth.dup_offsets[:32], strict=True)
     ]
     inc_ex = [{"topic": "chaos", "partition": x["partition"], "offset": x["offset"],
-               "records": {r: "p{}#{}".format(*x[r]) for r in ("drain", "c0")}}
+               "records": [{"producer": x[r][0], "seq": x[r][1], "valid": True}
+                           for r in ("drain", "c0")]}
               for x in truth.inconsistent[:32]]
     counts = {"lost": (len(truth.lost), lost_allowed, write_examples(truth.lost)),
               "unseen": (len(truth.unseen), False, write_examples(truth.unseen)),
@@ -143,7 +147,7 @@ def make_results(
     duration = (plan.work1 - plan.work0) / 1e9
     cfg = f"acks={spec.acks}, min.insync.replicas={spec.min_insync}, " \
           f"unclean={'true' if spec.unclean else 'false'}"
-    return {
+    results: dict[str, Any] = {
         "valid": valid,
         "anomalies": anomalies,
         "stats": {"writes": {"ok": int(outcome_counts[0]), "fail": int(outcome_counts[1]),
@@ -163,6 +167,31 @@ def make_results(
         },
         "checker": {"engine": "synthetic", "master": "none", "seconds": 0.0},
     }
+    if spec.timeseries:
+        results["timeseries"] = checker_timeseries(w, int(w.invoke.min()))
+    return results
+
+
+def checker_timeseries(w: hist.Writes, t0: int) -> dict[str, Any]:
+    """Per-second outcomes and ok-latency percentiles, shaped as checkers/stats.py writes them
+    (only non-empty buckets, rows under "points")."""
+    when = np.where(w.complete >= 0, w.complete, w.invoke)
+    bucket = (when - t0) // 1_000_000_000
+    points = []
+    for b in np.unique(bucket):
+        sel = bucket == b
+        ok = sel & (w.outcome == 0)
+        lat = (w.complete[ok] - w.invoke[ok]) / 1e6
+        pct = np.percentile(lat, [50, 99]) if len(lat) else [None, None]
+        points.append({
+            "t_s": float(b), "ok": int(ok.sum()), "fail": int((sel & (w.outcome == 1)).sum()),
+            "info": int((sel & (w.outcome == 2)).sum()), "reads": 0,
+            "latency_p50_ms": None if pct[0] is None else round(float(pct[0]), 3),
+            "latency_p99_ms": None if pct[1] is None else round(float(pct[1]), 3),
+            "latency_max_ms": round(float(lat.max()), 3) if len(lat) else None,
+        })
+    return {"t0_ns": t0, "bucket_s": 1.0, "columns": list(points[0]) if points else [],
+            "points": points}
 
 
 def _run_json(spec: SyntheticSpec) -> dict[str, Any]:

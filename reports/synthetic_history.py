@@ -199,7 +199,8 @@ def plant_anomalies(
                 prod_col[j], seq_col[j] = w.producer[o], w.seq[o]
     divergence = [
         {"topic": "chaos", "partition": 1, "offset": int(read_at[idx[k]]),
-         "replicas": {"1": f"p{w.producer[idx[k]]}#{w.seq[idx[k]]}", "3": "p9#0"}}
+         "replicas": {"n1": {"digest": f"{k:08x}aa", "value_size": 100, "leader_epoch": 3},
+                      "n3": {"digest": f"{k:08x}bb", "value_size": 100, "leader_epoch": 2}}}
         for k in range(min(spec.divergence, len(idx)))
     ]
     reader_names = ["drain", "c0"]

@@ -106,15 +106,25 @@ def _column(ts: Any, *names: str) -> list[Any] | None:
     return None
 
 
+def _rows_of(ts: Any) -> Any:
+    """The checker's series itself, unwrapped from ``{"points": [...]}`` and the like."""
+    if isinstance(ts, dict):
+        for key in ("points", "rows", "data"):
+            if isinstance(ts.get(key), list):
+                return ts[key]
+    return ts
+
+
 def from_checker(results: dict[str, Any] | None, t0_ns: int) -> WriteSeries | None:
     """The checker's ``results["timeseries"]`` as a WriteSeries, or None if absent or unusable.
 
-    Accepts columns (``{"t_s": [...], "ok": [...]}``) or rows (``[{"t_s": 0, "ok": 5}, ...]``),
-    optionally under a ``"rows"``/``"data"`` key; time as seconds since start or ``ts_ns``.
+    Accepts rows (``{"points": [{"t_s": 0, "ok": 5, "latency_p99_ms": 3.1}, ...]}``, the
+    checker's form, with ``t0_ns`` and ``bucket_s`` beside them) or columns
+    (``{"t_s": [...], "ok": [...]}``); time as seconds since ``t0_ns`` or as ``ts_ns``.
+    Missing buckets (the checker lists only non-empty ones) become zero counts and gaps.
     """
-    ts: Any = (results or {}).get("timeseries")
-    if isinstance(ts, dict) and isinstance(ts.get("rows") or ts.get("data"), list):
-        ts = ts.get("rows") or ts.get("data")
+    raw: Any = (results or {}).get("timeseries")
+    ts = _rows_of(raw)
     if not ts:
         return None
     secs = _column(ts, "t_s", "t", "second", "sec")
@@ -123,19 +133,40 @@ def from_checker(results: dict[str, Any] | None, t0_ns: int) -> WriteSeries | No
         if ns is None:
             return None
         secs = [(v - t0_ns) / 1e9 for v in ns]
+    elif isinstance(raw, dict) and isinstance(raw.get("t0_ns"), int):
+        shift = (raw["t0_ns"] - t0_ns) / 1e9  # the checker's origin may be its first write
+        secs = [s + shift for s in secs]
     counts = {o: _column(ts, o, f"{o}_count", f"writes_{o}") for o in OUTCOMES}
     if counts["ok"] is None:
         return None
-    width = float(secs[1] - secs[0]) if len(secs) > 1 and secs[1] > secs[0] else 1.0
-    rate = {o: [float(v or 0) / width for v in (counts[o] or [0] * len(secs))] for o in OUTCOMES}
+    width = float(raw.get("bucket_s") or 0) if isinstance(raw, dict) else 0.0
+    if width <= 0:
+        steps = [b - a for a, b in zip(secs, secs[1:], strict=False) if b > a]
+        width = min(steps) if steps else 1.0
+    # Lay the buckets on a dense grid so that empty buckets read as zero, not as a ramp.
+    origin = secs[0] if secs else 0.0
+    n = int(round((secs[-1] - origin) / width)) + 1 if secs else 0
+    slots = [int(round((s - origin) / width)) for s in secs]
+    grid_t = [origin + i * width for i in range(n)]
+
+    def dense(values: list[Any] | None, fill: Any) -> list[Any]:
+        out = [fill] * n
+        for slot, v in zip(slots, values or [], strict=False):
+            if 0 <= slot < n:
+                out[slot] = v if v is not None else fill
+        return out
+
+    rate = {o: [float(v) / width for v in dense(counts[o], 0)] for o in OUTCOMES}
     lat: dict[str, list[float | None]] = {}
     for o in OUTCOMES:
         for p in PERCENTILES:
-            col = _column(ts, f"{o}_{p}_ms", f"{o}.{p}", f"latency_{o}_{p}_ms") if o != "ok" else \
-                _column(ts, f"ok_{p}_ms", f"{p}_ms", f"latency_{p}_ms", f"ok.{p}")
+            names = [f"{o}_{p}_ms", f"{o}.{p}", f"latency_{o}_{p}_ms"]
+            if o == "ok":
+                names += [f"{p}_ms", f"latency_{p}_ms"]
+            col = _column(ts, *names)
             if col is not None:
-                lat[f"{o}.{p}"] = [None if v is None else float(v) for v in col]
-    series = WriteSeries(width, [float(s) for s in secs], rate, lat, source="checker")
+                lat[f"{o}.{p}"] = [None if v is None else float(v) for v in dense(col, None)]
+    series = WriteSeries(width, grid_t, rate, lat, source="checker")
     return downsample(series)
 
 
@@ -170,9 +201,7 @@ def anomaly_counts_from_checker(
     results: dict[str, Any] | None, kinds: tuple[str, ...]
 ) -> dict[str, list[float]] | None:
     """Per-bucket counts of anomaly kinds if the checker's timeseries carries them."""
-    ts: Any = (results or {}).get("timeseries")
-    if isinstance(ts, dict) and isinstance(ts.get("rows") or ts.get("data"), list):
-        ts = ts.get("rows") or ts.get("data")
+    ts = _rows_of((results or {}).get("timeseries"))
     if not ts:
         return None
     out = {k: _column(ts, k, f"{k}_count") for k in kinds}

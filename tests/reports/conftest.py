@@ -118,6 +118,7 @@ def hand_run(tmp_path: Path) -> Path:
 
 def valid_spec() -> SyntheticSpec:
     return SyntheticSpec(scenario="safe-config-chaos", writes=6_000, duration_s=40.0, seed=11,
+                         timeseries=True,  # the checker's own per-second series
                          faults=[Fault("kill", [2], 8, 14), Fault("pause", [3], 22, 28)])
 
 

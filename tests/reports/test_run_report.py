@@ -140,3 +140,16 @@ def test_cli_exit_codes(hand_run: Path, tmp_path: Path, capsys: pytest.CaptureFi
     done = subprocess.run([sys.executable, "-m", "reports", str(folder)], capture_output=True,
                           text=True, check=False)
     assert done.returncode == 0 and done.stdout.strip() == str(folder / "index.html")
+
+
+def test_checkers_series_is_plotted_when_present(valid_run: Path) -> None:
+    html = rendered(valid_run)
+    assert "(checker&#39;s series)" in html or "(checker's series)" in html
+    assert 'data-verdict="valid"' in html and "no anomaly was found" in html
+
+
+def test_checker_shaped_examples_are_readable(invalid_run: Path) -> None:
+    html = rendered(invalid_run)
+    assert "was acknowledged at offset" in html  # the checker's summary sentence
+    assert " ≠ " in html  # inconsistent-offset: the records read at one offset
+    assert "replica n1" in html  # divergence: the replicas' rows in the offset map
