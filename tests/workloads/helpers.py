@@ -1,0 +1,64 @@
+"""Helpers of the cluster tests: reading a topic back, waiting for processes, contracts."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pyarrow as pa
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
+from tenacity import Retrying, stop_after_delay, wait_fixed
+
+from workloads.processes import ProcessGroup
+
+# DESIGN.md §3, written out here (not imported) so the test checks the contract itself.
+WRITES_CONTRACT = [
+    ("op_id", pa.int64()), ("producer", pa.int32()), ("seq", pa.int64()),
+    ("topic", pa.string()), ("partition", pa.int32()), ("invoke_ns", pa.int64()),
+    ("complete_ns", pa.int64()), ("outcome", pa.string()), ("offset", pa.int64()),
+    ("error", pa.string()), ("txn", pa.string()), ("txn_outcome", pa.string()),
+]
+READS_CONTRACT = [
+    ("reader", pa.string()), ("mode", pa.string()), ("poll", pa.int64()),
+    ("read_ns", pa.int64()), ("topic", pa.string()), ("partition", pa.int32()),
+    ("offset", pa.int64()), ("producer", pa.int32()), ("seq", pa.int64()),
+    ("valid", pa.bool_()),
+]
+
+
+def wait_finished(group: ProcessGroup, timeout_s: float = 60) -> None:
+    """Polls until every process of the group has exited by itself."""
+    for attempt in Retrying(stop=stop_after_delay(timeout_s), wait=wait_fixed(0.2),
+                            reraise=True):
+        with attempt:
+            assert not group.alive(), f"still running: {group.alive_names()}"
+
+
+def read_topic(bootstrap: str, topic: str, partitions: int,
+               isolation: str = "read_uncommitted",
+               timeout_s: float = 60) -> dict[tuple[int, int], bytes]:
+    """Every record of the topic as {(partition, offset): value}, read to the end."""
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "kc-test-reader",
+                  "enable.auto.commit": False, "enable.partition.eof": True,
+                  "isolation.level": isolation})
+    c.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(partitions)])
+    out: dict[tuple[int, int], bytes] = {}
+    eof: set[int] = set()
+    end = time.monotonic() + timeout_s
+    try:
+        while len(eof) < partitions and time.monotonic() < end:
+            for m in c.consume(1000, 0.5):
+                err = m.error()
+                if err is None:
+                    out[(m.partition(), m.offset())] = m.value()
+                    eof.discard(m.partition())
+                elif err.code() == KafkaError._PARTITION_EOF:
+                    eof.add(m.partition())
+    finally:
+        c.close()
+    assert len(eof) == partitions, "topic not read to its end in time"
+    return out
+
+
+def rows(table: pa.Table) -> list[dict[str, Any]]:
+    return table.to_pylist()
