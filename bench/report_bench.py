@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from dataclasses import asdict
@@ -58,18 +59,20 @@ def main(argv: list[str] | None = None) -> int:
     gen_s = ensure_run(spec, run_dir)
     history_mb = sum(p.stat().st_size for p in (run_dir / "history").rglob("*")
                      if p.is_file()) / 1e6
-    times = []
+    times, cpu = [], []
     for _ in range(max(1, args.repeat)):
-        t = time.perf_counter()
+        t, c = time.perf_counter(), time.process_time()
         report = render_run(run_dir)
         times.append(time.perf_counter() - t)
+        cpu.append(time.process_time() - c)  # honest on a shared, loaded machine
     size = report.stat().st_size
     print(f"run:          {run_dir} ({args.writes:,} writes, history {history_mb:,.0f} MB"
           + (f", generated in {gen_s:.1f} s)" if gen_s else ", reused)"))
     print(f"report:       {report}")
     print(f"report size:  {size:,} bytes ({size / 1e6:.2f} MB)")
     print(f"render time:  {min(times):.2f} s (best of {len(times)}: "
-          + ", ".join(f"{x:.2f}" for x in times) + ")")
+          + ", ".join(f"{x:.2f}" for x in times) + f"); CPU {min(cpu):.2f} s, "
+          f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     print(f"junit.xml:    {(run_dir / 'junit.xml').stat().st_size:,} bytes")
     if args.browser:
         from tests.reports.browser import Chromium
