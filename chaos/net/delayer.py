@@ -149,23 +149,21 @@ class Delayer:
 
     def run(self, parent_fd: int | None, stopping: list[bool]) -> None:
         """Loop until ``stopping[0]`` or the parent dies."""
-        poller = select.poll()
-        poller.register(self.nfq.fileno(), select.POLLIN)
-        if parent_fd is not None:
-            poller.register(parent_fd, select.POLLIN)
+        # select(), not poll(): its timeout has microsecond resolution, poll()'s whole
+        # milliseconds (rounded up), which made every release ~0.5 ms late on average
+        watched = [self.nfq.fileno()] + ([parent_fd] if parent_fd is not None else [])
         started = time.monotonic()
         while not stopping[0]:
-            wait_ms = 500.0
+            wait_s = 0.5
             if self.heap:
-                wait_ms = max(0.0, (self.heap[0][0] - time.monotonic()) * 1000.0)
+                wait_s = max(0.0, self.heap[0][0] - time.monotonic())
             try:
-                events = poller.poll(wait_ms)
+                readable, _, _ = select.select(watched, [], [], wait_s)
             except InterruptedError:
                 continue
-            if any(fd == parent_fd for fd, _ in events):
+            if parent_fd is not None and parent_fd in readable:
                 break
-            now = time.monotonic()
-            self.take(now)
+            self.take(time.monotonic())
             self.release_due(time.monotonic())
         self.stats.seconds = time.monotonic() - started
 

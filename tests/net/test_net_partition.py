@@ -22,7 +22,6 @@ def expected_matrix(spec: PartitionSpec, lan: Lan) -> dict[tuple[str, str], bool
 
 def apply_check_heal(lan: Lan, spec: PartitionSpec) -> None:
     lan.echo_servers()
-    assert all(lan.reach_matrix().values()), "the LAN must be whole before the partition"
     handle = Partitioner().apply(spec)
     assert lan.reach_matrix() == expected_matrix(spec, lan)
     assert handle.heal() == len(handle.rules)

@@ -65,8 +65,8 @@ def test_jitter_spreads_delay_but_keeps_flow_order(make_lan: MakeLan) -> None:
           f"max {max(rtts):.1f} ms; {handle.describe()['delayer_stats']}")
     assert result["received"] == 100
     assert result["arrival_order"] == sorted(result["arrival_order"]), "one flow, no reordering"
-    # upper bound: d + j, plus slack for the pinger itself being scheduled late on a busy host
-    assert min(rtts) >= 29.0 and max(rtts) <= 110.0
+    # never early; late only by scheduling noise (the bound leaves room for a busy host)
+    assert min(rtts) >= 29.0 and sorted(rtts)[89] <= 85.0
     assert max(rtts) - min(rtts) >= 10.0, "jitter must show"
 
 
