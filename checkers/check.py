@@ -1,0 +1,277 @@
+"""``check_run``: a run directory in, results.json out (DESIGN.md §3–§5)."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+import traceback
+from dataclasses import dataclass
+from typing import Any
+
+from pyspark.sql import DataFrame, SparkSession
+
+from . import guarantees
+from .attribution import Attributor
+from .collect import Findings, attach_reads, collect_findings
+from .config import Settings, settings_from_run
+from .divergence import check_divergence
+from .examples import build_example
+from .history import (
+    OBSERVATIONS_SCHEMA,
+    READS_SCHEMA,
+    WRITES_SCHEMA,
+    Event,
+    drain_end,
+    load_table,
+    parse_events,
+    phase_window,
+)
+from .identity import IdentityInputs, identity_anomalies, identity_table, reorder_anomalies
+from .kinds import ANOMALY_KINDS, DEFINITIONS, UNITS
+from .observations import collect_changes, power_loss_coverage
+from .positions import position_anomalies
+from .runfiles import RunDir, is_uri
+from .session import build_session
+from .stats import read_summary, timeseries, unavailability, write_summary, written_partitions
+from .verdict import expectations, mechanism, verdict
+
+RESULTS = "results.json"
+
+
+def exit_code(results: dict[str, Any]) -> int:
+    """0 when valid is true, 1 when false, 2 when unknown (or anything else)."""
+    valid = results.get("valid")
+    if valid is True:
+        return 0
+    if valid is False:
+        return 1
+    return 2
+
+
+@dataclass(frozen=True)
+class Drain:
+    """How far the final drain got."""
+
+    ended: bool
+    flag: bool
+    complete: list[str]
+    incomplete: list[str]
+
+
+def drain_state(events: list[Event], partitions: list[str], drained: dict[str, int]) -> Drain:
+    """A partition is complete when the drain says so, or when it read up to end_offset-1."""
+    end = drain_end(events)
+    if end is None:
+        return Drain(False, False, [], sorted(partitions))
+    flag = bool(end.detail.get("complete"))
+    ends = end.detail.get("end_offsets") or {}
+    keys = sorted(set(partitions) | set(ends))
+    complete: list[str] = []
+    incomplete: list[str] = []
+    for key in keys:
+        ok = flag
+        if not ok and key in ends:
+            try:
+                ok = drained.get(key, -1) >= int(ends[key]) - 1
+            except (TypeError, ValueError):
+                ok = False
+        (complete if ok else incomplete).append(key)
+    return Drain(True, flag, complete, incomplete)
+
+
+def _empty_anomalies(settings: Settings) -> dict[str, dict[str, Any]]:
+    rules = guarantees.rules(settings)
+    return {k: {"count": 0, "allowed": rules[k].allowed, "why": rules[k].why, "unit": UNITS[k],
+                "definition": DEFINITIONS[k], "examples": []} for k in ANOMALY_KINDS}
+
+
+def _allowed(kind: str, count: int, excused: int, rule: guarantees.Rule) -> tuple[bool, str]:
+    """A kind is allowed by the configuration, or when every instance is excused."""
+    if rule.allowed or count == 0:
+        return rule.allowed, rule.why
+    if excused == count:
+        if kind == "lost":
+            return True, ("allowed: every lost write was acknowledged before a power loss hit "
+                          "every in-sync replica of its partition (Kafka promises durability "
+                          "only while one in-sync replica survives); otherwise " + rule.why)
+        return True, f"allowed: all {count} were by subscribe-mode readers; " + rule.why
+    if excused:
+        return False, f"{rule.why} ({excused} of {count} are excused, {count - excused} not)"
+    return False, rule.why
+
+
+class _Clock:
+    """Seconds per checker phase (results.checker.phases): where the time goes."""
+
+    def __init__(self) -> None:
+        self.phases: dict[str, float] = {}
+        self._last = time.monotonic()
+
+    def lap(self, name: str) -> None:
+        now = time.monotonic()
+        self.phases[name] = round(now - self._last, 3)
+        self._last = now
+
+
+def _analyse(spark: SparkSession, run: RunDir, master: str) -> dict[str, Any]:
+    clock = _Clock()
+    text = run.read_text("run.json", spark)
+    run_cfg: dict[str, Any] = json.loads(text) if text else {}
+    settings = settings_from_run(run_cfg)
+    events, bad_lines = parse_events(run.read_text("history/events.jsonl", spark))
+    writes = load_table(spark, run, "writes", WRITES_SCHEMA)
+    reads = load_table(spark, run, "reads", READS_SCHEMA)
+    obs = load_table(spark, run, "observations", OBSERVATIONS_SCHEMA)
+    parts_n = int(spark.conf.get("spark.sql.shuffle.partitions") or "8")
+    clock.lap("load")
+
+    ws = write_summary(writes)
+    per_reader, drained = read_summary(reads)
+    partitions = written_partitions(writes)
+    drain = drain_state(events, partitions, drained)
+    clock.lap("summaries")
+    history, n_changes = collect_changes(obs)
+    power = power_loss_coverage(events, history, sorted(set(partitions) | set(drain.complete)),
+                                settings.brokers)
+    clock.lap("observations")
+
+    inputs = IdentityInputs(settings, drain.complete, power, parts_n)
+    ident = identity_table(writes, reads, inputs)
+    findings: Findings = collect_findings([
+        identity_anomalies(ident, inputs), reorder_anomalies(ident),
+        position_anomalies(reads, parts_n),
+    ])
+    clock.lap("anomalies")
+    attach_reads(spark, reads, findings)
+    clock.lap("example_reads")
+    div = check_divergence(run, spark)
+    clock.lap("divergence")
+
+    epoch_errors = sum(n for e, n in ws.errors.items() if e in guarantees.EPOCH_BUMP_ERRORS)
+    rules = guarantees.rules(settings, epoch_errors)
+    attributor = Attributor(events, history)
+    anomalies: dict[str, dict[str, Any]] = {}
+    for kind in ANOMALY_KINDS:
+        if kind == "divergence":
+            count, excused, examples = div.count, 0, div.examples
+        else:
+            count = findings.counts.get(kind, 0)
+            excused = findings.excused.get(kind, 0)
+            examples = [build_example(kind, row, attributor)
+                        for row in findings.examples.get(kind, [])]
+        allowed, why = _allowed(kind, count, excused, rules[kind])
+        entry: dict[str, Any] = {"count": count, "allowed": allowed, "why": why,
+                                 "unit": UNITS[kind], "definition": DEFINITIONS[kind]}
+        if excused:
+            entry["excused"] = excused
+        if kind == "divergence" and not div.checked:
+            entry["checked"] = False
+        entry["examples"] = examples
+        anomalies[kind] = entry
+
+    unknown: list[str] = []
+    if not text:
+        unknown.append("run.json is missing: the guarantee model assumed Kafka's defaults")
+    if not drain.ended:
+        unknown.append("the history has no drain end event: the final read did not finish")
+    if anomalies["unseen"]["count"]:
+        unknown.append(f"{anomalies['unseen']['count']} acknowledged writes are unseen in "
+                       f"partitions the drain did not read completely: {drain.incomplete[:20]}")
+    mech = None
+    if settings.mechanism:
+        mech = mechanism(settings.mechanism, events, history)
+        if not mech["observed"]:
+            unknown.append("the scenario's mechanism was not observed: "
+                           + "; ".join(d["kind"] for d in mech["details"] if not d["observed"]))
+    valid = verdict(anomalies, unknown)
+    clock.lap("verdict")
+
+    w_start, w_end = phase_window(events, "workload")
+    t0 = w_start if w_start is not None else ws.first_ns
+    t1 = w_end if w_end is not None else ws.last_ns
+    duration = max(0.0, (t1 - t0) / 1e9) if t0 is not None and t1 is not None else 0.0
+    longest, total = unavailability(writes, t0, t1) if t0 is not None and t1 else (0.0, 0.0)
+    stats: dict[str, Any] = {
+        "writes": {"ok": ws.ok, "fail": ws.fail, "info": ws.info},
+        "reads": sum(per_reader.values()),
+        "reads_by_reader": per_reader,
+        "drain_complete": drain.ended and not drain.incomplete,
+        "drain": {"ended": drain.ended, "complete_flag": drain.flag,
+                  "complete_partitions": drain.complete[:1000],
+                  "incomplete_partitions": drain.incomplete[:1000]},
+        "duration_s": round(duration, 3),
+        "ack_rate_per_s": round(ws.ok / duration, 3) if duration > 0 else 0.0,
+        "unavailable_s": longest,
+        "unavailable_total_s": total,
+        "errors": dict(sorted(ws.errors.items(), key=lambda kv: -kv[1])),
+        "divergence": div.stats(),
+        "partition_changes": n_changes,
+        "power_loss_covered_partitions": sorted(power),
+        "events": len(events),
+        "events_unparsed_lines": bad_lines,
+    }
+    results: dict[str, Any] = {
+        "valid": valid,
+        "anomalies": anomalies,
+        "stats": stats,
+        "guarantees": {k: rules[k].why for k in ANOMALY_KINDS},
+        "checker": {"engine": "pyspark", "master": master, "seconds": 0.0,
+                    "spark_version": spark.version},
+    }
+    if unknown:
+        results["unknown_reasons"] = unknown
+    if t0 is not None and t1 is not None:
+        results["timeseries"] = timeseries(writes, reads, t0, max(t1, t0 + 1))
+    clock.lap("stats")
+    results["checker"]["phases"] = clock.phases
+    if settings.expect:
+        results["expectations"] = expectations(settings.expect, valid, anomalies)
+    if mech is not None:
+        results["mechanism"] = mech
+    return results
+
+
+def _error_results(exc: BaseException, master: str | None) -> dict[str, Any]:
+    anomalies = _empty_anomalies(Settings())
+    for a in anomalies.values():
+        a["checked"] = False
+    return {
+        "valid": "unknown",
+        "anomalies": anomalies,
+        "stats": {"writes": {"ok": 0, "fail": 0, "info": 0}, "reads": 0,
+                  "drain_complete": False, "duration_s": 0.0, "ack_rate_per_s": 0.0,
+                  "unavailable_s": 0.0},
+        "guarantees": {k: v["why"] for k, v in anomalies.items()},
+        "checker": {"engine": "pyspark", "master": master, "seconds": 0.0},
+        "error": f"{type(exc).__name__}: {exc}",
+        "traceback": traceback.format_exc(limit=8),
+        "unknown_reasons": [f"the checker failed: {type(exc).__name__}: {exc}"],
+    }
+
+
+def check_run(run_dir: str | os.PathLike[str], spark_master: str | None = None) -> dict[str, Any]:
+    """Check one run directory: write ``results.json`` into it and return it.
+
+    ``run_dir`` is a local path or a URI Spark can read (``hdfs://``, ``s3a://``, …).
+    ``spark_master`` defaults to the active session's master, else ``local[2]``. Never
+    raises for a bad history: errors give ``valid: "unknown"`` with an ``error`` field.
+    """
+    started = time.monotonic()
+    run = RunDir(os.fspath(run_dir))
+    spark: SparkSession | None = None
+    try:
+        spark = build_session(spark_master)
+        master = str(spark.sparkContext.master)
+        results = _analyse(spark, run, master)
+    except Exception as exc:  # the judge reports its own failure instead of crashing a run
+        results = _error_results(exc, spark_master)
+    results["checker"]["seconds"] = round(time.monotonic() - started, 3)
+    body = json.dumps(results, indent=2, sort_keys=False, default=str)
+    if spark is None and is_uri(run.root) and run.local is None:
+        return results  # nowhere to write without Spark's filesystem
+    run.write_text(RESULTS, body + "\n", spark)
+    return results
+
+
+__all__ = ["check_run", "exit_code", "DataFrame"]

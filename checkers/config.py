@@ -1,0 +1,128 @@
+"""The settings of run.json that the guarantee model needs, with Kafka's and librdkafka's
+defaults for missing keys (docs/CONVENTIONS.md)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+READ_COMMITTED = "read_committed"
+READ_UNCOMMITTED = "read_uncommitted"
+
+
+def _truthy(value: Any, default: bool) -> bool:
+    if value is None:
+        return default
+    if isinstance(value, bool):
+        return value
+    return str(value).strip().lower() in ("true", "1", "yes", "on")
+
+
+def _int(value: Any, default: int | None) -> int | None:
+    try:
+        return int(value) if value is not None else default
+    except (TypeError, ValueError):
+        return default
+
+
+def _version_tuple(text: str | None) -> tuple[int, ...]:
+    out: list[int] = []
+    for part in (text or "").split("."):
+        digits = "".join(ch for ch in part if ch.isdigit())
+        if not digits:
+            break
+        out.append(int(digits))
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What the checker reads from run.json."""
+
+    acks: str = "all"  # "all", "1" or "0"
+    min_insync: int = 1
+    replication_factor: int | None = None
+    unclean: bool = False
+    idempotence: bool = False
+    transactional: bool = False
+    kafka_version: str | None = None
+    default_isolation: str = READ_COMMITTED
+    reader_isolation: dict[str, str] = field(default_factory=dict)
+    reader_modes: dict[str, str] = field(default_factory=dict)
+    brokers: int | None = None
+    scenario: str | None = None
+    expect: dict[str, Any] | None = None
+    mechanism: list[dict[str, Any]] | None = None
+    spark_version: str | None = None
+
+    def isolation(self, reader: str) -> str:
+        """The isolation level of one reader (per-reader setting, else consumer_config)."""
+        return self.reader_isolation.get(reader, self.default_isolation)
+
+    @property
+    def unclean_honoured(self) -> bool:
+        """KRaft ignores unclean.leader.election.enable before 3.9 (KAFKA-12670)."""
+        version = _version_tuple(self.kafka_version)
+        return not version or version >= (3, 9)
+
+
+def _acks(producer: dict[str, Any]) -> str:
+    raw = producer.get("acks", producer.get("request.required.acks", "all"))
+    text = str(raw).strip().lower()
+    if text in ("all", "-1"):
+        return "all"
+    return text if text in ("0", "1") else "all"
+
+
+def settings_from_run(run: dict[str, Any]) -> Settings:
+    """Build :class:`Settings` from a parsed run.json (missing keys mean defaults)."""
+    broker = run.get("broker_config") or {}
+    topic = run.get("topic_config") or {}
+    producer = run.get("producer_config") or {}
+    consumer = run.get("consumer_config") or {}
+    workload = run.get("workload") or {}
+    cluster = run.get("cluster") or {}
+    versions = run.get("versions") or {}
+
+    def topic_or_broker(key: str) -> Any:
+        return topic.get(key, broker.get(key))
+
+    transactional = bool(producer.get("transactional.id")) or _truthy(
+        (workload.get("transactions") or {}).get("enabled"), False
+    )
+    idempotence = _truthy(producer.get("enable.idempotence"), False) or transactional
+    default_iso = str(consumer.get("isolation.level", READ_COMMITTED)).strip().lower()
+    reader_iso: dict[str, str] = {}
+    reader_modes: dict[str, str] = {}
+    for c in workload.get("consumers") or []:
+        if not isinstance(c, dict) or "id" not in c:
+            continue
+        level = c.get("isolation_level") or (c.get("consumer_config") or {}).get(
+            "isolation.level"
+        )
+        if level:
+            reader_iso[str(c["id"])] = str(level).strip().lower()
+        if c.get("mode"):
+            reader_modes[str(c["id"])] = str(c["mode"])
+    drain = workload.get("drain") or {}
+    if isinstance(drain, dict) and drain.get("isolation_level"):
+        reader_iso["drain"] = str(drain["isolation_level"]).strip().lower()
+    return Settings(
+        acks=_acks(producer),
+        min_insync=_int(topic_or_broker("min.insync.replicas"), 1) or 1,
+        replication_factor=_int(
+            topic.get("replication.factor", broker.get("default.replication.factor")), None
+        ),
+        unclean=_truthy(topic_or_broker("unclean.leader.election.enable"), False),
+        idempotence=idempotence,
+        transactional=transactional,
+        kafka_version=versions.get("kafka") or cluster.get("kafka_version"),
+        default_isolation=default_iso,
+        reader_isolation=reader_iso,
+        reader_modes=reader_modes,
+        brokers=_int(cluster.get("brokers"), None),
+        scenario=run.get("scenario"),
+        expect=run.get("expect") if isinstance(run.get("expect"), dict) else None,
+        mechanism=run.get("mechanism") if isinstance(run.get("mechanism"), list) else None,
+        spark_version=versions.get("spark"),
+    )

@@ -1,0 +1,97 @@
+"""Turn raw anomaly rows into the examples of results.json: the record, its partition and
+offsets, when it was acknowledged, a one-line summary, and (via attribution) the faults."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .attribution import Attributor
+
+READS_PER_EXAMPLE = 8
+
+
+def _rec(p: Any, s: Any) -> str:
+    return "an undecodable record" if p is None else f"record producer={p} seq={s}"
+
+
+def _tp(e: dict[str, Any]) -> str:
+    return f"{e.get('topic')}-{e.get('partition')}"
+
+
+def summary(kind: str, e: dict[str, Any]) -> str:
+    """One sentence a user can read without the definitions."""
+    rec, tp = _rec(e.get("producer"), e.get("seq")), _tp(e)
+    off = e.get("acked_offset")
+    at = f" at offset {off}" if off is not None else " (no offset reported)"
+    if kind == "lost":
+        return f"{rec} was acknowledged{at} of {tp} but no reader ever read it"
+    if kind == "unseen":
+        return f"{rec} was acknowledged{at} of {tp}; the drain did not finish {tp}, so it is " \
+               "unknown whether it survived"
+    if kind == "duplicate":
+        return f"{rec} was read at {len(e.get('read_offsets', []))} different offsets " \
+               f"{e.get('read_offsets')} of {tp}"
+    if kind == "offset-mismatch":
+        return f"{rec} was acknowledged{at} of {tp} but read at {e.get('read_offsets')}"
+    if kind == "reorder":
+        o = e.get("other", {})
+        return f"{rec} is stored at offset {e.get('read_offset')} of {tp}, after seq " \
+               f"{o.get('seq')} of the same producer at offset {o.get('read_offset')}"
+    if kind == "failed-visible":
+        return f"{rec} was reported as failed but was read at {e.get('read_offsets')} of {tp}"
+    if kind == "aborted-read":
+        return f"{rec} belongs to an aborted transaction but a read_committed reader read it"
+    if kind == "inconsistent-offset":
+        recs = ", ".join(_rec(r.get("producer"), r.get("seq")) for r in e.get("records", []))
+        return f"offset {e.get('offset')} of {tp} was read as different records: {recs}"
+    if kind == "unexpected":
+        return f"{rec} read at offset {e.get('offset')} of {tp} was produced by no attempt" \
+            if e.get("producer") is not None else \
+            f"the value at offset {e.get('offset')} of {tp} does not decode"
+    if kind == "poll-skip":
+        return f"reader {e.get('reader')} jumped from offset {e.get('prev_offset')} to " \
+               f"{e.get('offset')} of {tp}, over offsets other readers read"
+    if kind == "nonmonotonic-poll":
+        return f"reader {e.get('reader')} went back from offset {e.get('prev_offset')} to " \
+               f"{e.get('offset')} of {tp}"
+    return kind
+
+
+def build_example(kind: str, row: dict[str, Any], attributor: Attributor) -> dict[str, Any]:
+    """A results.json example from an anomaly row (with ``_reads`` attached)."""
+    reads = row.get("_reads") or []
+    e: dict[str, Any] = {}
+    if row.get("producer") is not None or kind not in ("inconsistent-offset",):
+        e["producer"], e["seq"] = row.get("producer"), row.get("seq")
+    e["topic"], e["partition"] = row.get("topic"), row.get("partition")
+    if kind in ("poll-skip", "nonmonotonic-poll", "inconsistent-offset", "unexpected"):
+        e["offset"] = row.get("offset")
+    else:
+        e["acked_offset"] = row.get("offset")
+        e["outcome"] = row.get("outcome")
+    if kind in ("poll-skip", "nonmonotonic-poll"):
+        e.update(reader=row.get("reader"), poll=row.get("poll"),
+                 prev_offset=row.get("prev_offset"), excused=bool(row.get("excused")))
+    if kind == "reorder":
+        e["read_offset"] = row.get("read_offset")
+        e["other"] = {"producer": row.get("other_producer"), "seq": row.get("other_seq"),
+                      "read_offset": row.get("prev_offset")}
+    if kind == "inconsistent-offset":
+        seen = {(r.get("producer"), r.get("seq"), r.get("valid")) for r in reads}
+        e["records"] = [{"producer": p, "seq": s, "valid": v} for p, s, v in sorted(
+            seen, key=lambda t: (t[0] is None, t[0] or 0, t[1] or 0))]
+    if kind in ("lost", "unseen"):
+        e["excused"] = bool(row.get("excused"))
+    if kind not in ("poll-skip", "nonmonotonic-poll"):
+        e["read_offsets"] = sorted({r["offset"] for r in reads})
+        e["reads"] = [
+            {"reader": r["reader"], "topic": r["topic"], "partition": r["partition"],
+             "offset": r["offset"], "read_ns": r["read_ns"]}
+            for r in reads[:READS_PER_EXAMPLE]
+        ]
+    if kind == "aborted-read":
+        e["txn_outcome"] = "aborted"
+    e["complete_ns"] = row.get("complete_ns")
+    e["event_ns"] = row.get("event_ns")
+    e["summary"] = summary(kind, e)
+    return attributor.annotate(e, kind)

@@ -1,0 +1,155 @@
+"""Cluster observations reduced to their changes (leader, ISR, leader epoch per partition),
+and what the checker derives from them: power-loss coverage of the ISR and the scenario
+mechanisms of docs/CONVENTIONS.md."""
+
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass
+from typing import Any
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql.window import Window
+
+from .history import Event
+
+#: At most this many change rows are brought to the driver (they are few: one per election
+#: or ISR change, not one per sample).
+MAX_CHANGES = 200_000
+
+#: Power-loss events this close together count as one simultaneous crash.
+POWER_LOSS_WINDOW_NS = 5_000_000_000
+
+
+@dataclass(frozen=True)
+class Change:
+    """A partition's state after a change (or its first sample)."""
+
+    ts_ns: int
+    topic: str
+    partition: int
+    leader: int
+    isr: tuple[int, ...]
+    leader_epoch: int | None
+    prev_leader: int | None
+    prev_isr: tuple[int, ...] | None
+    prev_epoch: int | None
+
+    def brief(self) -> dict[str, Any]:
+        return {"ts_ns": self.ts_ns, "leader": self.leader, "isr": list(self.isr),
+                "leader_epoch": self.leader_epoch, "prev_leader": self.prev_leader,
+                "prev_isr": None if self.prev_isr is None else list(self.prev_isr),
+                "prev_leader_epoch": self.prev_epoch}
+
+
+def tp_key(topic: str, partition: int) -> str:
+    return f"{topic}:{partition}"
+
+
+class PartitionHistory:
+    """The changes of every partition, sorted by time."""
+
+    def __init__(self, changes: list[Change]):
+        self.by_tp: dict[str, list[Change]] = {}
+        for c in sorted(changes, key=lambda c: c.ts_ns):
+            self.by_tp.setdefault(tp_key(c.topic, c.partition), []).append(c)
+        self._times = {k: [c.ts_ns for c in v] for k, v in self.by_tp.items()}
+
+    @property
+    def all(self) -> list[Change]:
+        return [c for v in self.by_tp.values() for c in v]
+
+    def state_at(self, key: str, ts_ns: int) -> Change | None:
+        """The last known state of a partition at ``ts_ns``."""
+        times = self._times.get(key)
+        if not times:
+            return None
+        i = bisect.bisect_right(times, ts_ns) - 1
+        return self.by_tp[key][i] if i >= 0 else None
+
+    def between(self, key: str, lo: int, hi: int) -> list[Change]:
+        times = self._times.get(key, [])
+        i, j = bisect.bisect_left(times, lo), bisect.bisect_right(times, hi)
+        return self.by_tp.get(key, [])[i:j]
+
+    def first_leadership_change_after(self, key: str, ts_ns: int) -> Change | None:
+        """First leader or epoch change after ``ts_ns``: when an unreplicated tail goes."""
+        for c in self.between(key, ts_ns + 1, 2**63 - 1):
+            if c.prev_leader is not None and (
+                c.leader != c.prev_leader or c.leader_epoch != c.prev_epoch
+            ):
+                return c
+        return None
+
+
+def collect_changes(obs: DataFrame) -> tuple[PartitionHistory, int]:
+    """Reduce observations to change rows on the cluster, bring those to the driver."""
+    order = Window.partitionBy("topic", "partition").orderBy("ts_ns")
+    state = obs.where(F.col("ts_ns").isNotNull()).select(
+        "ts_ns", "topic", "partition",
+        F.coalesce(F.col("leader"), F.lit(-1)).alias("leader"),
+        F.array_sort(F.coalesce(F.col("isr"), F.array().cast("array<int>"))).alias("isr"),
+        "leader_epoch",
+    )
+    with_prev = (
+        state.withColumn("prev_leader", F.lag("leader").over(order))
+        .withColumn("prev_isr", F.lag("isr").over(order))
+        .withColumn("prev_epoch", F.lag("leader_epoch").over(order))
+        .withColumn("first", F.lag("ts_ns").over(order).isNull())
+    )
+    changed = with_prev.where(
+        F.col("first")
+        | (F.col("leader") != F.col("prev_leader"))
+        | (F.col("isr") != F.col("prev_isr"))
+        | ~F.col("leader_epoch").eqNullSafe(F.col("prev_epoch"))
+    )
+    rows = changed.limit(MAX_CHANGES + 1).collect()
+    changes = [
+        Change(
+            ts_ns=r["ts_ns"], topic=r["topic"], partition=r["partition"], leader=r["leader"],
+            isr=tuple(r["isr"]), leader_epoch=r["leader_epoch"],
+            prev_leader=None if r["first"] else r["prev_leader"],
+            prev_isr=None if r["first"] else tuple(r["prev_isr"] or ()),
+            prev_epoch=None if r["first"] else r["prev_epoch"],
+        )
+        for r in rows[:MAX_CHANGES]
+    ]
+    return PartitionHistory(changes), len(rows)
+
+
+def _node_ids(targets: tuple[Any, ...]) -> set[int]:
+    out: set[int] = set()
+    for t in targets:
+        try:
+            out.add(int(str(t).rsplit("-", 1)[-1]))
+        except ValueError:
+            continue
+    return out
+
+
+def power_loss_coverage(
+    events: list[Event], parts: PartitionHistory, partitions: list[str], brokers: int | None
+) -> dict[str, int]:
+    """Partitions whose every in-sync replica lost power together: key -> latest such time.
+
+    The ISR is the one observed just before the (first) crash of the group; a partition
+    without observations counts as covered only when every broker of the cluster lost power.
+    """
+    crashes = [e for e in events if e.kind == "power-loss" and e.phase in ("start", "instant")]
+    out: dict[str, int] = {}
+    for e in crashes:
+        group = [c for c in crashes if e.ts_ns - POWER_LOSS_WINDOW_NS <= c.ts_ns <= e.ts_ns]
+        hit: set[int] = set()
+        for c in group:
+            hit |= _node_ids(c.targets)
+        first = min(c.ts_ns for c in group)
+        for key in partitions:
+            state = parts.state_at(key, first - 1) or parts.state_at(key, first)
+            if state is not None and state.isr:
+                covered = set(state.isr) <= hit
+            else:
+                covered = brokers is not None and len(hit) >= brokers
+            if covered:
+                out[key] = max(out.get(key, 0), e.ts_ns)
+    return out

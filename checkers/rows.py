@@ -1,0 +1,44 @@
+"""The common shape of anomaly rows, so every check's findings union into one DataFrame."""
+
+from __future__ import annotations
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql.types import BooleanType, DataType, IntegerType, LongType, StringType
+
+#: Column name -> type of an anomaly row. ``n`` is how much the row adds to the kind's count;
+#: ``excused`` marks an instance the guarantee model forgives (e.g. subscribe-mode readers).
+ANOMALY_COLUMNS: tuple[tuple[str, DataType], ...] = (
+    ("kind", StringType()),
+    ("producer", IntegerType()),
+    ("seq", LongType()),
+    ("topic", StringType()),
+    ("partition", IntegerType()),
+    ("offset", LongType()),  # the acknowledged offset, or the position the anomaly is about
+    ("read_offset", LongType()),  # where the record was read (first read in its partition)
+    ("prev_offset", LongType()),  # previous read (poll checks) / the other record (reorder)
+    ("reader", StringType()),
+    ("poll", LongType()),
+    ("complete_ns", LongType()),  # when the write was acknowledged
+    ("event_ns", LongType()),  # when the anomaly showed (a read), if it did
+    ("other_producer", IntegerType()),
+    ("other_seq", LongType()),
+    ("outcome", StringType()),
+    ("n", LongType()),
+    ("excused", BooleanType()),
+)
+
+
+def anomaly_rows(df: DataFrame, kind: str | Column, **cols: Column) -> DataFrame:
+    """Project ``df`` to anomaly rows; columns not given are null (``n`` defaults to 1,
+    ``excused`` to false)."""
+    cols.setdefault("n", F.lit(1))
+    cols.setdefault("excused", F.lit(False))
+    kind_col = F.lit(kind) if isinstance(kind, str) else kind
+    out = []
+    for name, dtype in ANOMALY_COLUMNS:
+        expr = kind_col if name == "kind" else cols.pop(name, F.lit(None))
+        out.append(expr.cast(dtype).alias(name))
+    if cols:
+        raise ValueError(f"unknown anomaly columns: {sorted(cols)}")
+    return df.select(*out)

@@ -1,0 +1,90 @@
+"""The one SparkSession the checker uses: local[2] by default, quiet, sized for a small box."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import threading
+
+from pyspark.sql import SparkSession
+
+DEFAULT_MASTER = "local[2]"
+
+_LOCK = threading.Lock()
+
+# Spark prints INFO/WARN lines by the hundred; a checker run should print only its verdict.
+_LOG4J2 = """\
+rootLogger.level = error
+rootLogger.appenderRef.stderr.ref = console
+appender.console.type = Console
+appender.console.name = console
+appender.console.target = SYSTEM_ERR
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %d{HH:mm:ss} %p %c{1}: %m%n
+"""
+
+
+def _log4j_file() -> str:
+    path = os.path.join(tempfile.gettempdir(), "kafka-chaos-checker-log4j2.properties")
+    if not os.path.exists(path):
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write(_LOG4J2)
+    return path
+
+
+def _local_cores(master: str) -> int | None:
+    """Cores of a local[N] master (None for a cluster master)."""
+    if not master.startswith("local"):
+        return None
+    inner = master[len("local") :].strip("[]")
+    if inner in ("", "*"):
+        return os.cpu_count() or 2
+    try:
+        return max(1, int(inner.split(",")[0]))
+    except ValueError:
+        return 2
+
+
+def build_session(master: str | None = None, shuffle_partitions: int | None = None) -> SparkSession:
+    """Start (or return) the process's SparkSession for ``master``.
+
+    An already active session is reused when it runs on the requested master (or when no
+    master is requested): tests and the CLI share one JVM. Shuffle partitions default to
+    4x the local cores (few, large tasks suit 2 cores); on a cluster Spark's own setting
+    stays unless ``shuffle_partitions`` is given.
+    """
+    with _LOCK:
+        active = SparkSession.getActiveSession()
+        if active is not None and (master is None or active.sparkContext.master == master):
+            return active
+        if active is not None:
+            active.stop()
+        master = master or DEFAULT_MASTER
+        log4j = _log4j_file()
+        java_opts = (f"-Dlog4j2.configurationFile=file:{log4j} "
+                     f"-Dlog4j.configurationFile=file:{log4j}")
+        builder = (
+            SparkSession.builder.master(master)
+            .appName("kafka-chaos-checker")
+            .config("spark.ui.enabled", "false")
+            .config("spark.ui.showConsoleProgress", "false")
+            .config("spark.driver.extraJavaOptions", java_opts)
+            .config("spark.sql.adaptive.enabled", "true")
+            # The checks share one hash partitioning per stage; these let joins and windows
+            # on a superset of the keys reuse it instead of shuffling again.
+            .config("spark.sql.requireAllClusterKeysForCoPartition", "false")
+            .config("spark.sql.session.timeZone", "UTC")
+            .config("spark.sql.parquet.mergeSchema", "false")
+        )
+        cores = _local_cores(master)
+        if cores is not None:
+            builder = builder.config("spark.driver.memory", os.environ.get(
+                "KAFKA_CHAOS_SPARK_DRIVER_MEMORY", "4g"))
+            parts = shuffle_partitions or 4 * cores
+            builder = builder.config("spark.sql.shuffle.partitions", str(parts))
+            builder = builder.config("spark.default.parallelism", str(parts))
+        elif shuffle_partitions:
+            builder = builder.config("spark.sql.shuffle.partitions", str(shuffle_partitions))
+        spark = builder.getOrCreate()
+        spark.sparkContext.setLogLevel("ERROR")
+        return spark

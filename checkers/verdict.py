@@ -1,0 +1,110 @@
+"""The verdict (valid true/false/"unknown"), scenario mechanisms and expectations
+(docs/CONVENTIONS.md)."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from .history import Event
+from .observations import PartitionHistory
+
+_COND = re.compile(r"^\s*(==|>=|<=|>|<|!=)\s*(-?\d+)\s*$")
+
+
+def verdict(anomalies: dict[str, dict[str, Any]], unknown_reasons: list[str]) -> bool | str:
+    """false when a forbidden anomaly occurred; "unknown" when facts are missing; else true."""
+    if any(a["count"] > 0 and not a["allowed"] for a in anomalies.values()):
+        return False
+    if unknown_reasons:
+        return "unknown"
+    return True
+
+
+def _check(cond: str, actual: int) -> bool | None:
+    m = _COND.match(str(cond))
+    if not m:
+        return None
+    op, n = m.group(1), int(m.group(2))
+    return {
+        "==": actual == n, "!=": actual != n, ">": actual > n, ">=": actual >= n,
+        "<": actual < n, "<=": actual <= n,
+    }[op]
+
+
+def expectations(expect: dict[str, Any], valid: bool | str,
+                 anomalies: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """Compare a scenario's ``expect`` with the results."""
+    details: list[dict[str, Any]] = []
+    if "valid" in expect:
+        details.append({"what": f"valid == {expect['valid']!r}", "actual": valid,
+                        "met": valid == expect["valid"]})
+    for kind, cond in (expect.get("anomalies") or {}).items():
+        actual = anomalies.get(kind, {}).get("count", 0)
+        met = _check(cond, actual)
+        details.append({"what": f"{kind} {cond}", "actual": actual,
+                        "met": bool(met) if met is not None else False,
+                        **({"error": "cannot parse condition"} if met is None else {})})
+    return {"met": all(d["met"] for d in details), "details": details}
+
+
+def _fault(mech: dict[str, Any], events: list[Event]) -> tuple[bool, str]:
+    kind = str(mech.get("fault", ""))
+    for e in events:
+        if e.kind == kind and e.phase in ("start", "instant"):
+            return True, f"{kind} on {list(e.targets)} at ts_ns={e.ts_ns}"
+    return False, f"no {kind!r} fault event in events.jsonl"
+
+
+def mechanism(mechs: list[dict[str, Any]], events: list[Event],
+              parts: PartitionHistory) -> dict[str, Any]:
+    """Which of a scenario's mechanisms the history shows, with evidence."""
+    changes = sorted(parts.all, key=lambda c: c.ts_ns)
+    details = []
+    for m in mechs:
+        kind = str(m.get("kind", ""))
+        seen, evidence = False, "not seen in observations.parquet"
+        if kind == "fault":
+            seen, evidence = _fault(m, events)
+        elif kind == "isr-shrunk-to":
+            size = int(m.get("size", 1))
+            for c in changes:
+                if c.leader >= 0 and len(c.isr) <= size:
+                    seen, evidence = True, (f"{c.topic}-{c.partition} ISR {list(c.isr)} "
+                                            f"at ts_ns={c.ts_ns}")
+                    break
+        elif kind == "leader-changed":
+            last_live: dict[str, int] = {}
+            for c in changes:
+                key = f"{c.topic}:{c.partition}"
+                prev = last_live.get(key)
+                if c.leader >= 0:
+                    if prev is not None and prev != c.leader:
+                        seen, evidence = True, (f"{c.topic}-{c.partition} leader {prev} -> "
+                                                f"{c.leader} at ts_ns={c.ts_ns}")
+                        break
+                    last_live[key] = c.leader
+        elif kind == "leader-epoch-increased":
+            for c in changes:
+                if c.prev_epoch is not None and c.leader_epoch is not None and \
+                        c.leader_epoch > c.prev_epoch:
+                    seen, evidence = True, (f"{c.topic}-{c.partition} epoch {c.prev_epoch} -> "
+                                            f"{c.leader_epoch} at ts_ns={c.ts_ns}")
+                    break
+        elif kind == "offline":
+            for c in changes:
+                if c.leader < 0:
+                    seen, evidence = True, f"{c.topic}-{c.partition} offline at ts_ns={c.ts_ns}"
+                    break
+        elif kind == "stale-leader-elected":
+            for c in changes:
+                if (c.leader >= 0 and c.prev_isr is not None and c.leader != c.prev_leader
+                        and c.leader not in c.prev_isr):
+                    seen, evidence = True, (f"{c.topic}-{c.partition} leader {c.leader} elected,"
+                                            f" last ISR {list(c.prev_isr)}, at ts_ns={c.ts_ns}")
+                    break
+        else:
+            evidence = f"unknown mechanism kind {kind!r}"
+        details.append({"kind": kind, **{k: v for k, v in m.items() if k != "kind"},
+                        "observed": seen, "evidence": evidence})
+    return {"observed": all(d["observed"] for d in details), "details": details}

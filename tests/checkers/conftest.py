@@ -1,0 +1,34 @@
+"""Checker test fixtures: one SparkSession for the whole test session."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+
+import pytest
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[object]:
+    """The shared local[2] session. Without Java/PySpark this fails (never skips)."""
+    if shutil.which("java") is None:
+        pytest.fail("Java is required for the Spark checker tests and was not found")
+    from checkers.session import build_session
+
+    session = build_session("local[2]", shuffle_partitions=2)
+    yield session
+    session.stop()
+
+
+@pytest.fixture
+def check(spark: object, tmp_path):  # type: ignore[no-untyped-def]
+    """check(history) -> results.json dict, using the shared session."""
+    from checkers import check_run
+
+    def run(history, parts: int = 1):  # type: ignore[no-untyped-def]
+        path = history.save(tmp_path / f"run{len(list(tmp_path.iterdir()))}", parts=parts)
+        results = check_run(path)
+        assert "error" not in results, results.get("traceback")
+        return results
+
+    return run
