@@ -86,6 +86,17 @@ class ProducerProcess:
     def _on_sigterm(self, signum: int, frame: Any) -> None:
         self.terminating = True
 
+    def poll(self, timeout: float = 0.0) -> None:
+        """Serves delivery reports. A fatal client error raised here is kept for the loop
+        (the client is then recreated) instead of ending the process."""
+        try:
+            self.client.poll(timeout)
+        except KafkaException as e:
+            err = e.args[0] if e.args else None
+            log.warning("producer %d: poll: %s", self.id, err)
+            if isinstance(err, KafkaError) and err.fatal():
+                self.fatal = err
+
     # ------------------------------------------------------------------ stop conditions
     def should_stop(self) -> bool:
         if self.terminating or time.monotonic() >= self.deadline:
@@ -112,7 +123,7 @@ class ProducerProcess:
                 self.client.produce(self.topic, value, partition=part, on_delivery=cb)
             except BufferError:
                 # Queue full: not an attempt yet; let deliveries drain, then try again.
-                self.client.poll(0.05)
+                self.poll(0.05)
                 if self.terminating:
                     raise StopSignal() from None
                 continue
@@ -134,20 +145,20 @@ class ProducerProcess:
             if interval:
                 wait = next_t - time.monotonic()
                 if wait > 0:
-                    self.client.poll(min(wait, 0.1))
+                    self.poll(min(wait, 0.1))
                     self.recorder.maybe_flush()
                     continue
                 # Behind schedule (e.g. blocked on a full queue): catch up by at most 1 s.
                 next_t = max(next_t + interval, time.monotonic() - 1.0)
                 self._send_guarded()
-                self.client.poll(0)
+                self.poll(0)
             else:
                 n = _FLAT_OUT_BATCH
                 if self.cfg.max_records:
                     n = min(n, self.cfg.max_records - self.seq)
                 for _ in range(n):
                     self._send_guarded()
-                self.client.poll(0)
+                self.poll(0)
                 self.recorder.maybe_flush()
 
     def _send_guarded(self) -> None:

@@ -46,7 +46,7 @@ def init_client(proc: ProducerProcess) -> bool:
                 return False
             if err is not None and err.fatal():
                 proc.client = proc.new_client()
-            proc.client.poll(0.5)
+            proc.poll(0.5)
 
 
 def commit(proc: ProducerProcess) -> tuple[str, bool]:
@@ -108,25 +108,40 @@ def run_one_txn(proc: ProducerProcess, txn_no: int) -> bool:
             # The transaction is in an error state (abortable or fatal): finish it now.
             log.warning("producer %d: produce in %s refused: %s", proc.id, txn, _err(e))
             break
-        proc.client.poll(0)
+        proc.poll(0)
         if interval:
             wait = interval - (time.monotonic() - t0)
             if wait > 0:
-                proc.client.poll(wait)
+                proc.poll(wait)
     if proc.fatal is not None:
         outcome, recreate = UNKNOWN, True
     elif proc.terminating:
         # SIGTERM: no time to settle it; the coordinator will abort it on timeout or fencing.
         outcome, recreate = UNKNOWN, False
     elif want_abort:
+        # Deliver first: aborting records still queued (their partitions not yet added to the
+        # transaction) makes the broker answer EndTxn with a fatal INVALID_TXN_STATE
+        # (confluentinc/librdkafka#4849). Delivered, the aborted records are in the log too,
+        # which is what a read_committed reader must then not see.
+        _flush(proc)
         outcome, recreate = abort(proc)
     else:
         # A broken transaction is committed anyway: commit then says txn_requires_abort and
         # the abort follows the documented path.
         outcome, recreate = commit(proc)
-    proc.client.poll(0)
+    proc.poll(0)
     rec.end_txn(outcome)
     return not recreate
+
+
+def _flush(proc: ProducerProcess) -> None:
+    try:
+        proc.client.flush(_CALL_TIMEOUT_S)
+    except KafkaException as e:
+        err = _err(e)
+        log.warning("producer %d: flush before abort: %s", proc.id, err)
+        if err is not None and err.fatal():
+            proc.fatal = err
 
 
 def run_transactional(proc: ProducerProcess) -> None:

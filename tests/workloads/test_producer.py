@@ -4,6 +4,7 @@ the log."""
 from __future__ import annotations
 
 from collections import defaultdict
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
@@ -37,7 +38,7 @@ def test_writes_match_contract_and_log(cluster: KafkaCluster, topic: str,
         # seq from 0, strictly increasing in invoke order, with the documented op_id.
         mine.sort(key=lambda w: w["seq"])
         assert [w["seq"] for w in mine] == list(range(len(mine)))
-        assert all(a["invoke_ns"] <= b["invoke_ns"] for a, b in zip(mine, mine[1:]))
+        assert all(a["invoke_ns"] <= b["invoke_ns"] for a, b in pairwise(mine))
         assert all(w["op_id"] == op_id(pid, w["seq"]) for w in mine)
         # Round-robin over the three partitions.
         assert [w["partition"] for w in mine[:6]] == [0, 1, 2, 0, 1, 2]

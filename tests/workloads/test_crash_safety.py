@@ -1,0 +1,51 @@
+"""A producer killed mid-run leaves readable history; SIGTERM still writes all of it."""
+
+from __future__ import annotations
+
+import os
+import signal
+from pathlib import Path
+
+import pytest
+from tenacity import Retrying, stop_after_delay, wait_fixed
+
+from compose.cluster import KafkaCluster
+from tests.workloads.conftest import read_table
+from tests.workloads.helpers import rows
+from workloads import ProducerConfig, start_producers
+
+pytestmark = pytest.mark.cluster
+
+
+def _parts(run_dir: Path, producer: int) -> list[Path]:
+    return sorted((run_dir / "history" / "writes.parquet").glob(f"part-p{producer}-*.parquet"))
+
+
+def test_sigkill_leaves_readable_parts(cluster: KafkaCluster, topic: str,
+                                       tmp_path: Path) -> None:
+    cfg = ProducerConfig(rate=500, duration_s=60, history_flush_interval_s=0.3)
+    group = start_producers(tmp_path, cluster.bootstrap_servers, topic, 3, cfg, count=2)
+    try:
+        for attempt in Retrying(stop=stop_after_delay(60), wait=wait_fixed(0.2), reraise=True):
+            with attempt:
+                assert len(_parts(tmp_path, 0)) >= 3
+        pid = group.procs["p0"].pid
+        assert pid is not None
+        os.kill(pid, signal.SIGKILL)
+        # SIGTERM to the other one: it winds down and still writes every attempt.
+        group.procs["p1"].terminate()
+        for attempt in Retrying(stop=stop_after_delay(30), wait=wait_fixed(0.2), reraise=True):
+            with attempt:
+                assert not group.alive()
+    finally:
+        stats = group.stop(5)
+    assert stats["p0"]["exitcode"] == -signal.SIGKILL
+    assert stats["p1"]["exitcode"] == 0
+    writes = rows(read_table(tmp_path, "writes"))
+    p0 = sorted(w["seq"] for w in writes if w["producer"] == 0)
+    p1 = sorted(w["seq"] for w in writes if w["producer"] == 1)
+    assert p0 and p0 == sorted(set(p0))
+    # SIGTERM: no attempt missing, every one resolved.
+    assert p1 == list(range(len(p1)))
+    assert stats["p1"]["attempts"] == len(p1)
+    assert all(w["outcome"] is not None for w in writes)
