@@ -12,6 +12,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import uuid
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -55,6 +56,7 @@ class Lan:
     hosts: list[TestHost]
     switch: str
     procs: list[subprocess.Popen[str]] = field(default_factory=list)
+    agents: dict[str, tuple[subprocess.Popen[str], threading.Lock]] = field(default_factory=dict)
 
     def __getitem__(self, index: int) -> TestHost:
         return self.hosts[index]
@@ -96,9 +98,19 @@ class Lan:
         return self.run(src, "udp-ping", dst.ip, "7007", "--count", str(count),
                         "--interval", str(interval), "--wait", str(wait))
 
+    def probe(self, src: TestHost, ips: list[str], count: int = 3,
+              wait: float = 0.3) -> dict[str, int]:
+        """UDP probes from src (through its echo agent) to each ip: replies per ip."""
+        proc, lock = self.agents[src.name]
+        assert proc.stdin is not None and proc.stdout is not None
+        with lock:
+            proc.stdin.write(f"reach 7007 {count} {wait} {' '.join(ips)}\n")
+            proc.stdin.flush()
+            return dict(json.loads(proc.stdout.readline()))
+
     def reaches(self, src: TestHost, dst: TestHost) -> bool:
         """Whether any of a few UDP probes from src come back from dst."""
-        return self.run(src, "udp-reach", "7007", dst.ip)[dst.ip] > 0
+        return self.probe(src, [dst.ip])[dst.ip] > 0
 
     def datagrams(self, src: TestHost, dst: TestHost, count: int = 20, port: int = 7100) -> int:
         """How many of ``count`` datagrams src sends to dst arrive (one way only)."""
@@ -122,8 +134,7 @@ class Lan:
         """Round-trip reachability of every ordered pair of hosts: each host probes all the
         others at once, all hosts in parallel."""
         def probe(src: TestHost) -> dict[str, int]:
-            others = [h.ip for h in self.hosts if h is not src]
-            return self.run(src, "udp-reach", "7007", *others)
+            return self.probe(src, [h.ip for h in self.hosts if h is not src])
 
         with ThreadPoolExecutor(len(self.hosts)) as pool:
             replies = list(pool.map(probe, self.hosts))
@@ -133,9 +144,10 @@ class Lan:
 
     def echo_servers(self) -> None:
         """A UDP echo (port 7007) and a TCP echo (port 7008) on every host."""
-        procs = [self.spawn(host, "echo", "7007", "7008") for host in self.hosts]
-        for proc in procs:
+        procs = [self.spawn(host, "echo", "7007", "7008", stdin=True) for host in self.hosts]
+        for host, proc in zip(self.hosts, procs, strict=True):
             self.wait_ready(proc)
+            self.agents[host.name] = (proc, threading.Lock())
 
     def no_rules_left(self) -> bool:
         """True when no host has any kafka-chaos line in iptables-save."""

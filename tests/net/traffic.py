@@ -121,9 +121,16 @@ def udp_reach(hosts: list[str], port: int, count: int, wait: float) -> dict:
 
 
 def echo(udp_port: int, tcp_port: int) -> None:
-    """UDP and TCP echo in one process."""
+    """UDP and TCP echo in one process, which also answers ``reach PORT COUNT WAIT IP...``
+    lines on stdin with udp-reach's JSON (no process start per probe: on a busy host that
+    start costs more than the probe)."""
     threading.Thread(target=udp_echo, args=(udp_port, False), daemon=True).start()
-    tcp_echo(tcp_port)
+    threading.Thread(target=tcp_echo, args=(tcp_port, False), daemon=True).start()
+    print("READY", flush=True)
+    for line in sys.stdin:
+        _, port, count, wait, *hosts = line.split()
+        print(json.dumps(udp_reach(hosts, int(port), int(count), float(wait))), flush=True)
+    threading.Event().wait()
 
 
 def _echo_conn(conn: socket.socket) -> None:
@@ -132,9 +139,10 @@ def _echo_conn(conn: socket.socket) -> None:
             conn.sendall(data)
 
 
-def tcp_echo(port: int) -> None:
+def tcp_echo(port: int, announce: bool = True) -> None:
     srv = socket.create_server(("0.0.0.0", port), reuse_port=True)
-    print("READY", flush=True)
+    if announce:
+        print("READY", flush=True)
     while True:
         conn, _ = srv.accept()
         threading.Thread(target=_echo_conn, args=(conn,), daemon=True).start()
