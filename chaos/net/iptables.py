@@ -26,6 +26,7 @@ import os
 import re
 import shlex
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from typing import Literal
 
 from chaos.net.netns import NamespaceGone, NetNS
@@ -87,6 +88,35 @@ def add_rule(
         _ensure_chains(ns, binary)
         position = ["-I", OUR_CHAINS[hook], "1"] if where == "top" else ["-A", OUR_CHAINS[hook]]
         _ipt(ns, binary, [*position, *rule])
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One rule for :func:`add_rules`: ``match -j target`` in our chain for ``hook``."""
+
+    hook: Hook
+    match: tuple[str, ...]
+    target: tuple[str, ...]
+    binary: str = "iptables"
+    where: Where = "bottom"
+
+
+def add_rules(ns: NetNS, rules: Sequence[Rule], fault_id: str) -> None:
+    """Add many rules to ``ns`` at once: one ``iptables-restore --noflush`` per family, so
+    they take effect together (atomically) and fast."""
+    tag = ("-m", "comment", "--comment", tag_for(fault_id))
+    with namespace_lock(ns):
+        for binary in sorted({rule.binary for rule in rules}):
+            _ensure_chains(ns, binary)
+            lines = ["*filter"]
+            for rule in rules:
+                if rule.binary != binary:
+                    continue
+                chain = OUR_CHAINS[rule.hook]
+                position = f"-I {chain} 1" if rule.where == "top" else f"-A {chain}"
+                lines.append(" ".join([position, *rule.match, *tag, *rule.target]))
+            lines.append("COMMIT")
+            ns.run([f"{binary}-restore", "-w", "10", "--noflush"], input="\n".join(lines) + "\n")
 
 
 def _rules(ns: NetNS, binary: str, chain: str) -> list[str]:

@@ -217,11 +217,15 @@ class Partitioner:
     def apply(self, spec: PartitionSpec) -> PartitionHandle:
         """Insert the rules of ``spec``; on any failure remove what was inserted and raise."""
         handle = PartitionHandle(f"part-{uuid.uuid4().hex[:8]}", spec)
+        by_ns: dict[NetNS, list[PlannedRule]] = {}
+        for rule in plan_rules(spec):
+            by_ns.setdefault(rule.ns, []).append(rule)
         try:
-            for rule in plan_rules(spec):
-                handle.rules.append(rule)
-                iptables.add_rule(rule.ns, rule.hook, rule.match, ("-j", "DROP"), handle.id,
-                                  binary=rule.binary, where="top")
+            for ns, planned in by_ns.items():  # all of one namespace's rules in one go
+                handle.rules.extend(planned)
+                iptables.add_rules(ns, [
+                    iptables.Rule(r.hook, r.match, ("-j", "DROP"), r.binary, "top")
+                    for r in planned], handle.id)
         except BaseException:
             handle.heal()
             raise
