@@ -70,56 +70,69 @@ class ChunkedParquetWriter:
     """
 
     def __init__(self, dataset_dir: Path, schema: pa.Schema, writer: str,
-                 chunk_rows: int = 50_000, flush_interval_s: float = 2.0) -> None:
+                 chunk_rows: int = 50_000, flush_interval_s: float = 2.0,
+                 constants: dict[str, Any] | None = None) -> None:
         self.dir = Path(dataset_dir)
         self.dir.mkdir(parents=True, exist_ok=True)
         self.schema = schema
         self.writer = writer
         self.chunk_rows = chunk_rows
         self.flush_interval_s = flush_interval_s
-        self._cols: dict[str, list[Any]] = {f.name: [] for f in schema}
-        self._col_lists = list(self._cols.values())
-        self._n = 0
+        # Columns with one value for every row of this writer (e.g. the producer id): they
+        # are left out of the rows and filled in at flush time without per-row conversion.
+        self.constants = dict(constants or {})
+        self._names = [f.name for f in schema if f.name not in self.constants]
+        # Rows are kept as tuples (one list append per row) and turned into columns at
+        # flush time in C (zip): the per-row cost matters at producer speed.
+        self._rows: list[tuple[Any, ...] | list[Any]] = []
         self._part = 0
         self._last_flush = time.monotonic()
         self.rows_written = 0
 
     def append(self, row: dict[str, Any]) -> None:
-        for name, col in self._cols.items():
-            col.append(row.get(name))
-        self._n += 1
-        if self._n >= self.chunk_rows or (
+        self.append_values([row.get(n) for n in self._names])
+
+    def append_values(self, values: tuple[Any, ...] | list[Any]) -> None:
+        """Appends one row given as values in schema order (cheaper than a dict per row),
+        leaving out the ``constants`` columns.
+
+        The row is kept by reference until the next flush: do not change it afterwards.
+        """
+        rows = self._rows
+        rows.append(values)
+        if len(rows) >= self.chunk_rows or (
                 time.monotonic() - self._last_flush >= self.flush_interval_s):
             self.flush()
 
-    def append_values(self, values: tuple[Any, ...] | list[Any]) -> None:
-        """Appends one row given as values in schema order (cheaper than a dict per row)."""
-        for col, v in zip(self._col_lists, values, strict=True):
-            col.append(v)
-        self._n += 1
-        if self._n >= self.chunk_rows or (
-                time.monotonic() - self._last_flush >= self.flush_interval_s):
-            self.flush()
+    @property
+    def buffered(self) -> int:
+        """Rows appended but not yet in a part file."""
+        return len(self._rows)
 
     def maybe_flush(self) -> None:
         """Flushes when the interval has passed, even if no row came (call from idle loops)."""
-        if self._n and time.monotonic() - self._last_flush >= self.flush_interval_s:
+        if self._rows and time.monotonic() - self._last_flush >= self.flush_interval_s:
             self.flush()
 
     def flush(self) -> None:
         self._last_flush = time.monotonic()
-        if not self._n:
+        if not self._rows:
             return
-        table = pa.table(self._cols, schema=self.schema)
+        rows, self._rows = self._rows, []
+        cols = dict(zip(self._names, zip(*rows, strict=True), strict=True))
+        arrays = []
+        for f in self.schema:
+            if f.name in self.constants:
+                arrays.append(pa.repeat(pa.scalar(self.constants[f.name], f.type), len(rows)))
+            else:
+                arrays.append(pa.array(cols[f.name], type=f.type))
+        table = pa.Table.from_arrays(arrays, schema=self.schema)
         name = f"part-{self.writer}-{self._part:06d}.parquet"
         tmp = self.dir / f".{name}.tmp"
         pq.write_table(table, tmp, compression="zstd")
         os.replace(tmp, self.dir / name)
         self._part += 1
-        self.rows_written += self._n
-        self._cols = {f.name: [] for f in self.schema}
-        self._col_lists = list(self._cols.values())
-        self._n = 0
+        self.rows_written += len(rows)
 
     def close(self) -> None:
         self.flush()

@@ -21,9 +21,10 @@ from workloads.outcomes import FAIL, INFO, OK, classify
 
 log = logging.getLogger("kafka_chaos.workloads.writes")
 
-# Row layout (schema order): op_id, producer, seq, topic, partition, invoke_ns, complete_ns,
-# outcome, offset, error, txn, txn_outcome. Rows are lists so reports can fill them in place.
-_COMPLETE, _OUTCOME, _OFFSET, _ERROR, _TXN_OUTCOME = 6, 7, 8, 9, 11
+# Row layout: the writes schema without producer and topic (constant per writer): op_id, seq,
+# partition, invoke_ns, complete_ns, outcome, offset, error, txn, txn_outcome. Rows are lists
+# so delivery reports can fill them in place.
+_SEQ, _COMPLETE, _OUTCOME, _OFFSET, _ERROR, _TXN, _TXN_OUTCOME = 1, 4, 5, 6, 7, 8, 9
 
 
 class WriteRecorder:
@@ -40,8 +41,13 @@ class WriteRecorder:
         if record and run_dir is not None:
             self.writer = ChunkedParquetWriter(
                 history_dir(run_dir) / "writes.parquet", WRITES_SCHEMA, f"p{producer}",
-                chunk_rows=chunk_rows, flush_interval_s=flush_interval_s)
+                chunk_rows=chunk_rows, flush_interval_s=flush_interval_s,
+                constants={"producer": producer, "topic": topic})
+        self.record = record
         self._base = producer << 40
+        # Time of the first accepted attempt and of the latest acknowledgement (throughput).
+        self.first_invoke_ns = 0
+        self.last_ack_ns = 0
         self.pending: dict[int, list[Any]] = {}
         self.txn_rows: list[list[Any]] = []  # the open transaction's rows, in seq order
         self.txn: str | None = None
@@ -52,18 +58,22 @@ class WriteRecorder:
     # ------------------------------------------------------------------ attempts
     def invoked(self, seq: int, partition: int, invoke_ns: int) -> None:
         """``produce()`` accepted record ``seq``; its outcome comes with the delivery report."""
-        row = [self._base | seq, self.producer, seq, self.topic, partition, invoke_ns,
-               None, None, None, None, self.txn, None]
+        self.attempts += 1
+        if not self.first_invoke_ns:
+            self.first_invoke_ns = invoke_ns
+        if not self.record:
+            return
+        row = [self._base | seq, seq, partition, invoke_ns, None, None, None, None, self.txn,
+               None]
         self.pending[seq] = row
         if self.txn is not None:
             self.txn_rows.append(row)
-        self.attempts += 1
 
     def refused(self, seq: int, partition: int, invoke_ns: int, err: KafkaError | None) -> None:
         """``produce()`` raised: the record never entered the client's queue (``fail``)."""
         name = err.name() if err is not None else "_REFUSED"
-        row = [self._base | seq, self.producer, seq, self.topic, partition, invoke_ns,
-               time.time_ns(), FAIL, None, name, self.txn, None]
+        row = [self._base | seq, seq, partition, invoke_ns, time.time_ns(), FAIL, None, name,
+               self.txn, None]
         self.attempts += 1
         self._count(FAIL, name)
         if self.txn is not None:
@@ -73,12 +83,21 @@ class WriteRecorder:
 
     def on_delivery(self, seq: int, err: KafkaError | None, msg: Message) -> None:
         """Delivery report of record ``seq`` (bind ``seq`` with functools.partial)."""
+        if not self.record:
+            now = time.time_ns()
+            if err is None:
+                self.counts[OK] += 1
+                self.last_ack_ns = now
+            else:
+                self._count(classify(err), err.name())
+            return
         row = self.pending.pop(seq, None)
         if row is None:  # already resolved as unknown (e.g. a report after the run ended)
             log.debug("late delivery report for p%d seq %d: %s", self.producer, seq, err)
             return
-        row[_COMPLETE] = time.time_ns()
+        row[_COMPLETE] = now = time.time_ns()
         if err is None:
+            self.last_ack_ns = now
             row[_OUTCOME] = OK
             row[_OFFSET] = msg.offset()  # None with acks=0 or for idempotent duplicates
             self.counts[OK] += 1
@@ -86,7 +105,7 @@ class WriteRecorder:
             row[_OUTCOME] = outcome = classify(err)
             row[_ERROR] = name = err.name()
             self._count(outcome, name)
-        if row[10] is None:  # not in a transaction: the row is final
+        if row[_TXN] is None:  # not in a transaction: the row is final
             self._emit(row)
 
     def _count(self, outcome: str, error: str | None) -> None:
@@ -116,7 +135,7 @@ class WriteRecorder:
         many there were."""
         n = 0
         for row in list(self.pending.values()):
-            if row[10] is None:
+            if row[_TXN] is None:
                 self._unresolved(row)
                 self._emit(row)
                 n += 1
@@ -125,7 +144,7 @@ class WriteRecorder:
         return n
 
     def _unresolved(self, row: list[Any]) -> None:
-        self.pending.pop(row[2], None)
+        self.pending.pop(row[_SEQ], None)
         row[_OUTCOME] = INFO
         self.counts[INFO] += 1
 
@@ -148,4 +167,5 @@ class WriteRecorder:
                 "txn_committed": self.counts["txn_committed"],
                 "txn_aborted": self.counts["txn_aborted"],
                 "txn_unknown": self.counts["txn_unknown"],
+                "first_invoke_ns": self.first_invoke_ns, "last_ack_ns": self.last_ack_ns,
                 "errors": dict(self.errors)}
