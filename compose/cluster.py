@@ -162,24 +162,39 @@ class KafkaCluster:
         return set(md.brokers)
 
     def wait_brokers(self, ids: list[int], timeout_s: float = 90) -> None:
-        """Waits until every broker in ``ids`` is registered in the cluster metadata."""
+        """Waits until every broker in ``ids`` answers on its own address and is registered.
+
+        Asking each broker directly matters after a restart: the cluster's metadata may
+        still list a just-killed broker as live until its session times out."""
         want = set(ids)
         admin = self.admin()
+        direct = {i: AdminClient({"bootstrap.servers": f"{self.nodes[i].ip}:{CLIENT_PORT}",
+                                  "log_level": 2}) for i in ids}
         for attempt in Retrying(stop=stop_after_delay(timeout_s), wait=wait_fixed(0.5),
                                 retry=retry_if_exception_type((KafkaException, ClusterError)),
                                 reraise=True):
             with attempt:
+                for i, client in direct.items():
+                    client.list_topics(timeout=3)  # raises unless broker i itself answers
                 have = self.registered_brokers(admin)
                 if not want <= have:
                     raise ClusterError(f"brokers {sorted(want - have)} not registered "
                                        f"within {timeout_s:.0f}s (have {sorted(have)})")
 
     def describe(self, topic: str, admin: AdminClient | None = None) -> list[PartitionState]:
+        """Leader, replicas and ISR of each partition, from the cluster's metadata.
+
+        Brokers learn of a new topic at slightly different times, so an unknown topic is
+        asked again for a few seconds before it counts as absent."""
         admin = admin or self.admin()
-        md = admin.list_topics(topic=topic, timeout=5)
-        t = md.topics.get(topic)
-        if t is None or t.error is not None:
-            raise ClusterError(f"topic {topic} not in metadata: {t.error if t else 'absent'}")
+        for attempt in Retrying(stop=stop_after_delay(5), wait=wait_fixed(0.2), reraise=True,
+                                retry=retry_if_exception_type(ClusterError)):
+            with attempt:
+                md = admin.list_topics(topic=topic, timeout=5)
+                t = md.topics.get(topic)
+                if t is None or t.error is not None:
+                    raise ClusterError(
+                        f"topic {topic} not in metadata: {t.error if t else 'absent'}")
         return [PartitionState(topic, p.id, p.leader, tuple(p.replicas), tuple(p.isrs))
                 for p in sorted(t.partitions.values(), key=lambda p: p.id)]
 
@@ -207,6 +222,31 @@ class KafkaCluster:
         admin = self.admin()  # keep a reference: a collected client cancels its futures
         admin.create_topics([nt], operation_timeout=30)[topic].result(timeout=timeout_s)
         self.wait_partitions(topic, timeout_s=timeout_s)
+
+    def end_offsets(self, topic: str, timeout_s: float = 30) -> dict[int, int]:
+        """Each partition's end offset (high watermark), asked again across leader moves.
+
+        Uses a consumer's watermark query: the admin client's ListOffsets was seen to hang
+        for minutes after a partition's unclean recovery (librdkafka 2.16)."""
+        from confluent_kafka import Consumer, TopicPartition
+
+        parts = [p.partition for p in self.describe(topic)]
+        cons = Consumer({"bootstrap.servers": self.bootstrap_servers, "group.id": "kc-offsets",
+                         "enable.auto.commit": False, "log_level": 2})
+        try:
+            out: dict[int, int] = {}
+            for attempt in Retrying(stop=stop_after_delay(timeout_s), wait=wait_fixed(0.5),
+                                    retry=retry_if_exception_type(KafkaException),
+                                    reraise=True):
+                with attempt:
+                    for p in parts:
+                        if p not in out:
+                            _, high = cons.get_watermark_offsets(TopicPartition(topic, p),
+                                                                 timeout=3)
+                            out[p] = int(high)
+            return out
+        finally:
+            cons.close()
 
     def active_controller(self) -> int:
         """The node id of the active KRaft controller (asked of the quorum itself)."""

@@ -135,7 +135,11 @@ class KafkaNode:
         return int(self.reload()["State"]["Pid"])
 
     def kill(self, signal: str = "SIGKILL") -> None:
+        """Sends ``signal`` to the JVM; for SIGKILL, returns once the container has exited
+        (the engine's kill is asynchronous, and a start before the exit would be a no-op)."""
         self.container.kill(signal=signal)
+        if signal in ("SIGKILL", "KILL", "9"):
+            self.container.wait(timeout=60)
 
     def stop(self, timeout: int = 30) -> None:
         """Clean shutdown (SIGTERM, then SIGKILL after ``timeout`` seconds)."""

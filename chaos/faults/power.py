@@ -1,0 +1,140 @@
+"""Power loss: crash a node and make it lose everything Kafka never fsynced.
+
+What it simulates, precisely: the machine loses power, so the OS page cache is gone. Kafka
+fsyncs a partition's log only up to its *recovery point* (on segment roll, on
+``flush.messages``/``flush.ms``, on clean shutdown) and records that point in
+``recovery-point-offset-checkpoint`` (itself written atomically and fsynced). We kill the JVM
+with SIGKILL, then cut every partition log back to the recorded recovery point: whole record
+batches at or past it are removed, with their offset/time/transaction index entries (Kafka
+rebuilds indexes when it recovers an uncleanly shut-down log). Checkpoint files, the KRaft
+metadata log (which Kafka does fsync) and producer snapshots are kept. This is the worst
+case of a power cut: in reality the kernel's writeback may already have put some of the
+unflushed tail on disk.
+
+The data volume is edited from the host (a local engine; root), while the container is down.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from chaos.faults.base import FaultContext, FaultError
+from chaos.faults.process import Kill
+
+BATCH_HEADER = struct.Struct(">qi")  # baseOffset, batchLength
+LAST_OFFSET_DELTA_AT = 23  # baseOffset(8) length(4) epoch(4) magic(1) crc(4) attributes(2)
+METADATA_DIR = "__cluster_metadata-0"
+
+
+@dataclass(frozen=True)
+class TruncatedPartition:
+    """What power loss removed from one partition directory."""
+
+    partition_dir: str
+    recovery_point: int
+    removed_bytes: int
+    removed_batches: int
+
+
+def read_checkpoint(path: Path) -> dict[str, int]:
+    """``topic partition offset`` lines of a Kafka offset checkpoint → {"topic-p": offset}."""
+    if not path.exists():
+        return {}
+    lines = path.read_text().splitlines()
+    out: dict[str, int] = {}
+    for line in lines[2:]:
+        parts = line.split()
+        if len(parts) == 3:
+            out[f"{parts[0]}-{parts[1]}"] = int(parts[2])
+    return out
+
+
+def truncate_segment(path: Path, keep_below: int) -> tuple[int, int]:
+    """Cuts a ``.log`` segment at the first batch whose last offset is >= ``keep_below``.
+
+    Returns (bytes removed, batches removed). A torn trailing batch is removed as well.
+    """
+    data = path.read_bytes()
+    pos = 0
+    batches_kept_end = 0
+    while pos + BATCH_HEADER.size <= len(data):
+        base, length = BATCH_HEADER.unpack_from(data, pos)
+        end = pos + BATCH_HEADER.size + length
+        if end > len(data) or pos + LAST_OFFSET_DELTA_AT + 4 > len(data):
+            break
+        (delta,) = struct.unpack_from(">i", data, pos + LAST_OFFSET_DELTA_AT)
+        if base + delta >= keep_below:
+            break
+        batches_kept_end = end
+        pos = end
+    removed = len(data) - batches_kept_end
+    if not removed:
+        return 0, 0
+    n_removed = _count_batches(data[batches_kept_end:])
+    with open(path, "r+b") as fh:
+        fh.truncate(batches_kept_end)
+    return removed, n_removed
+
+
+def _count_batches(data: bytes) -> int:
+    pos, n = 0, 0
+    while pos + BATCH_HEADER.size <= len(data):
+        _, length = BATCH_HEADER.unpack_from(data, pos)
+        pos += BATCH_HEADER.size + length
+        n += 1
+    return n
+
+
+def drop_unflushed(log_dir: Path) -> list[TruncatedPartition]:
+    """Cuts every partition of a Kafka log dir back to its recovery point."""
+    points = read_checkpoint(log_dir / "recovery-point-offset-checkpoint")
+    out: list[TruncatedPartition] = []
+    for pdir in sorted(p for p in log_dir.iterdir() if p.is_dir()):
+        if pdir.name == METADATA_DIR or "-" not in pdir.name:
+            continue
+        rp = points.get(pdir.name, 0)
+        removed_bytes = removed_batches = 0
+        for seg in sorted(pdir.glob("*.log")):
+            rb, nb = truncate_segment(seg, rp)
+            if rb:
+                removed_bytes += rb
+                removed_batches += nb
+                # Indexes may point past the cut; Kafka rebuilds missing ones on recovery.
+                for ext in (".index", ".timeindex", ".txnindex"):
+                    seg.with_suffix(ext).unlink(missing_ok=True)
+        # Kafka writes this marker on clean shutdown only; a power cut never leaves one.
+        (log_dir / ".kafka_cleanshutdown").unlink(missing_ok=True)
+        out.append(TruncatedPartition(pdir.name, rp, removed_bytes, removed_batches))
+    return out
+
+
+class PowerLoss(Kill):
+    """Kill -9 plus the loss of unflushed data; ``stop`` restarts the node."""
+
+    kind = "power-loss"
+
+    def __init__(self, target: str = "random", wait_ready: bool = True) -> None:
+        super().__init__(target, wait_ready)
+        self.lost: dict[int, list[TruncatedPartition]] = {}
+
+    def _apply(self, ctx: FaultContext, nid: int) -> None:
+        node = ctx.cluster.node(nid)
+        super()._apply(ctx, nid)
+        try:
+            log_dir = node.data_mountpoint()
+            self.lost[nid] = drop_unflushed(log_dir)
+        except (OSError, KeyError) as e:
+            raise FaultError(f"power loss needs the data volume on this host: {e}") from e
+
+    def _start_detail(self) -> dict[str, Any]:
+        return {"lost": self._lost_summary()}
+
+    def _lost_summary(self) -> dict[str, Any]:
+        return {str(nid): {t.partition_dir: {"recovery_point": t.recovery_point,
+                                             "removed_batches": t.removed_batches,
+                                             "removed_bytes": t.removed_bytes}
+                           for t in parts if t.removed_bytes}
+                for nid, parts in self.lost.items()}

@@ -1,0 +1,1 @@
+"""pytest plugin for kafka-chaos (registered through the ``pytest11`` entry point)."""

@@ -1,0 +1,58 @@
+"""A fresh 3-broker cluster per test, with settings that make faults bite within seconds."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator
+from pathlib import Path
+
+import docker
+import pytest
+from confluent_kafka import Producer
+
+from chaos.faults.base import FaultContext
+from compose.cluster import KafkaCluster
+from compose.config import FAST_FAULTS, ClusterConfig
+from workloads.history import EventLog
+
+TOPIC = "t"
+
+
+@pytest.fixture
+def cluster(docker_client: docker.DockerClient) -> Iterator[KafkaCluster]:
+    cfg = ClusterConfig(brokers=3, broker_config=dict(FAST_FAULTS))
+    with KafkaCluster(cfg) as c:
+        c.create_topic(TOPIC, partitions=1, replication_factor=3,
+                       config={"min.insync.replicas": "2"})
+        yield c
+    left = docker_client.containers.list(
+        all=True, filters={"label": f"io.kafka-chaos.cluster={cfg.name}"})
+    assert not left, f"containers left behind: {[x.name for x in left]}"
+
+
+@pytest.fixture
+def ctx(cluster: KafkaCluster, tmp_path: Path) -> Iterator[FaultContext]:
+    events = EventLog(tmp_path / "history" / "events.jsonl")
+    yield FaultContext(cluster, events, TOPIC, random.Random(7))
+    events.close()
+
+
+def produce(bootstrap: str, topic: str, n: int, partition: int = 0,
+            timeout_s: float = 30, **conf: str) -> list[tuple[str | None, int | None, float]]:
+    """Produces ``n`` small records; returns (error name, offset, latency s) per record."""
+    p = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 0,
+                  "message.timeout.ms": int(timeout_s * 1000), "log_level": 2, **conf})
+    out: list[tuple[str | None, int | None, float]] = []
+
+    def cb(err, msg) -> None:  # noqa: ANN001 - librdkafka callback
+        out.append((err.name() if err else None, msg.offset(), msg.latency() or 0.0))
+
+    for i in range(n):
+        p.produce(topic, value=b"v%d" % i, partition=partition, on_delivery=cb)
+        p.poll(0)
+    p.flush(timeout_s + 5)
+    return out
+
+
+def end_offset(cluster: KafkaCluster, topic: str, partition: int = 0) -> int:
+    return cluster.end_offsets(topic)[partition]
