@@ -109,6 +109,7 @@ def run_one_txn(proc: ProducerProcess, txn_no: int) -> bool:
             log.warning("producer %d: produce in %s refused: %s", proc.id, txn, _err(e))
             break
         proc.poll(0)
+        proc.housekeeping()
         if interval:
             wait = interval - (time.monotonic() - t0)
             if wait > 0:
