@@ -41,6 +41,7 @@ import signal
 import sys
 import time
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from types import FrameType
 
 from chaos.net import iptables
@@ -48,6 +49,7 @@ from chaos.net.netns import NetNS
 from chaos.net.nfqueue import NfQueue, flow_key
 
 QUEUE_BASE = 4200
+DELAYER_DIR = Path("/run/kafka-chaos/delayers")  # <fault>.log (its stderr), <fault>.stats.json
 QUEUE_TRIES = 64
 
 
@@ -114,6 +116,7 @@ class Delayer:
         self.flow_last: dict[bytes, float] = {}
         self.order = 0
         self.stats = DelayerStats(queue=nfq.queue)
+        self.orphaned = False
 
     def take(self, now: float) -> None:
         """Schedule every packet waiting on the socket."""
@@ -162,6 +165,7 @@ class Delayer:
             except InterruptedError:
                 continue
             if parent_fd is not None and parent_fd in readable:
+                self.orphaned = True
                 break
             self.take(time.monotonic())
             self.release_due(time.monotonic())
@@ -197,6 +201,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--queue", type=int, default=QUEUE_BASE)
     parser.add_argument("--parent-pid", type=int)
     parser.add_argument("--stats-file")
+    parser.add_argument("--log-file", help="our stderr: deleted if we outlive our parent")
     parser.add_argument("--seed", type=int)
     parser.add_argument("--no-priority", action="store_true",
                         help="keep the default scheduling (see raise_priority)")
@@ -231,9 +236,11 @@ def main(argv: list[str] | None = None) -> int:
         delayer.take(time.monotonic())
         delayer.release_due(time.monotonic(), everything=True)
         nfq.close()
-        if args.stats_file:
+        if args.stats_file and not delayer.orphaned:
             with open(args.stats_file, "w") as out:
                 json.dump({**delayer.stats.as_dict(), "scheduling": scheduling}, out)
+        if delayer.orphaned and args.log_file:  # no one is left to read it
+            Path(args.log_file).unlink(missing_ok=True)
     return 0
 
 

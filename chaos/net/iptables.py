@@ -15,7 +15,8 @@ packet released by an NFQUEUE verdict leaves the chain (it does not see later ru
 must come before the NFQUEUE rule.
 
 Changes are serialised per namespace across processes (the delayer process adds its own
-NFQUEUE rule) with a file lock; ``iptables -w`` serialises against other iptables users.
+NFQUEUE rule) with a flock on the namespace; ``iptables -w`` serialises against other
+iptables users.
 """
 
 from __future__ import annotations
@@ -35,7 +36,6 @@ TAG_PREFIX = "kafka-chaos"
 CHAIN_INPUT = "KAFKA_CHAOS_INPUT"
 CHAIN_OUTPUT = "KAFKA_CHAOS_OUTPUT"
 OUR_CHAINS = {"INPUT": CHAIN_INPUT, "OUTPUT": CHAIN_OUTPUT}
-LOCK_DIR = "/run/kafka-chaos/locks"
 BINARIES = ("iptables", "ip6tables")
 
 Hook = Literal["INPUT", "OUTPUT"]
@@ -54,9 +54,9 @@ def tag_for(fault_id: str) -> str:
 
 @contextlib.contextmanager
 def namespace_lock(ns: NetNS) -> Iterator[None]:
-    """Hold an exclusive lock on ``ns``'s rules (across threads and processes)."""
-    os.makedirs(LOCK_DIR, exist_ok=True)
-    fd = os.open(os.path.join(LOCK_DIR, f"{ns.key}.lock"), os.O_RDWR | os.O_CREAT, 0o600)
+    """Hold an exclusive lock on ``ns``'s rules (across threads and processes): a flock on
+    the namespace file itself, so no lock files are left behind."""
+    fd = ns.open()
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         yield

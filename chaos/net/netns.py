@@ -108,10 +108,17 @@ class NetNS:
         inode = _inode_of(self._path())
         return inode is not None and (self.inode is None or inode == self.inode)
 
-    @property
-    def key(self) -> str:
-        """A stable identity string (the namespace inode), e.g. for lock files."""
-        return f"netns-{self.inode}" if self.inode is not None else f"{self.kind}-{self.ref}"
+    def open(self) -> int:
+        """An O_RDONLY fd on the namespace itself (e.g. to flock: every path to one namespace
+        leads to the same nsfs inode, so all users of it share the lock)."""
+        try:
+            fd = os.open(self._path(), os.O_RDONLY | os.O_CLOEXEC)
+        except OSError as exc:
+            raise NamespaceGone(f"namespace {self} is gone") from exc
+        if self.inode is not None and os.fstat(fd).st_ino != self.inode:
+            os.close(fd)
+            raise NamespaceGone(f"namespace {self} was replaced")
+        return fd
 
     def prefix(self) -> list[str]:
         """The argv prefix that runs a command inside this namespace."""

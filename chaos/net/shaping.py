@@ -27,10 +27,9 @@ from pathlib import Path
 from typing import Any, Literal
 
 from chaos.net import iptables, tc
-from chaos.net.delayer import QUEUE_BASE, delay_tag
+from chaos.net.delayer import DELAYER_DIR, QUEUE_BASE, delay_tag
 from chaos.net.netns import NamespaceGone, NetNS
 
-DELAYER_DIR = Path("/run/kafka-chaos/delayers")
 READY_TIMEOUT_S = 15.0
 STOP_TIMEOUT_S = 5.0
 Backend = Literal["auto", "netem", "nfqueue"]
@@ -80,7 +79,7 @@ def start_delayer(ns: NetNS, fault_id: str, delay_ms: float, jitter_ms: float = 
     argv = [sys.executable, "-m", "chaos.net.delayer", "--fault", fault_id,
             "--delay-ms", str(delay_ms), "--jitter-ms", str(jitter_ms),
             "--queue", str(queue), "--parent-pid", str(os.getpid()),
-            "--stats-file", str(stats_file)]
+            "--stats-file", str(stats_file), "--log-file", str(log_file)]
     for peer in peers:
         argv += ["--peer", peer]
     if seed is not None:

@@ -13,9 +13,11 @@ import os
 import signal
 import time
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
 from chaos.net import iptables, tc
+from chaos.net.delayer import DELAYER_DIR
 from chaos.net.netns import NamespaceGone, NetNS
 
 DELAYER_MARK = b"chaos.net.delayer"
@@ -84,6 +86,23 @@ def _alive(pid: int) -> bool:
         return False
 
 
+def remove_stale_delayer_files() -> int:
+    """Delete the log/stats files of delayers that no longer run; return how many."""
+    running = set()
+    for pid in delayer_pids():
+        with contextlib.suppress(OSError):
+            argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+            if b"--fault" in argv:
+                running.add(argv[argv.index(b"--fault") + 1].decode())
+    removed = 0
+    for path in DELAYER_DIR.glob("*") if DELAYER_DIR.is_dir() else []:
+        fault = path.name.split(".")[0]
+        if fault not in running:
+            path.unlink(missing_ok=True)
+            removed += 1
+    return removed
+
+
 def sweep(ns: NetNS) -> SweepReport:
     """Remove every kafka-chaos rule, qdisc and delayer from ``ns``. Idempotent; a vanished
     namespace is reported as ``gone`` (it took its rules and qdiscs with it)."""
@@ -92,6 +111,7 @@ def sweep(ns: NetNS) -> SweepReport:
     # alive after the container that owned it restarted (with a new namespace)
     report.delayers = delayer_pids(ns)
     stop_delayers(report.delayers)
+    remove_stale_delayer_files()
     if not ns.exists():
         report.gone = True
         return report
