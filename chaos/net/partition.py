@@ -27,13 +27,15 @@ Two modes say what one-way means for TCP, which needs packets both ways:
 from __future__ import annotations
 
 import itertools
+import json
+import subprocess
 import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from chaos.net import iptables
-from chaos.net.netns import NetNS
+from chaos.net.netns import NamespaceGone, NetNS
 
 PartitionMode = Literal["packets", "connections"]
 CONNTRACK_ARM_ID = "conntrack-arm"
@@ -50,6 +52,29 @@ class Node:
     def describe(self) -> dict[str, Any]:
         """A JSON-able description."""
         return {"ips": list(self.ips), "ns": self.ns.describe() if self.ns else None}
+
+    @classmethod
+    def from_container(cls, name: str, container: str) -> Node:
+        """A running Docker container as a node: its namespace and its IP on every network."""
+        networks = _docker_networks(container)
+        ips = tuple(n["IPAddress"] for n in networks.values() if n.get("IPAddress"))
+        return cls(name, ips, NetNS.from_container(container))
+
+    @classmethod
+    def host_side_of(cls, name: str, container: str) -> Node:
+        """The host (e.g. the clients) as seen by ``container``: its gateway address on each of
+        the container's networks. No namespace: rules for it go into the other side."""
+        networks = _docker_networks(container)
+        return cls(name, tuple(n["Gateway"] for n in networks.values() if n.get("Gateway")))
+
+
+def _docker_networks(container: str) -> dict[str, dict[str, Any]]:
+    out = subprocess.run(
+        ["docker", "inspect", "--format", "{{json .NetworkSettings.Networks}}", container],
+        capture_output=True, text=True, timeout=30, check=False)
+    if out.returncode != 0:
+        raise NamespaceGone(f"docker inspect {container}: {out.stderr.strip()}")
+    return dict(json.loads(out.stdout) or {})
 
 
 @dataclass(frozen=True)
@@ -214,9 +239,10 @@ class Partitioner:
     def __init__(self) -> None:
         self.active: list[PartitionHandle] = []
 
-    def apply(self, spec: PartitionSpec) -> PartitionHandle:
-        """Insert the rules of ``spec``; on any failure remove what was inserted and raise."""
-        handle = PartitionHandle(f"part-{uuid.uuid4().hex[:8]}", spec)
+    def apply(self, spec: PartitionSpec, fault_id: str | None = None) -> PartitionHandle:
+        """Insert the rules of ``spec`` (tagged ``kafka-chaos:<fault_id>``, default a fresh
+        ``part-<hex>``); on any failure remove what was inserted and raise."""
+        handle = PartitionHandle(fault_id or f"part-{uuid.uuid4().hex[:8]}", spec)
         by_ns: dict[NetNS, list[PlannedRule]] = {}
         for rule in plan_rules(spec):
             by_ns.setdefault(rule.ns, []).append(rule)

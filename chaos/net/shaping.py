@@ -148,8 +148,15 @@ class Shaper:
 
     def apply(self, ns: NetNS, *, delay_ms: float = 0.0, jitter_ms: float = 0.0,
               loss: float = 0.0, rate_kbit: float | None = None, peers: Sequence[str] = (),
-              devices: Sequence[str] | None = None, seed: int | None = None) -> ShapingHandle:
-        """Shape ``ns``'s traffic (to/from ``peers`` only, if given). See the module doc."""
+              devices: Sequence[str] | None = None, seed: int | None = None,
+              fault_id: str | None = None) -> ShapingHandle:
+        """Shape ``ns``'s traffic (to/from ``peers`` only, if given). See the module doc.
+
+        ``devices``: interfaces for the rate/netem qdisc (default: every interface that is
+        up). ``seed``: the delayer's jitter RNG. ``fault_id``: the rule tag (default fresh).
+        One shaping per node and peer: a second delay on the same packets does not add (the
+        first NFQUEUE verdict ends the chain walk) and a second qdisc on a device is refused.
+        """
         if not 0.0 <= loss <= 1.0:
             raise ValueError(f"loss must be a probability, not {loss}")
         if delay_ms < 0 or jitter_ms < 0 or jitter_ms > delay_ms:
@@ -160,7 +167,8 @@ class Shaper:
             self.backend == "auto" and delay_ms > 0 and tc.netem_available(ns))
         params = {"delay_ms": delay_ms, "jitter_ms": jitter_ms, "loss": loss,
                   "rate_kbit": rate_kbit, "peers": list(peers)}
-        handle = ShapingHandle(tc.fresh_id(), ns, params, "netem" if use_netem else "nfqueue")
+        handle = ShapingHandle(fault_id or tc.fresh_id(), ns, params,
+                               "netem" if use_netem else "nfqueue")
         try:
             if loss > 0:
                 self._add_loss(handle, loss, peers)
