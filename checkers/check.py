@@ -86,6 +86,18 @@ def _empty_anomalies(settings: Settings) -> dict[str, dict[str, Any]]:
                 "definition": DEFINITIONS[k], "examples": []} for k in ANOMALY_KINDS}
 
 
+def find_anomalies(writes: DataFrame, reads: DataFrame, inputs: IdentityInputs) -> Findings:
+    """Every anomaly of the history tables except divergence: exact counts and examples.
+
+    Three exchanges in all: identity (writes + reads), position (reads), and reorder.
+    """
+    ident = identity_table(writes, reads, inputs)
+    return collect_findings([
+        identity_anomalies(ident, inputs), reorder_anomalies(ident),
+        position_anomalies(reads, inputs.partitions),
+    ])
+
+
 def _allowed(kind: str, count: int, excused: int, rule: guarantees.Rule) -> tuple[bool, str]:
     """A kind is allowed by the configuration, or when every instance is excused."""
     if rule.allowed or count == 0:
@@ -136,12 +148,8 @@ def _analyse(spark: SparkSession, run: RunDir, master: str) -> dict[str, Any]:
                                 settings.brokers)
     clock.lap("observations")
 
-    inputs = IdentityInputs(settings, drain.complete, power, parts_n)
-    ident = identity_table(writes, reads, inputs)
-    findings: Findings = collect_findings([
-        identity_anomalies(ident, inputs), reorder_anomalies(ident),
-        position_anomalies(reads, parts_n),
-    ])
+    findings = find_anomalies(writes, reads, IdentityInputs(settings, drain.complete, power,
+                                                            parts_n))
     clock.lap("anomalies")
     attach_reads(spark, reads, findings)
     clock.lap("example_reads")
@@ -274,4 +282,4 @@ def check_run(run_dir: str | os.PathLike[str], spark_master: str | None = None) 
     return results
 
 
-__all__ = ["check_run", "exit_code", "DataFrame"]
+__all__ = ["check_run", "exit_code", "find_anomalies"]

@@ -1,0 +1,172 @@
+"""A plain-Python implementation of the anomaly definitions (DESIGN.md §4, as the checker
+makes them precise in checkers/README.md), and a random history generator, for property
+tests: the PySpark checker must agree with this on every history."""
+
+from __future__ import annotations
+
+import random
+from collections import defaultdict
+from typing import Any
+
+RANK = {"fail": 0, "info": 1, "ok": 2}
+
+
+def reference(writes: list[dict[str, Any]], reads: list[dict[str, Any]], complete: set[str],
+              read_committed: dict[str, bool] | None = None, default_rc: bool = True,
+              power_until: dict[str, int] | None = None) -> dict[str, tuple[int, int]]:
+    """kind -> (count, excused) for every kind but divergence."""
+    rc = read_committed or {}
+    power = power_until or {}
+    counts: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+
+    def add(kind: str, n: int = 1, excused: bool = False) -> None:
+        counts[kind][0] += n
+        if excused:
+            counts[kind][1] += n
+
+    w_by: dict[tuple[int, int], list[dict[str, Any]]] = defaultdict(list)
+    for w in writes:
+        if w["producer"] is not None and w["seq"] is not None:
+            w_by[(w["producer"], w["seq"])].append(w)
+    good = [r for r in reads if r["valid"] and r["producer"] is not None and r["seq"] is not None]
+    r_by: dict[tuple[int, int], list[dict[str, Any]]] = defaultdict(list)
+    for r in good:
+        r_by[(r["producer"], r["seq"])].append(r)
+
+    stored: dict[tuple[int, str, int], list[tuple[int, int]]] = defaultdict(list)
+    for ident in set(w_by) | set(r_by):
+        ws, rs = w_by.get(ident, []), r_by.get(ident, [])
+        positions = {(r["topic"], r["partition"], r["offset"]) for r in rs}
+        if not ws:
+            add("unexpected", len(positions))
+            continue
+        rank = max(RANK[w["outcome"]] for w in ws)
+        topic = max(w["topic"] for w in ws)
+        part = max(w["partition"] for w in ws)
+        offs = [w["offset"] for w in ws if w["offset"] is not None]
+        offset = max(offs) if offs else None
+        txns = [w["txn_outcome"] for w in ws if w["txn_outcome"] is not None]
+        txn = max(txns) if txns else None
+        completes = [w["complete_ns"] for w in ws if w["complete_ns"] is not None]
+        complete_ns = max(completes) if completes else None
+        ok = rank == 2
+        key = f"{topic}:{part}"
+        if ok and txn in (None, "committed") and not rs:
+            if key in complete:
+                until = power.get(key)
+                add("lost", excused=until is not None and complete_ns is not None
+                    and complete_ns <= until)
+            else:
+                add("unseen")
+        if len(positions) >= 2:
+            add("duplicate")
+        if ok and offset is not None and rs and (topic, part, offset) not in positions:
+            add("offset-mismatch")
+        if rank == 0 and rs:
+            add("failed-visible")
+        if txn == "aborted":
+            n = sum(1 for r in rs if rc.get(r["reader"], default_rc))
+            if n:
+                add("aborted-read", n)
+        # reorder input: the first offset read in the write's own partition
+        home = [r["offset"] for r in rs if r["topic"] == topic and r["partition"] == part]
+        if ok and home:
+            stored[(ident[0], topic, part)].append((min(home), ident[1]))
+    for items in stored.values():
+        for off, seq in items:
+            if any(o2 < off and s2 > seq for o2, s2 in items):
+                add("reorder")
+
+    at: dict[tuple[str, int, int], set[tuple[Any, ...]]] = defaultdict(set)
+    for r in reads:
+        valid = bool(r["valid"]) and r["producer"] is not None and r["seq"] is not None
+        at[(r["topic"], r["partition"], r["offset"])].add(
+            (True, r["producer"], r["seq"]) if valid else (False,))
+    for recs in at.values():
+        if len(recs) >= 2:
+            add("inconsistent-offset")
+        if (False,) in recs:
+            add("unexpected")
+
+    ranks: dict[tuple[str, int], dict[int, int]] = {}
+    for (t, p) in {(k[0], k[1]) for k in at}:
+        offs = sorted(k[2] for k in at if k[0] == t and k[1] == p)
+        ranks[(t, p)] = {o: i for i, o in enumerate(offs)}
+    seqs: dict[tuple[str, str, int], list[dict[str, Any]]] = defaultdict(list)
+    for r in reads:
+        if r["reader"] != "drain" and r["mode"] != "drain":
+            seqs[(r["reader"], r["topic"], r["partition"])].append(r)
+    for (_, t, p), rs in seqs.items():
+        rs.sort(key=lambda r: (r["poll"], r["read_ns"], r["offset"]))
+        for prev, cur in zip(rs, rs[1:], strict=False):
+            excused = cur["mode"] == "subscribe"
+            if cur["offset"] <= prev["offset"]:
+                add("nonmonotonic-poll", excused=excused)
+            elif ranks[(t, p)][cur["offset"]] - ranks[(t, p)][prev["offset"]] > 1:
+                add("poll-skip", excused=excused)
+    return {k: (v[0], v[1]) for k, v in counts.items() if v[0]}
+
+
+def random_history(seed: int, n_writes: int = 60) -> tuple[list[dict[str, Any]],
+                                                          list[dict[str, Any]], set[str]]:
+    """A small random history with every kind of trouble in it, from one seed."""
+    rnd = random.Random(seed)
+    tps = [("a", 0), ("a", 1), ("b", 0)]
+    logs: dict[tuple[str, int], list[tuple[int | None, int | None, bool]]] = {tp: [] for tp in tps}
+    writes = []
+    t = 1_000_000
+    for i in range(n_writes):
+        producer = rnd.randrange(3)
+        seq = i  # unique per producer because unique overall
+        topic, part = rnd.choice(tps)
+        outcome = rnd.choices(["ok", "info", "fail"], [0.75, 0.15, 0.1])[0]
+        txn_outcome = rnd.choice([None, None, None, "committed", "aborted", "unknown"])
+        log = logs[(topic, part)]
+        lands = {"ok": 0.9, "info": 0.5, "fail": 0.05}[outcome]
+        offset = None
+        if rnd.random() < lands:
+            pos = len(log)
+            if rnd.random() < 0.1 and log:
+                pos = rnd.randrange(len(log))  # reorder: inserted before earlier records
+            log.insert(pos, (producer, seq, True))
+            offset = pos
+            if rnd.random() < 0.08:
+                log.append((producer, seq, True))  # duplicate
+        if rnd.random() < 0.05:
+            log.append((rnd.randrange(3), 10_000 + i, True))  # no attempt produced it
+        if rnd.random() < 0.04:
+            log.append((None, None, False))  # undecodable
+        if offset is not None and rnd.random() < 0.15:
+            offset = None if rnd.random() < 0.5 else offset + rnd.choice([-1, 1])
+        t += rnd.randrange(1, 5) * 1_000_000
+        writes.append({"op_id": i, "producer": producer, "seq": seq, "topic": topic,
+                       "partition": part, "invoke_ns": t, "complete_ns": t + 1_000_000,
+                       "outcome": outcome, "offset": offset if outcome == "ok" else None,
+                       "error": None, "txn": "x" if txn_outcome else None,
+                       "txn_outcome": txn_outcome})
+    reads: list[dict[str, Any]] = []
+    for tp, log in logs.items():
+        for off, (p, s, valid) in enumerate(log):
+            if rnd.random() < 0.9:
+                reads.append(_read("drain", "drain", 0, off, tp, p, s, valid))
+        for reader, mode in (("c0", "assign"), ("c1", "subscribe")):
+            off, poll = 0, 0
+            while off < len(log):
+                p, s, valid = log[off]
+                if rnd.random() < 0.05:  # a reader disagreeing about the record here
+                    p, s = rnd.randrange(3), rnd.randrange(n_writes)
+                reads.append(_read(reader, mode, poll, off, tp, p, s, valid))
+                poll += rnd.choice([0, 1])
+                off += rnd.choices([1, 2, 3, -1, 0], [0.8, 0.07, 0.03, 0.05, 0.05])[0]
+                off = max(off, 0)
+                if poll > 3 * len(log) + 5:
+                    break
+    complete = {f"{t}:{p}" for t, p in tps if rnd.random() < 0.8}
+    return writes, reads, complete
+
+
+def _read(reader: str, mode: str, poll: int, off: int, tp: tuple[str, int], p: int | None,
+          s: int | None, valid: bool) -> dict[str, Any]:
+    return {"reader": reader, "mode": mode, "poll": poll, "read_ns": 5_000_000 + poll,
+            "topic": tp[0], "partition": tp[1], "offset": off, "producer": p, "seq": s,
+            "valid": valid}
