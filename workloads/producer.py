@@ -238,6 +238,7 @@ def producer_main(run_dir: Path | None, bootstrap: str, topic: str, partitions: 
     finally:
         proc.finish()
         stats = proc.recorder.stats()
+        stats["cpu_s"] = time.process_time()  # this process's CPU (threads included)
         log.info("producer %d done: %s", producer_id, stats)
         if stats_queue is not None:
             stats_queue.put(stats)
