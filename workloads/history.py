@@ -85,7 +85,9 @@ class ChunkedParquetWriter:
         # Rows are kept as tuples (one list append per row) and turned into columns at
         # flush time in C (zip): the per-row cost matters at producer speed.
         self._rows: list[tuple[Any, ...] | list[Any]] = []
-        self._part = 0
+        # Continue after this writer's existing parts (a second drain, a restarted reader):
+        # never overwrite history.
+        self._part = sum(1 for _ in self.dir.glob(f"part-{writer}-*.parquet"))
         self._last_flush = time.monotonic()
         self.rows_written = 0
 

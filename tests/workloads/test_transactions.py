@@ -10,7 +10,16 @@ from tenacity import Retrying, stop_after_delay, wait_fixed
 from compose.cluster import KafkaCluster
 from tests.workloads.conftest import read_table
 from tests.workloads.helpers import rows, wait_finished
-from workloads import ConsumerConfig, ConsumerSpec, ProducerConfig, start_consumers, start_producers
+from workloads import (
+    ConsumerConfig,
+    ConsumerSpec,
+    EventLog,
+    ProducerConfig,
+    drain,
+    start_consumers,
+    start_producers,
+)
+from workloads.history import history_dir
 
 pytestmark = pytest.mark.cluster
 
@@ -55,3 +64,20 @@ def test_committed_and_aborted(cluster: KafkaCluster, topic: str, tmp_path: Path
     read_ids = {(r["producer"], r["seq"]) for r in reads}
     assert not (read_ids & aborted), "read_committed consumer saw aborted records"
     assert read_ids == committed
+
+    # The drain reaches end offsets that lie past trailing transaction markers (positions,
+    # not counts), in both isolation levels; a second drain adds parts, overwrites none.
+    events = EventLog(history_dir(tmp_path) / "events.jsonl")
+    try:
+        unc = drain(tmp_path, boot, topic, 3, events, timeout_s=60)
+        com = drain(tmp_path, boot, topic, 3, events, timeout_s=60,
+                    isolation_level="read_committed")
+    finally:
+        events.close()
+    assert unc.complete and com.complete
+    assert unc.end_offsets == com.end_offsets  # no open transaction: LSO == HW
+    assert unc.records > com.records == len(committed)
+    drained = [r for r in rows(read_table(tmp_path, "reads")) if r["reader"] == "drain"]
+    assert len(drained) == unc.records + com.records
+    acked = {(w["producer"], w["seq"]) for w in writes if w["outcome"] == "ok"}
+    assert {(r["producer"], r["seq"]) for r in drained} == acked
