@@ -196,8 +196,12 @@ class ProducerProcess:
         """Purges the client, collects the purge reports, drops it."""
         try:
             self.client.purge(in_queue=True, in_flight=True)
+            # Purged in-flight requests report asynchronously (from the broker threads):
+            # wait, bounded, until every message has had its report.
+            end = time.monotonic() + 5.0
+            while len(self.client) > 0 and time.monotonic() < end:
+                self.client.poll(0.1)
             self.client.poll(0)
-            self.client.flush(0)
         except KafkaException as e:
             log.info("producer %d: purge: %s", self.id, e)
         self.recorder.resolve_remaining()

@@ -49,3 +49,37 @@ def test_sigkill_leaves_readable_parts(cluster: KafkaCluster, topic: str,
     assert p1 == list(range(len(p1)))
     assert stats["p1"]["attempts"] == len(p1)
     assert all(w["outcome"] is not None for w in writes)
+
+
+def test_in_flight_at_the_end_is_purged_and_recorded(cluster: KafkaCluster, topic: str,
+                                                    tmp_path: Path) -> None:
+    """Brokers paused (TCP stays open, nothing answers): at the end the producer flushes for
+    its bound, purges, and records every unanswered attempt as info (in flight) or fail
+    (never sent) — no attempt is missing."""
+    cfg = ProducerConfig(rate=300, duration_s=4, flush_timeout_s=1.0)
+    group = start_producers(tmp_path, cluster.bootstrap_servers, topic, 3, cfg, count=1)
+    paused: list[int] = []
+    try:
+        for attempt in Retrying(stop=stop_after_delay(60), wait=wait_fixed(0.1), reraise=True):
+            with attempt:
+                assert _parts(tmp_path, 0) or not group.alive()
+        for nid in cluster.cfg.broker_ids:
+            cluster.node(nid).pause()
+            paused.append(nid)
+        for attempt in Retrying(stop=stop_after_delay(30), wait=wait_fixed(0.2), reraise=True):
+            with attempt:
+                assert not group.alive()
+    finally:
+        for nid in paused:
+            cluster.node(nid).unpause()
+        stats = group.stop(5)
+        cluster.wait_brokers(cluster.cfg.broker_ids, timeout_s=120)
+        cluster.wait_partitions(topic, timeout_s=120)
+    writes = rows(read_table(tmp_path, "writes"))
+    assert sorted(w["seq"] for w in writes) == list(range(stats["p0"]["attempts"]))
+    unanswered = [w for w in writes if w["outcome"] != "ok"]
+    assert unanswered, "pausing every broker left nothing in flight"
+    for w in unanswered:
+        assert (w["outcome"], w["error"]) in {("info", "_PURGE_INFLIGHT"),
+                                              ("fail", "_PURGE_QUEUE")}, w
+        assert w["offset"] is None
