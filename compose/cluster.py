@@ -81,6 +81,7 @@ class KafkaCluster:
         self.nodes: dict[int, KafkaNode] = {}
         self.network_name = f"{cfg.name}-net"
         self._network: docker.models.networks.Network | None = None
+        self.gateway_ip = ""  # the host's address on the cluster network (the "client")
 
     # ------------------------------------------------------------------ lifecycle
     def __enter__(self) -> KafkaCluster:
@@ -100,6 +101,7 @@ class KafkaCluster:
         self.image = resolve_image(self.cfg.kafka_version, self.cfg.image)
         subnet = _free_subnet(self.client)
         hosts = list(subnet.hosts())
+        self.gateway_ip = str(hosts[0])
         self._network = self.client.networks.create(
             self.network_name, driver="bridge",
             ipam=docker.types.IPAMConfig(pool_configs=[

@@ -38,7 +38,7 @@ def ctx(cluster: KafkaCluster, tmp_path: Path) -> Iterator[FaultContext]:
 
 
 def produce(bootstrap: str, topic: str, n: int, partition: int = 0,
-            timeout_s: float = 30, **conf: str) -> list[tuple[str | None, int | None, float]]:
+            timeout_s: float = 30, size: int = 0, **conf: str) -> list[tuple[str | None, int | None, float]]:
     """Produces ``n`` small records; returns (error name, offset, latency s) per record."""
     p = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 0,
                   "message.timeout.ms": int(timeout_s * 1000), "log_level": 2, **conf})
@@ -48,7 +48,8 @@ def produce(bootstrap: str, topic: str, n: int, partition: int = 0,
         out.append((err.name() if err else None, msg.offset(), msg.latency() or 0.0))
 
     for i in range(n):
-        p.produce(topic, value=b"v%d" % i, partition=partition, on_delivery=cb)
+        p.produce(topic, value=(b"v%d" % i).ljust(size, b"."), partition=partition,
+                  on_delivery=cb)
         p.poll(0)
     p.flush(timeout_s + 5)
     return out

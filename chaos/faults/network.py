@@ -1,0 +1,184 @@
+"""Network faults on a cluster: partitions of any shape, and slow or lossy links.
+
+Built on :mod:`chaos.net`, which enters each node's network namespace from the host. The
+nodes are resolved at fault time (a restarted container has a new namespace), and heal
+tolerates namespaces that have gone away with a restart: their rules went with them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from chaos.faults import targets as tg
+from chaos.faults.base import BaseFault, FaultContext, FaultError
+from chaos.net import NetNS, Node, Partitioner, PartitionHandle, PartitionSpec, Shaper
+from chaos.net.shaping import ShapingHandle
+
+CLIENT = "client"
+SHAPES = ("isolate", "halves", "ring", "bridge", "one-way", "leader-followers", "client")
+
+
+def node_name(nid: int) -> str:
+    return f"n{nid}"
+
+
+def cluster_nodes(ctx: FaultContext, with_client: bool = True) -> list[Node]:
+    """Every running node as a partitionable :class:`Node`, plus the client host."""
+    nodes = []
+    for nid, node in sorted(ctx.cluster.nodes.items()):
+        pid = node.pid()
+        nodes.append(Node(node_name(nid), (node.ip,), NetNS.from_pid(pid) if pid else None))
+    if with_client:
+        nodes.append(Node(CLIENT, (ctx.cluster.gateway_ip,), None))
+    return nodes
+
+
+class Partition(BaseFault):
+    """A network partition of the named ``shape``; ``target`` picks the node it centres on.
+
+    Shapes: ``isolate`` (target cut from every other node; the client still reaches it),
+    ``halves`` (a random minority cut from the majority), ``ring`` (each node reaches only
+    its neighbours; 4+ nodes), ``bridge`` (two halves that both reach the target),
+    ``one-way`` (the target cannot open connections to one other node, which still reaches
+    it), ``leader-followers`` (the target — default the leader — cut from the partition's
+    followers while the client still reaches it), ``client`` (the client host cut from the
+    target broker).
+    """
+
+    kind = "partition"
+
+    def __init__(self, shape: str = "isolate", target: str = "random",
+                 peer: str | None = None) -> None:
+        super().__init__()
+        self.peer = peer  # one-way only: the node the target cannot reach (default random)
+        if shape not in SHAPES:
+            raise ValueError(f"unknown partition shape {shape!r} (known: {', '.join(SHAPES)})")
+        self.shape = shape
+        self.target = "leader" if shape == "leader-followers" and target == "random" else target
+        self._handle: PartitionHandle | None = None
+
+    def describe(self) -> dict[str, Any]:
+        return {**super().describe(), "shape": self.shape, "target": self.target}
+
+    def spec(self, ctx: FaultContext) -> PartitionSpec:
+        """Resolves targets now and builds the partition's cut relation."""
+        nodes = cluster_nodes(ctx)
+        names = [n.name for n in nodes if n.name != CLIENT]
+        down = [n.name for n in nodes if n.ns is None and n.name != CLIENT]
+        if down:
+            raise FaultError(f"cannot partition while nodes {down} are down")
+        self.targets = tg.resolve(self.target, ctx)
+        t = node_name(self.targets[0])
+        others = [n for n in names if n != t]
+        if self.shape == "isolate":
+            return PartitionSpec.custom(
+                nodes, {(t, o) for o in others} | {(o, t) for o in others}, shape="isolate")
+        if self.shape == "halves":
+            shuffled = names[:]
+            ctx.rng.shuffle(shuffled)
+            minority = shuffled[: (len(names) - 1) // 2] or shuffled[:1]
+            self.targets = sorted(int(n[1:]) for n in minority)
+            majority = [n for n in names if n not in minority]
+            return PartitionSpec.custom(
+                nodes, {(a, b) for a in minority for b in majority}
+                | {(b, a) for a in minority for b in majority}, shape="halves")
+        if self.shape == "ring":
+            order = names[:]
+            ctx.rng.shuffle(order)
+            return PartitionSpec.custom(nodes, PartitionSpec.ring(
+                [n for n in nodes if n.name != CLIENT], order).cuts, shape="ring")
+        if self.shape == "bridge":
+            if len(others) < 2:
+                raise FaultError("a bridge needs at least 3 nodes")
+            left = others[: len(others) // 2]
+            right = others[len(others) // 2:]
+            return PartitionSpec.bridge(nodes, t, left, right)
+        if self.shape == "one-way":
+            dst = (node_name(tg.resolve(self.peer, ctx)[0]) if self.peer
+                   else ctx.rng.choice(others))
+            self.targets = [self.targets[0], int(dst[1:])]
+            return PartitionSpec.one_way(nodes, t, dst, mode="connections")
+        if self.shape == "leader-followers":
+            followers = [node_name(f) for f in tg.resolve("followers", ctx)]
+            return PartitionSpec.cut_from(nodes, t, followers)
+        return PartitionSpec.cut_from(nodes, t, [CLIENT])  # client
+
+    def start(self, ctx: FaultContext) -> None:
+        spec = self.spec(ctx)
+        self._handle = Partitioner().apply(spec)
+        self._started(ctx, shape=self.shape, target=self.target,
+                      cuts=sorted([a, b] for a, b in spec.cuts))
+
+    def stop(self, ctx: FaultContext) -> None:
+        if self._handle is None:
+            return
+        self._handle.heal()
+        self._handle = None
+        self._ended(ctx, shape=self.shape)
+
+
+class Slow(BaseFault):
+    """Added delay (with jitter), packet loss and/or a bandwidth cap on the target nodes,
+    towards every other node of the cluster (``peers="cluster"``) or all traffic.
+
+    Delay is added once per round trip; loss hits what the node receives; the bandwidth cap
+    holds in both directions between the node and the rest of the cluster."""
+
+    kind = "slow"
+
+    def __init__(self, target: str = "random", delay_ms: float = 100.0, jitter_ms: float = 0.0,
+                 loss: float = 0.0, rate_kbit: float | None = None,
+                 peers: str = "cluster") -> None:
+        super().__init__()
+        if peers not in ("cluster", "all"):
+            raise ValueError("peers must be 'cluster' or 'all'")
+        self.target = target
+        self.params: dict[str, Any] = {"delay_ms": delay_ms, "jitter_ms": jitter_ms,
+                                       "loss": loss, "rate_kbit": rate_kbit}
+        self.peers = peers
+        self._handles: list[ShapingHandle] = []
+
+    def describe(self) -> dict[str, Any]:
+        return {**super().describe(), "target": self.target, **self.params}
+
+    def start(self, ctx: FaultContext) -> None:
+        self.targets = tg.resolve(self.target, ctx)
+        shaper = Shaper()
+        try:
+            for nid in self.targets:
+                node = ctx.cluster.node(nid)
+                pid = node.pid()
+                if not pid:
+                    raise FaultError(f"node {nid} is down; cannot slow its links")
+                peers = ([n.ip for i, n in ctx.cluster.nodes.items() if i != nid]
+                         if self.peers == "cluster" else [])
+                self._handles.append(shaper.apply(NetNS.from_pid(pid), peers=peers,
+                                                  seed=ctx.rng.randrange(1 << 30),
+                                                  **self.params))
+                if self.params["rate_kbit"]:
+                    self._cap_ingress(ctx, shaper, nid)
+        except BaseException:
+            self._heal_handles()
+            raise
+        self._started(ctx, target=self.target, peers=self.peers, **self.params)
+
+    def _cap_ingress(self, ctx: FaultContext, shaper: Shaper, nid: int) -> None:
+        """A bandwidth cap must slow what the node *receives* too (a follower's fetched data
+        is the leader's egress): cap every other running node's egress towards it."""
+        ip = ctx.cluster.node(nid).ip
+        for other, node in ctx.cluster.nodes.items():
+            pid = node.pid() if other != nid else 0
+            if pid and other not in self.targets:
+                self._handles.append(shaper.apply(NetNS.from_pid(pid), peers=[ip],
+                                                  rate_kbit=self.params["rate_kbit"]))
+
+    def _heal_handles(self) -> None:
+        while self._handles:
+            self._handles.pop().heal()
+
+    def stop(self, ctx: FaultContext) -> None:
+        if not self._active:
+            self._heal_handles()
+            return
+        self._heal_handles()
+        self._ended(ctx)
