@@ -1,0 +1,268 @@
+"""The ``kafka-chaos`` command (DESIGN.md §5): run, check, report, scenarios, cluster up.
+
+Exit codes: run/check 0 valid, 1 invalid, 2 unknown or error; report 0, 2 on error. Bad
+options are refused with one line and exit 2 before anything starts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from chaos.config import FAULT_KINDS, RunConfig, RunConfigError
+
+EXAMPLES = {
+    "run": """examples:
+  kafka-chaos run                                   # safe-config-chaos, 60 s, 3 brokers
+  kafka-chaos run --scenario acks1-leader-failover
+  kafka-chaos run --acks 1 --faults kill --fault-interval 5 --duration 30 --seed 7
+  kafka-chaos run --kafka-version 3.9.1 --unclean --min-insync 1
+  kafka-chaos run --image apache/kafka:4.1.1        # where the official image can be pulled
+  kafka-chaos run --scenario-file my-scenarios.toml --scenario my-case""",
+    "check": """examples:
+  kafka-chaos check runs/latest
+  kafka-chaos check runs/safe-config-chaos/20261122T093000Z --spark-master spark://host:7077""",
+    "report": """examples:
+  kafka-chaos report runs/latest        # one run -> runs/latest/report.html
+  kafka-chaos report runs               # a folder of runs -> runs/index.html (matrix)""",
+    "cluster": """examples:
+  kafka-chaos cluster up --brokers 3    # prints bootstrap servers; Ctrl-C tears it down""",
+}
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that exits 2 with a single line (its default prints usage too)."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        print(f"kafka-chaos: error: {message}", file=sys.stderr)
+        raise SystemExit(2)
+
+
+def _kv(text: str) -> tuple[str, str]:
+    if "=" not in text:
+        raise argparse.ArgumentTypeError(f"expected key=value, got {text!r}")
+    k, v = text.split("=", 1)
+    return k.strip(), v.strip()
+
+
+def _bool_pair(p: argparse.ArgumentParser, name: str, help_: str) -> None:
+    p.add_argument(f"--{name}", dest=name.replace("-", "_"), action="store_true",
+                   default=None, help=help_)
+    p.add_argument(f"--no-{name}", dest=name.replace("-", "_"), action="store_false")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = _Parser(prog="kafka-chaos", description="Chaos testing for real Apache Kafka.",
+                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    fmt = argparse.RawDescriptionHelpFormatter
+
+    r = sub.add_parser("run", help="cluster up, workload + faults, heal, drain, check, report",
+                       epilog=EXAMPLES["run"], formatter_class=fmt)
+    r.add_argument("--scenario", default="safe-config-chaos", help="a scenario name")
+    r.add_argument("--scenario-file", type=Path, help="TOML file with more scenarios")
+    r.add_argument("--config", type=Path, help="TOML file of run options (CLI wins)")
+    r.add_argument("--brokers", type=int)
+    r.add_argument("--controllers", type=int, help="0: combined mode (default)")
+    r.add_argument("--partitions", type=int)
+    r.add_argument("--replication-factor", type=int)
+    r.add_argument("--min-insync", type=int)
+    _bool_pair(r, "unclean", "unclean.leader.election.enable")
+    r.add_argument("--acks", choices=["0", "1", "all"])
+    _bool_pair(r, "idempotence", "enable.idempotence (default: on with acks=all)")
+    r.add_argument("--transactions", action="store_true", default=None)
+    r.add_argument("--producers", type=int)
+    r.add_argument("--consumers", type=int)
+    r.add_argument("--consumer-mode", choices=["assign", "subscribe"])
+    r.add_argument("--isolation-level", choices=["read_committed", "read_uncommitted"])
+    r.add_argument("--rate", type=float, help="records/s per producer (0: flat out)")
+    r.add_argument("--duration", type=float, help="seconds of workload")
+    r.add_argument("--record-size", type=int)
+    r.add_argument("--faults", help=f"comma list of {','.join(FAULT_KINDS)}, or none")
+    r.add_argument("--fault-interval", type=float, help="seconds between fault starts")
+    r.add_argument("--targets", help="comma list: random,leader,follower,controller,...")
+    r.add_argument("--seed", type=int)
+    r.add_argument("--kafka-version")
+    r.add_argument("--image", help="use this image as is (e.g. apache/kafka:4.1.1)")
+    r.add_argument("--out", help="runs folder (default runs)")
+    r.add_argument("--broker-config", type=_kv, action="append", metavar="K=V")
+    r.add_argument("--topic-config", type=_kv, action="append", metavar="K=V")
+    r.add_argument("--producer-config", type=_kv, action="append", metavar="K=V")
+    r.add_argument("--consumer-config", type=_kv, action="append", metavar="K=V")
+    r.add_argument("--no-check", dest="check", action="store_false", default=None)
+    r.add_argument("--no-report", dest="report", action="store_false", default=None)
+
+    c = sub.add_parser("check", help="(re)check a run directory", epilog=EXAMPLES["check"],
+                       formatter_class=fmt)
+    c.add_argument("run_dir", type=Path)
+    c.add_argument("--spark-master")
+
+    rp = sub.add_parser("report", help="render a run's report, or a matrix of runs",
+                        epilog=EXAMPLES["report"], formatter_class=fmt)
+    rp.add_argument("path", type=Path)
+
+    s = sub.add_parser("scenarios", help="list the scenarios")
+    s.add_argument("--scenario-file", type=Path)
+
+    cl = sub.add_parser("cluster", help="start a cluster and keep it up",
+                        epilog=EXAMPLES["cluster"], formatter_class=fmt)
+    cl_sub = cl.add_subparsers(dest="cluster_command", required=True, parser_class=_Parser)
+    up = cl_sub.add_parser("up", help="start, print bootstrap servers, wait for Ctrl-C")
+    up.add_argument("--brokers", type=int, default=3)
+    up.add_argument("--controllers", type=int, default=0)
+    up.add_argument("--kafka-version")
+    up.add_argument("--image")
+    return ap
+
+
+# ---------------------------------------------------------------------- run options
+RUN_FIELDS = ("brokers", "controllers", "partitions", "replication_factor", "min_insync",
+              "unclean", "acks", "idempotence", "transactions", "producers", "consumers",
+              "consumer_mode", "isolation_level", "rate", "duration", "record_size",
+              "fault_interval", "seed", "kafka_version", "image", "out", "check", "report")
+
+
+def run_overrides(args: argparse.Namespace, file_opts: dict[str, Any]) -> dict[str, Any]:
+    """Options from a TOML config file, then the command line on top."""
+    out: dict[str, Any] = {k.replace("-", "_"): v for k, v in file_opts.items()}
+    for f in RUN_FIELDS:
+        v = getattr(args, f, None)
+        if v is not None:
+            out[f] = v
+    if args.faults is not None:
+        out["faults"] = [] if args.faults in ("", "none") else [
+            x.strip() for x in args.faults.split(",") if x.strip()]
+    if args.targets is not None:
+        out["targets"] = [x.strip() for x in args.targets.split(",") if x.strip()]
+    for key in ("broker_config", "topic_config", "producer_config", "consumer_config"):
+        pairs = getattr(args, key)
+        if pairs:
+            out[key] = {**out.get(key, {}), **dict(pairs)}
+    return out
+
+
+def _load_toml(path: Path) -> dict[str, Any]:
+    import tomllib
+
+    try:
+        with open(path, "rb") as fh:
+            return tomllib.load(fh)
+    except (OSError, tomllib.TOMLDecodeError) as e:
+        raise RunConfigError(f"{path}: {e}") from None
+
+
+def _scenarios(scenario_file: Path | None) -> dict[str, Any]:
+    from chaos.scenarios import SCENARIOS
+
+    found = dict(SCENARIOS)
+    if scenario_file is not None:
+        from chaos.scenarios.toml_file import load_scenarios
+
+        found.update(load_scenarios(scenario_file))
+    return found
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    try:
+        scenarios = _scenarios(args.scenario_file)
+        if args.scenario not in scenarios:
+            raise RunConfigError(f"unknown scenario {args.scenario!r} "
+                                 "(see: kafka-chaos scenarios)")
+        scenario = scenarios[args.scenario]
+        file_opts = _load_toml(args.config).get("run", {}) if args.config else {}
+        cfg = scenario.run_config(**run_overrides(args, file_opts))
+        cfg.validate()
+    except (RunConfigError, TypeError) as e:
+        print(f"kafka-chaos: error: {e}", file=sys.stderr)
+        return 2
+    from chaos.orchestrator import run
+    from chaos.verdict import exit_code_of, print_verdict
+
+    outcome = run(cfg, scenario)
+    print_verdict(outcome)
+    return exit_code_of(outcome)
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    if not (args.run_dir / "history").is_dir():
+        print(f"kafka-chaos: error: {args.run_dir} is not a run directory (no history/)",
+              file=sys.stderr)
+        return 2
+    from checkers import check_run, exit_code
+
+    results = check_run(args.run_dir, spark_master=args.spark_master)
+    print(f"valid: {results.get('valid')}  ({args.run_dir / 'results.json'})")
+    return int(exit_code(results))
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from reports import ReportError, render_matrix, render_run
+
+    try:
+        if (args.path / "run.json").exists():
+            out = render_run(args.path)
+        elif args.path.is_dir():
+            out = render_matrix(args.path)
+        else:
+            raise ReportError(f"{args.path} is neither a run directory nor a folder of runs")
+    except (ReportError, OSError) as e:
+        print(f"kafka-chaos: error: {e}", file=sys.stderr)
+        return 2
+    print(out)
+    return 0
+
+
+def cmd_scenarios(args: argparse.Namespace) -> int:
+    try:
+        scenarios = _scenarios(args.scenario_file)
+    except RunConfigError as e:
+        print(f"kafka-chaos: error: {e}", file=sys.stderr)
+        return 2
+    width = max(len(n) for n in scenarios)
+    for name, sc in scenarios.items():
+        print(f"{name:<{width}}  {sc.summary}")
+    return 0
+
+
+def cmd_cluster_up(args: argparse.Namespace) -> int:
+    from compose.cleanup import signals_raise
+    from compose.cluster import KafkaCluster
+    from compose.config import ClusterConfig, ConfigError
+
+    cfg = ClusterConfig(brokers=args.brokers, controllers=args.controllers, image=args.image)
+    if args.kafka_version:
+        cfg.kafka_version = args.kafka_version
+    try:
+        cfg.validate()
+    except ConfigError as e:
+        print(f"kafka-chaos: error: {e}", file=sys.stderr)
+        return 2
+    try:
+        with signals_raise(), KafkaCluster(cfg) as cluster:
+            print(f"bootstrap servers: {cluster.bootstrap_servers}", flush=True)
+            print("Ctrl-C to stop and remove the cluster", flush=True)
+            import threading
+
+            threading.Event().wait()
+    except (KeyboardInterrupt, SystemExit):
+        print("cluster removed")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.command == "run":
+        return cmd_run(args)
+    if args.command == "check":
+        return cmd_check(args)
+    if args.command == "report":
+        return cmd_report(args)
+    if args.command == "scenarios":
+        return cmd_scenarios(args)
+    return cmd_cluster_up(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

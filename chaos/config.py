@@ -1,0 +1,129 @@
+"""The typed configuration of one chaos run, and its validation (before anything starts)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+from chaos.faults import targets
+from compose.config import MAX_BROKERS
+from compose.image import SUPPORTED_VERSIONS
+
+FAULT_KINDS = ("kill", "stop", "pause", "partition", "slow", "power-loss")
+TOPIC = "chaos"
+
+
+class RunConfigError(ValueError):
+    """A run option is invalid; the message is the one line shown to the user."""
+
+
+@dataclass
+class RunConfig:
+    """Everything a run needs. Kafka settings use Kafka's own property names in the four
+    ``*_config`` dicts, which extend (and override) what the typed fields imply."""
+
+    scenario: str = "custom"
+    brokers: int = 3
+    controllers: int = 0
+    partitions: int = 3
+    replication_factor: int = 3
+    min_insync: int = 2
+    unclean: bool = False
+    acks: str = "all"
+    idempotence: bool | None = None
+    transactions: bool = False
+    producers: int = 2
+    consumers: int = 1
+    consumer_mode: str = "assign"
+    isolation_level: str = "read_committed"
+    rate: float = 200.0
+    duration: float = 60.0
+    record_size: int = 100
+    faults: list[str] = field(default_factory=lambda: ["kill", "pause", "partition"])
+    fault_interval: float = 10.0
+    targets: list[str] = field(default_factory=lambda: ["random", "leader", "follower"])
+    seed: int = 0
+    kafka_version: str | None = None
+    image: str | None = None
+    out: str = "runs"
+    fast_faults: bool = True
+    drain_timeout: float = 120.0
+    collect_data: bool = True
+    check: bool = True
+    report: bool = True
+    broker_config: dict[str, str] = field(default_factory=dict)
+    topic_config: dict[str, str] = field(default_factory=dict)
+    producer_config: dict[str, str] = field(default_factory=dict)
+    consumer_config: dict[str, str] = field(default_factory=dict)
+
+    def validate(self) -> None:
+        """Raises RunConfigError with a one-line reason for the first bad value."""
+        def bad(msg: str) -> RunConfigError:
+            return RunConfigError(msg)
+
+        if not 1 <= self.brokers <= MAX_BROKERS:
+            raise bad(f"--brokers must be 1..{MAX_BROKERS}, got {self.brokers}")
+        if self.controllers not in (0, 1, 3, 5):
+            raise bad(f"--controllers must be 0 (combined), 1, 3 or 5, got {self.controllers}")
+        if not 1 <= self.partitions <= 1000:
+            raise bad(f"--partitions must be 1..1000, got {self.partitions}")
+        if not 1 <= self.replication_factor <= self.brokers:
+            raise bad(f"--replication-factor must be 1..{self.brokers} (the brokers), "
+                      f"got {self.replication_factor}")
+        if not 1 <= self.min_insync <= self.replication_factor:
+            raise bad(f"--min-insync must be 1..{self.replication_factor} (the replication "
+                      f"factor), got {self.min_insync}")
+        if self.acks not in ("0", "1", "all", "-1"):
+            raise bad(f"--acks must be 0, 1 or all, got {self.acks!r}")
+        if self.transactions and self.acks not in ("all", "-1"):
+            raise bad("--transactions needs --acks all")
+        if self.idempotence and self.acks not in ("all", "-1"):
+            raise bad("--idempotence needs --acks all")
+        if not 1 <= self.producers <= 64:
+            raise bad(f"--producers must be 1..64, got {self.producers}")
+        if not 0 <= self.consumers <= 16:
+            raise bad(f"--consumers must be 0..16, got {self.consumers}")
+        if self.consumer_mode not in ("assign", "subscribe"):
+            raise bad(f"--consumer-mode must be assign or subscribe, got {self.consumer_mode!r}")
+        if self.isolation_level not in ("read_committed", "read_uncommitted"):
+            raise bad("--isolation-level must be read_committed or read_uncommitted")
+        if self.rate < 0:
+            raise bad(f"--rate must be >= 0 (0: flat out), got {self.rate}")
+        if not 1 <= self.duration <= 24 * 3600:
+            raise bad(f"--duration must be 1..86400 s, got {self.duration}")
+        if not 16 <= self.record_size <= 1_000_000:
+            raise bad(f"--record-size must be 16..1000000 bytes, got {self.record_size}")
+        unknown = [f for f in self.faults if f not in FAULT_KINDS]
+        if unknown:
+            raise bad(f"--faults: unknown kind {unknown[0]!r} (known: {', '.join(FAULT_KINDS)})")
+        if self.fault_interval <= 0:
+            raise bad(f"--fault-interval must be > 0 s, got {self.fault_interval}")
+        for t in self.targets:
+            try:
+                targets.validate(t)
+            except ValueError as e:
+                raise bad(f"--targets: {e}") from None
+        if self.kafka_version and self.image:
+            raise bad("give --kafka-version or --image, not both")
+        if self.kafka_version and not SUPPORTED_VERSIONS.match(self.kafka_version):
+            raise bad(f"--kafka-version must be 3.9.x or 4.x.y, got {self.kafka_version!r}")
+        if self.image and not re.match(r"^[\w./:@-]+$", self.image):
+            raise bad(f"--image is not an image reference: {self.image!r}")
+        for name in ("broker_config", "topic_config", "producer_config", "consumer_config"):
+            for k in getattr(self, name):
+                if not re.match(r"^[a-z0-9._-]+$", k):
+                    raise bad(f"{name}: {k!r} is not a Kafka property name")
+
+    # ------------------------------------------------------------------ Kafka settings
+    def effective_topic_config(self) -> dict[str, str]:
+        return {
+            "min.insync.replicas": str(self.min_insync),
+            "unclean.leader.election.enable": "true" if self.unclean else "false",
+            **self.topic_config,
+        }
+
+    def replace(self, **changes: Any) -> RunConfig:
+        data = {f.name: getattr(self, f.name) for f in fields(self)}
+        data.update(changes)
+        return RunConfig(**data)

@@ -1,0 +1,129 @@
+"""The nemesis: when faults start and stop. Random schedules from ``--faults`` and scripted
+sequences for scenarios, both over one :class:`FaultContext`, both healing on every exit.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from chaos.faults.base import Fault, FaultContext, FaultError
+from chaos.faults.network import Partition, Slow
+from chaos.faults.power import PowerLoss
+from chaos.faults.process import Kill, Pause, Stop
+from compose.cluster import ClusterError
+
+log = logging.getLogger("kafka_chaos.nemesis")
+
+def make_fault(kind: str, target: str, ctx: FaultContext) -> Fault:
+    """A fault of ``kind`` aimed at ``target`` (random shape/parameters from ctx.rng)."""
+    if kind == "kill":
+        return Kill(target)
+    if kind == "stop":
+        return Stop(target)
+    if kind == "pause":
+        return Pause(target)
+    if kind == "power-loss":
+        return PowerLoss(target)
+    if kind == "partition":
+        shapes = ["isolate", "halves", "leader-followers", "one-way", "client"]
+        if len(ctx.cluster.brokers) >= 3:
+            shapes.append("bridge")
+        if len(ctx.cluster.nodes) >= 4:
+            shapes.append("ring")
+        return Partition(ctx.rng.choice(shapes), target)
+    if kind == "slow":
+        return Slow(target, delay_ms=ctx.rng.choice([50, 100, 250]),
+                    jitter_ms=ctx.rng.choice([0, 10]),
+                    loss=ctx.rng.choice([0.0, 0.0, 0.05]))
+    raise ValueError(f"unknown fault kind {kind!r}")
+
+
+class Nemesis:
+    """Runs faults against a cluster and guarantees they are healed.
+
+    ``run_random`` alternates fault windows and fault-free gaps until ``stop`` is set;
+    ``run_script`` runs a scenario's script. ``heal_all`` undoes whatever is active.
+    """
+
+    def __init__(self, ctx: FaultContext) -> None:
+        self.ctx = ctx
+        self.active: list[Fault] = []
+        self.stop = threading.Event()
+        self.errors: list[str] = []
+        self.deadline = float("inf")  # monotonic time the workload phase ends
+        self._lock = threading.Lock()
+
+    # ------------------------------------------------------------------ primitives
+    def start_fault(self, fault: Fault) -> Fault:
+        with self._lock:
+            self.active.append(fault)
+        try:
+            fault.start(self.ctx)
+        except (FaultError, ClusterError) as e:
+            self.note(f"{fault.kind}: could not start: {e}")
+            self.end_fault(fault)
+            raise
+        log.info("fault start %s", fault.describe())
+        return fault
+
+    def end_fault(self, fault: Fault) -> None:
+        try:
+            fault.stop(self.ctx)
+        finally:
+            with self._lock:
+                if fault in self.active:
+                    self.active.remove(fault)
+        log.info("fault end %s", fault.describe())
+
+    def heal_all(self) -> None:
+        """Stops every active fault, newest first; errors are recorded, not raised."""
+        while self.active:
+            fault = self.active[-1]
+            try:
+                self.end_fault(fault)
+            except Exception as e:  # noqa: BLE001 - heal must go on with the others
+                self.note(f"heal of {fault.kind} failed: {e}")
+                with self._lock:
+                    if fault in self.active:
+                        self.active.remove(fault)
+
+    def note(self, msg: str) -> None:
+        self.errors.append(msg)
+        self.ctx.events.emit("nemesis-error", "instant", [], {"message": msg})
+
+    def wait(self, seconds: float) -> bool:
+        """Waits up to ``seconds``; True if the run was told to stop meanwhile."""
+        return self.stop.wait(max(0.0, seconds))
+
+    # ------------------------------------------------------------------ schedules
+    def run_random(self, kinds: list[str], target_specs: list[str], interval_s: float,
+                   deadline: float) -> None:
+        """Every ~``interval_s``: a gap of about half of it, then one fault held for the
+        other half. Jitter of ±25 % keeps faults from locking to the workload's rhythm."""
+        rng = self.ctx.rng
+        while not self.stop.is_set() and time.monotonic() < deadline:
+            gap = interval_s * rng.uniform(0.375, 0.625)
+            if self.wait(min(gap, deadline - time.monotonic())):
+                break
+            if time.monotonic() >= deadline:
+                break
+            kind = rng.choice(kinds)
+            target = rng.choice(target_specs)
+            try:
+                fault = self.start_fault(make_fault(kind, target, self.ctx))
+            except (FaultError, ClusterError):
+                continue
+            hold = interval_s * rng.uniform(0.375, 0.625)
+            self.wait(min(hold, max(0.0, deadline - time.monotonic())))
+            try:
+                self.end_fault(fault)
+            except Exception as e:  # noqa: BLE001 - keep the schedule going; heal retries
+                self.note(f"end of {fault.kind} failed: {e}")
+
+    def run_script(self, script: Callable[[Nemesis], Any]) -> None:
+        """Runs a scenario's script; whatever it leaves active is healed by the caller."""
+        script(self)

@@ -1,0 +1,250 @@
+"""One chaos run, end to end: cluster up → observer → consumers, producers and the nemesis →
+heal → drain → (cluster down) → check → report.
+
+This module and the CLI are the only places that wire the stages together. Every exit path
+(normal end, exception, Ctrl-C, SIGTERM) heals the faults, stops the workload processes,
+collects the logs and removes the cluster; the history written so far stays readable.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from chaos.config import TOPIC, RunConfig
+from chaos.faults.base import FaultContext
+from chaos.nemesis import Nemesis
+from chaos.rundir import kafka_version_of, new_run_dir, write_run_json
+from chaos.scenarios.base import Scenario
+from compose.cleanup import signals_raise
+from compose.cluster import KafkaCluster
+from compose.config import FAST_FAULTS, ClusterConfig
+from workloads import (
+    ConsumerConfig,
+    ConsumerSpec,
+    EventLog,
+    Observer,
+    ProcessGroup,
+    ProducerConfig,
+    drain,
+    start_consumers,
+    start_producers,
+)
+
+log = logging.getLogger("kafka_chaos.run")
+Progress = Callable[[str], None]
+
+
+@dataclass
+class RunOutcome:
+    """What a run produced: where, whether it finished, and the checker's results."""
+
+    run_dir: Path
+    completed: bool = False
+    interrupted: bool = False
+    error: str | None = None
+    results: dict[str, Any] | None = None
+    report: Path | None = None
+    stats: dict[str, Any] = field(default_factory=dict)
+
+
+def _producer_config(cfg: RunConfig) -> ProducerConfig:
+    return ProducerConfig(
+        acks="all" if cfg.acks == "-1" else cfg.acks,  # type: ignore[arg-type]
+        enable_idempotence=cfg.idempotence, rate=cfg.rate, record_size=cfg.record_size,
+        duration_s=cfg.duration, transactional=cfg.transactions, seed=cfg.seed,
+        extra=dict(cfg.producer_config))
+
+
+def _consumer_config(cfg: RunConfig) -> ConsumerConfig:
+    return ConsumerConfig(isolation_level=cfg.isolation_level,  # type: ignore[arg-type]
+                          extra=dict(cfg.consumer_config))
+
+
+def _log_to(run_dir: Path) -> logging.Handler:
+    handler = logging.FileHandler(run_dir / "logs" / "framework.log")
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    root = logging.getLogger("kafka_chaos")
+    root.addHandler(handler)
+    root.setLevel(logging.INFO)
+    return handler
+
+
+class Run:
+    """The state of one run, so cleanup can reach everything that was started."""
+
+    def __init__(self, cfg: RunConfig, scenario: Scenario | None, progress: Progress) -> None:
+        self.cfg = cfg
+        self.scenario = scenario
+        self.say = progress
+        self.run_dir = new_run_dir(cfg.out, cfg.scenario)
+        self.events = EventLog(self.run_dir / "history" / "events.jsonl")
+        self.cluster: KafkaCluster | None = None
+        self.observer: Observer | None = None
+        self.producers: ProcessGroup | None = None
+        self.consumers: ProcessGroup | None = None
+        self.nemesis: Nemesis | None = None
+        self.t0 = time.monotonic()
+
+    def step(self, msg: str) -> None:
+        self.say(f"[{time.monotonic() - self.t0:6.1f}s] {msg}")
+        log.info(msg)
+
+    # ------------------------------------------------------------------ phases
+    def setup(self) -> None:
+        cfg = self.cfg
+        self.events.phase("setup", "start")
+        broker_config = {**(FAST_FAULTS if cfg.fast_faults else {}), **cfg.broker_config}
+        ccfg = ClusterConfig(brokers=cfg.brokers, controllers=cfg.controllers,
+                             image=cfg.image, broker_config=broker_config)
+        if cfg.kafka_version:
+            ccfg.kafka_version = cfg.kafka_version
+        self.step(f"starting {cfg.brokers}-broker cluster "
+                  f"({cfg.image or 'Kafka ' + ccfg.kafka_version})")
+        self.cluster = KafkaCluster(ccfg)
+        self.cluster.start()
+        self.step(f"cluster up: {self.cluster.bootstrap_servers}")
+        self.cluster.create_topic(TOPIC, cfg.partitions, cfg.replication_factor,
+                                  cfg.effective_topic_config())
+        pcfg, ccons = _producer_config(cfg), _consumer_config(cfg)
+        workload = {
+            "topic": TOPIC, "partitions": cfg.partitions, "producers": cfg.producers,
+            "rate": cfg.rate, "duration_s": cfg.duration, "record_size": cfg.record_size,
+            "consumers": [{"id": f"c{i}", "mode": cfg.consumer_mode,
+                           "isolation_level": cfg.isolation_level}
+                          for i in range(cfg.consumers)],
+            "transactions": {"enabled": cfg.transactions,
+                             "records_per_txn": pcfg.records_per_txn,
+                             "abort_share": pcfg.abort_share},
+        }
+        version = kafka_version_of(self.cluster.image,
+                                   cfg.kafka_version or (None if cfg.image else ccfg.kafka_version))
+        sc = self.scenario
+        write_run_json(
+            self.run_dir, cfg, image=self.cluster.image, kafka_version=version,
+            broker_config={**ccfg.default_broker_config(), **broker_config},
+            producer_config=pcfg.kafka_config(), consumer_config=ccons.kafka_config(),
+            workload=workload, expect=sc.expect_for(cfg, version) if sc else None,
+            mechanism=sc.mechanism_for(cfg, version) if sc else None,
+            scenario_doc=sc.doc if sc and sc.script else None)
+        self.events.phase("setup", "end")
+
+    def workload(self) -> None:
+        cfg, cluster = self.cfg, self.cluster
+        assert cluster is not None
+        boot = cluster.bootstrap_servers
+        self.observer = Observer(self.run_dir, boot, [TOPIC]).start()
+        if cfg.consumers:
+            specs = [ConsumerSpec(f"c{i}", cfg.consumer_mode) for i in range(cfg.consumers)]  # type: ignore[arg-type]
+            self.consumers = start_consumers(self.run_dir, boot, TOPIC, cfg.partitions,
+                                             _consumer_config(cfg), specs)
+        self.events.phase("workload", "start")
+        self.step(f"workload: {cfg.producers} producer(s) for {cfg.duration:.0f}s, "
+                  f"faults: {self._fault_summary()}")
+        self.producers = start_producers(self.run_dir, boot, TOPIC, cfg.partitions,
+                                         _producer_config(cfg), cfg.producers)
+        self.nemesis = Nemesis(FaultContext(cluster, self.events, TOPIC, random.Random(cfg.seed)))
+        deadline = time.monotonic() + cfg.duration
+        self.nemesis.deadline = deadline
+        if self.scenario and self.scenario.script:
+            self.nemesis.run_script(self.scenario.script)
+        elif cfg.faults:
+            self.nemesis.run_random(cfg.faults, cfg.targets, cfg.fault_interval, deadline)
+        self.nemesis.wait(deadline - time.monotonic())
+        stats = self.producers.stop(timeout_s=60)
+        self.events.phase("workload", "end", producers=stats)
+        self.step("workload done: " + ", ".join(
+            f"{k}: {v.get('ok', 0)} ok / {v.get('info', 0)} info / {v.get('fail', 0)} fail"
+            for k, v in sorted(stats.items())))
+
+    def _fault_summary(self) -> str:
+        if self.scenario and self.scenario.script:
+            return f"scripted ({self.scenario.name})"
+        if not self.cfg.faults:
+            return "none"
+        return f"{','.join(self.cfg.faults)} every ~{self.cfg.fault_interval:.0f}s"
+
+    def heal_and_drain(self) -> bool:
+        assert self.cluster is not None and self.nemesis is not None
+        self.events.phase("heal", "start")
+        self.nemesis.heal_all()
+        self.cluster.wait_brokers(sorted(self.cluster.brokers), timeout_s=120)
+        self.events.phase("heal", "end")
+        self.step("healed; draining every partition from the beginning")
+        res = drain(self.run_dir, self.cluster.bootstrap_servers, TOPIC, self.cfg.partitions,
+                    self.events, timeout_s=self.cfg.drain_timeout,
+                    isolation_level="read_committed" if self.cfg.transactions
+                    else "read_uncommitted", brokers=len(self.cluster.brokers))
+        self.step(f"drain {'complete' if res.complete else 'INCOMPLETE'}: "
+                  f"{res.records} records read")
+        return bool(res.complete)
+
+    def teardown(self) -> None:
+        """Runs on every exit path; each step guarded so the others still happen."""
+        steps: list[tuple[str, Callable[[], Any]]] = []
+        if self.nemesis:
+            steps.append(("heal", self.nemesis.heal_all))
+        if self.producers:
+            steps.append(("producers", lambda: self.producers.stop(timeout_s=30)))  # type: ignore[union-attr]
+        if self.consumers:
+            steps.append(("consumers", lambda: self.consumers.stop(timeout_s=30)))  # type: ignore[union-attr]
+        if self.observer:
+            steps.append(("observer", self.observer.stop))
+        if self.cluster:
+            cluster = self.cluster
+            steps.append(("collect", lambda: cluster.collect(self.run_dir / "logs",
+                                                             data=self.cfg.collect_data)))
+            steps.append(("cluster", cluster.stop))
+        for name, fn in steps:
+            try:
+                fn()
+            except BaseException as e:  # noqa: BLE001 - teardown must finish
+                log.error("teardown step %s failed: %s", name, e)
+        self.events.close()
+
+
+def run(cfg: RunConfig, scenario: Scenario | None = None,
+        progress: Progress = print) -> RunOutcome:
+    """Runs one chaos run and returns its outcome (results when checked)."""
+    cfg.validate()
+    r = Run(cfg, scenario, progress)
+    handler = _log_to(r.run_dir)
+    out = RunOutcome(r.run_dir)
+    try:
+        with signals_raise():
+            r.step(f"run directory {r.run_dir}")
+            r.setup()
+            r.workload()
+            r.heal_and_drain()
+            out.completed = True
+    except (KeyboardInterrupt, SystemExit) as e:
+        out.interrupted = True
+        r.events.emit("interrupted", "instant", [], {"signal": type(e).__name__})
+        r.step("interrupted: healing and cleaning up (history so far is kept)")
+    except Exception as e:  # noqa: BLE001 - recorded; the run dir stays checkable
+        out.error = f"{type(e).__name__}: {e}"
+        log.exception("run failed")
+        r.events.emit("run-error", "instant", [], {"error": out.error})
+        r.step(f"run failed: {out.error}")
+    finally:
+        r.teardown()
+        r.step("cluster removed")
+    try:
+        if cfg.check and not out.interrupted:
+            r.step("checking the history (PySpark)")
+            from checkers import check_run
+
+            out.results = check_run(r.run_dir)
+        if cfg.report and not out.interrupted:
+            from reports import render_run
+
+            out.report = render_run(r.run_dir)
+    finally:
+        logging.getLogger("kafka_chaos").removeHandler(handler)
+        handler.close()
+    return out

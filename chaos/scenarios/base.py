@@ -1,0 +1,58 @@
+"""What a scenario is: a named configuration, a scripted fault sequence that drives Kafka
+into one mechanism, what must be observed for the run to count, and the expected outcome.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from chaos.config import RunConfig
+
+Script = Callable[[Any], None]  # called with the run's Nemesis
+Expect = dict[str, Any]
+
+
+@dataclass
+class Scenario:
+    """A named chaos scenario.
+
+    ``config`` overrides RunConfig fields. ``expect`` / ``mechanism`` are either fixed or
+    functions of (config, Kafka version), because the outcome depends on both (e.g. unclean
+    election on or off). ``script`` is None for random faults from ``config['faults']``.
+    """
+
+    name: str
+    summary: str
+    doc: str
+    config: dict[str, Any] = field(default_factory=dict)
+    script: Script | None = None
+    expect: Expect | Callable[[RunConfig, str], Expect] = field(default_factory=dict)
+    mechanism: list[dict[str, Any]] | Callable[[RunConfig, str], list[dict[str, Any]]] = (
+        field(default_factory=list))
+
+    def run_config(self, **overrides: Any) -> RunConfig:
+        """The scenario's configuration with command-line overrides applied on top."""
+        base = RunConfig(scenario=self.name)
+        merged = {**self.config, **{k: v for k, v in overrides.items() if v is not None}}
+        for key in ("broker_config", "topic_config", "producer_config", "consumer_config"):
+            if key in self.config and key in overrides and overrides[key] is not None:
+                merged[key] = {**self.config[key], **overrides[key]}
+        return base.replace(**merged)
+
+    def expect_for(self, cfg: RunConfig, kafka_version: str) -> Expect:
+        return self.expect(cfg, kafka_version) if callable(self.expect) else dict(self.expect)
+
+    def mechanism_for(self, cfg: RunConfig, kafka_version: str) -> list[dict[str, Any]]:
+        if callable(self.mechanism):
+            return self.mechanism(cfg, kafka_version)
+        return list(self.mechanism)
+
+
+def version_tuple(v: str) -> tuple[int, ...]:
+    out = []
+    for part in v.split(".")[:3]:
+        digits = "".join(ch for ch in part if ch.isdigit())
+        out.append(int(digits or 0))
+    return tuple(out)

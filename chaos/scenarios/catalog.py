@@ -1,0 +1,24 @@
+"""The built-in scenarios (DESIGN.md §6). Each module-level Scenario is registered here."""
+
+from __future__ import annotations
+
+from chaos.scenarios.base import Scenario
+
+SAFE_CONFIG_CHAOS = Scenario(
+    name="safe-config-chaos",
+    summary="acks=all, RF=3, min.insync.replicas=2, no unclean election, idempotence; "
+            "random kill/pause/partition faults; expect valid",
+    doc=(
+        "The configuration Kafka's documentation recommends for durability: every "
+        "acknowledged write is on at least two replicas, and only an in-sync replica may "
+        "become leader. Random kills, pauses and partitions move leadership around and "
+        "shrink the ISR, but as long as one in-sync replica survives, no acknowledged write "
+        "may be lost, duplicated or reordered."
+    ),
+    config={"acks": "all", "replication_factor": 3, "min_insync": 2, "unclean": False,
+            "idempotence": True, "faults": ["kill", "pause", "partition"],
+            "fault_interval": 8.0, "duration": 60.0},
+    expect={"valid": True},
+)
+
+SCENARIOS: dict[str, Scenario] = {s.name: s for s in [SAFE_CONFIG_CHAOS]}

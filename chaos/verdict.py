@@ -1,0 +1,43 @@
+"""How a run's outcome is told on the terminal and as an exit code (DESIGN.md §5)."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from chaos.orchestrator import RunOutcome
+
+_COLOURS = {True: "\033[32m", False: "\033[31m", "unknown": "\033[33m"}
+
+
+def _paint(text: str, valid: Any) -> str:
+    if not sys.stdout.isatty():
+        return text
+    return f"{_COLOURS.get(valid, '')}{text}\033[0m"
+
+
+def exit_code_of(outcome: RunOutcome) -> int:
+    """0 valid, 1 invalid, 2 unknown or error (interrupted runs are unknown)."""
+    if outcome.results is None:
+        return 2
+    valid = outcome.results.get("valid")
+    return 0 if valid is True else 1 if valid is False else 2
+
+
+def print_verdict(outcome: RunOutcome) -> None:
+    res = outcome.results or {}
+    valid = res.get("valid", "unknown")
+    label = {True: "VALID", False: "INVALID"}.get(valid, "UNKNOWN")
+    counts = {k: v.get("count", 0) for k, v in (res.get("anomalies") or {}).items()
+              if isinstance(v, dict) and v.get("count")}
+    line = f"verdict: {label}"
+    if counts:
+        line += "  (" + ", ".join(f"{k}={n}" for k, n in sorted(counts.items())) + ")"
+    if outcome.interrupted:
+        line += "  [interrupted: history kept, not checked]"
+    if outcome.error:
+        line += f"  [run error: {outcome.error}]"
+    print(_paint(line, valid))
+    print(f"run directory: {outcome.run_dir}")
+    if outcome.report:
+        print(f"report: {outcome.report}")
