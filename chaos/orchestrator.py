@@ -95,6 +95,13 @@ class Run:
         self.say(f"[{time.monotonic() - self.t0:6.1f}s] {msg}")
         log.info(msg)
 
+    def phase(self, name: str, total_s: float | None = None) -> None:
+        """Tells a progress display that supports phases (chaos.progress.Progress) that a
+        long piece of work begins; a plain callable such as print is left alone."""
+        hook = getattr(self.say, "phase", None)
+        if callable(hook):
+            hook(name, total_s)
+
     # ------------------------------------------------------------------ phases
     def setup(self) -> None:
         cfg = self.cfg
@@ -104,6 +111,7 @@ class Run:
                              image=cfg.image, broker_config=broker_config)
         if cfg.kafka_version:
             ccfg.kafka_version = cfg.kafka_version
+        self.phase("cluster start (builds the image on first use)")
         self.step(f"starting {cfg.brokers}-broker cluster "
                   f"({cfg.image or 'Kafka ' + ccfg.kafka_version})")
         self.cluster = KafkaCluster(ccfg)
@@ -144,6 +152,7 @@ class Run:
             self.consumers = start_consumers(self.run_dir, boot, TOPIC, cfg.partitions,
                                              _consumer_config(cfg), specs)
         self.events.phase("workload", "start")
+        self.phase("workload", cfg.duration)
         self.step(f"workload: {cfg.producers} producer(s) for {cfg.duration:.0f}s, "
                   f"faults: {self._fault_summary()}")
         self.producers = start_producers(self.run_dir, boot, TOPIC, cfg.partitions,
@@ -171,6 +180,7 @@ class Run:
 
     def heal_and_drain(self) -> bool:
         assert self.cluster is not None and self.nemesis is not None
+        self.phase("heal + drain")
         self.events.phase("heal", "start")
         self.nemesis.heal_all()
         self.cluster.wait_brokers(sorted(self.cluster.brokers), timeout_s=120)
@@ -232,10 +242,12 @@ def run(cfg: RunConfig, scenario: Scenario | None = None,
         r.events.emit("run-error", "instant", [], {"error": out.error})
         r.step(f"run failed: {out.error}")
     finally:
+        r.phase("teardown")
         r.teardown()
         r.step("cluster removed")
     try:
         if cfg.check and not out.interrupted:
+            r.phase("check (PySpark)")
             r.step("checking the history (PySpark)")
             from checkers import check_run
 
@@ -245,6 +257,9 @@ def run(cfg: RunConfig, scenario: Scenario | None = None,
 
             out.report = render_run(r.run_dir)
     finally:
+        closer = getattr(progress, "close", None)
+        if callable(closer):  # ends the last phase of a progress display
+            closer()
         logging.getLogger("kafka_chaos").removeHandler(handler)
         handler.close()
     return out
