@@ -28,7 +28,25 @@ EXAMPLES = {
   kafka-chaos report runs/latest        # one run -> runs/latest/report.html
   kafka-chaos report runs               # a folder of runs -> runs/index.html (matrix)""",
     "cluster": """examples:
-  kafka-chaos cluster up --brokers 3    # prints bootstrap servers; Ctrl-C tears it down""",
+  kafka-chaos cluster up --brokers 3    # prints bootstrap servers; Ctrl-C tears it down
+  kafka-chaos cluster up --brokers 5 --kafka-version 3.9.1""",
+    "scenarios": """examples:
+  kafka-chaos scenarios
+  kafka-chaos scenarios --scenario-file examples/scenarios.toml""",
+    "config": """config file (--config FILE): a [run] table of the same options, e.g.
+  [run]
+  duration = 30
+  acks = "1"
+  faults = ["kill", "pause"]
+  [run.topic_config]
+  "min.insync.replicas" = "2"
+Options given on the command line win over the file's.""",
+    "main": """examples:
+  kafka-chaos run --duration 30                     # a 30 s chaos run; prints the verdict
+  kafka-chaos scenarios                             # the catalogue
+  kafka-chaos report runs                           # matrix of every run under runs/
+exit codes: run/check 0 valid, 1 invalid, 2 unknown or error; report 0, 2 on error.
+Colours and live progress only on a terminal (NO_COLOR=1 turns colours off).""",
 }
 
 
@@ -55,12 +73,13 @@ def _bool_pair(p: argparse.ArgumentParser, name: str, help_: str) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     ap = _Parser(prog="kafka-chaos", description="Chaos testing for real Apache Kafka.",
-                 formatter_class=argparse.RawDescriptionHelpFormatter)
+                 epilog=EXAMPLES["main"], formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="command", required=True, parser_class=_Parser)
     fmt = argparse.RawDescriptionHelpFormatter
 
     r = sub.add_parser("run", help="cluster up, workload + faults, heal, drain, check, report",
-                       epilog=EXAMPLES["run"], formatter_class=fmt)
+                       epilog=EXAMPLES["run"] + "\n\n" + EXAMPLES["config"],
+                       formatter_class=fmt)
     r.add_argument("--scenario", default="safe-config-chaos", help="a scenario name")
     r.add_argument("--scenario-file", type=Path, help="TOML file with more scenarios")
     r.add_argument("--config", type=Path, help="TOML file of run options (CLI wins)")
@@ -103,13 +122,15 @@ def build_parser() -> argparse.ArgumentParser:
                         epilog=EXAMPLES["report"], formatter_class=fmt)
     rp.add_argument("path", type=Path)
 
-    s = sub.add_parser("scenarios", help="list the scenarios")
+    s = sub.add_parser("scenarios", help="list the scenarios", epilog=EXAMPLES["scenarios"],
+                       formatter_class=fmt)
     s.add_argument("--scenario-file", type=Path)
 
     cl = sub.add_parser("cluster", help="start a cluster and keep it up",
                         epilog=EXAMPLES["cluster"], formatter_class=fmt)
     cl_sub = cl.add_subparsers(dest="cluster_command", required=True, parser_class=_Parser)
-    up = cl_sub.add_parser("up", help="start, print bootstrap servers, wait for Ctrl-C")
+    up = cl_sub.add_parser("up", help="start, print bootstrap servers, wait for Ctrl-C",
+                           epilog=EXAMPLES["cluster"], formatter_class=fmt)
     up.add_argument("--brokers", type=int, default=3)
     up.add_argument("--controllers", type=int, default=0)
     up.add_argument("--kafka-version")
@@ -178,9 +199,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(f"kafka-chaos: error: {e}", file=sys.stderr)
         return 2
     from chaos.orchestrator import run
+    from chaos.progress import Progress
     from chaos.verdict import exit_code_of, print_verdict
 
-    outcome = run(cfg, scenario)
+    outcome = run(cfg, scenario, progress=Progress())
     print_verdict(outcome)
     return exit_code_of(outcome)
 
