@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from chaos.scenarios.base import Scenario
+from chaos.scenarios.operations import OPERATIONS
 
 SAFE_CONFIG_CHAOS = Scenario(
     name="safe-config-chaos",
@@ -21,4 +22,4 @@ SAFE_CONFIG_CHAOS = Scenario(
     expect={"valid": True},
 )
 
-SCENARIOS: dict[str, Scenario] = {s.name: s for s in [SAFE_CONFIG_CHAOS]}
+SCENARIOS: dict[str, Scenario] = {s.name: s for s in [SAFE_CONFIG_CHAOS, *OPERATIONS]}

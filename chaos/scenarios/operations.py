@@ -1,0 +1,349 @@
+"""Operational scenarios of DESIGN.md §6: every replica losing power, KRaft controller
+partitions, a rolling restart, and transactions under broker kills.
+
+Each scenario drives Kafka into one mechanism with a scripted sequence whose waits poll the
+cluster (ISR full again, preferred leaders back, a new active controller) instead of
+sleeping, and says what the checker must see (``mechanism``) and what the outcome should be
+(``expect``) for the configuration and Kafka version of the run.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from chaos.config import RunConfig
+from chaos.faults.base import FaultContext, FaultError
+from chaos.faults.network import CLIENT, Partition, cluster_nodes, node_name
+from chaos.faults.power import PowerLoss, read_checkpoint
+from chaos.faults.process import Kill, Stop
+from chaos.net import PartitionSpec
+from chaos.scenarios.base import Expect, Scenario
+from chaos.scenarios.script_steps import isr_full, preferred_leaders, wait_until
+from compose.cluster import ClusterError
+
+# How long a restarted node may take to rejoin every ISR on a loaded 2-core machine.
+CATCH_UP_S = 60.0
+
+
+def safe(cfg: RunConfig) -> bool:
+    """The configuration under which Kafka promises no acknowledged write is lost."""
+    return cfg.acks in ("all", "-1") and cfg.min_insync >= 2 and not cfg.unclean \
+        and cfg.replication_factor >= 3
+
+
+def no_loss_expect(cfg: RunConfig, _version: str) -> Expect:
+    """valid; and, when the configuration is the safe one, explicitly no lost write."""
+    if safe(cfg):
+        return {"valid": True, "anomalies": {"lost": "==0", "divergence": "==0"}}
+    return {"valid": True, "anomalies": {"divergence": "==0"}}
+
+
+def _time_left(nem: Any, need_s: float) -> bool:
+    return time.monotonic() + need_s < nem.deadline and not nem.stop.is_set()
+
+
+# ---------------------------------------------------------------------- all-replicas-power-loss
+UNFLUSHED_TAIL = 200  # records past the recovery point on every replica before the cut
+
+
+def _flushed_and_unflushed(ctx: FaultContext) -> bool:
+    """Every replica of every partition has flushed part of its log (a segment rolled and
+    its recovery point was checkpointed) *and* holds an unflushed tail of at least
+    UNFLUSHED_TAIL records: so the power loss both keeps something and loses something."""
+    try:
+        ends = ctx.cluster.end_offsets(ctx.topic, timeout_s=5)
+    except Exception:  # noqa: BLE001 - not ready is "not yet"
+        return False
+    for node in ctx.cluster.brokers.values():
+        try:
+            points = read_checkpoint(node.data_mountpoint() / "recovery-point-offset-checkpoint")
+        except OSError:
+            return False
+        for p, end in ends.items():
+            rp = points.get(f"{ctx.topic}-{p}")
+            if rp is None:
+                continue  # not a replica of this partition
+            if rp <= 0 or end - rp < UNFLUSHED_TAIL:
+                return False
+    return True
+
+
+def power_loss_script(nem: Any) -> None:
+    """Wait for a flushed head and an unflushed tail everywhere, cut power on every broker
+    at once, restore it, and wait for the replicas to agree again."""
+    wait_until(nem, _flushed_and_unflushed, max(5.0, nem.deadline - time.monotonic() - 20),
+               "flushed head and unflushed tail on every replica", every_s=1.0)
+    fault = nem.start_fault(PowerLoss("all"))
+    nem.end_fault(fault)  # power back: restart every node, wait until registered
+    wait_until(nem, isr_full, CATCH_UP_S, "isr-full after power loss")
+
+
+def power_loss_expect(cfg: RunConfig, _version: str) -> Expect:
+    anomalies = {"divergence": "==0", "inconsistent-offset": "==0"}
+    if cfg.acks in ("all", "-1") and "segment.ms" in cfg.topic_config:
+        # The unflushed tail was acknowledged by every in-sync replica and is gone from all
+        # of them: the loss Kafka allows, and the one this scenario exists to show.
+        anomalies["lost"] = ">0"
+    return {"valid": True, "anomalies": anomalies}
+
+
+ALL_REPLICAS_POWER_LOSS = Scenario(
+    name="all-replicas-power-loss",
+    summary="every broker loses power at once (unflushed page cache gone), then restarts; "
+            "loss allowed, no divergence, no inconsistent offsets",
+    doc=(
+        "Kafka never fsyncs a partition's log by default: it relies on replication, and a "
+        "segment is flushed only when it rolls (or on flush.ms / flush.messages, or a clean "
+        "shutdown). Its recovery point, checkpointed to disk, marks how far the log is known "
+        "to be on disk. Here segments roll every 10 s (segment.ms) and the recovery point is "
+        "checkpointed every second, so each replica has a flushed head and an unflushed tail. "
+        "Once every replica has both, all brokers lose power together: each JVM is killed "
+        "and its logs are cut back to their recovery points (the page cache is gone). The "
+        "tail was acknowledged with acks=all by every in-sync replica and survives nowhere, "
+        "so it is lost; Kafka allows that, because its promise holds only while one in-sync "
+        "replica survives. What Kafka must still do is recover consistently: the elected "
+        "leader's log becomes the truth, followers truncate to it by leader epoch, and no two "
+        "replicas hold different records at one offset. The simulation is the worst case of "
+        "a power cut: a real kernel writes dirty pages back within ~30 s on its own."
+    ),
+    config={"acks": "all", "replication_factor": 3, "min_insync": 2, "unclean": False,
+            "idempotence": True, "duration": 45.0, "rate": 150.0, "faults": [],
+            # A rolled segment is flushed; its recovery point reaches disk within 1 s instead
+            # of Kafka's 60 s, so the cut loses what Kafka really never fsynced.
+            "topic_config": {"segment.ms": "10000"},
+            "broker_config": {"log.flush.offset.checkpoint.interval.ms": "1000"}},
+    script=power_loss_script,
+    expect=power_loss_expect,
+    mechanism=[{"kind": "fault", "fault": "power-loss"}],
+)
+
+
+# ---------------------------------------------------------------------- controller-partition
+class VoterPartition(Partition):
+    """A partition of the KRaft controller quorum (dedicated controllers).
+
+    ``leader-from-voters``: the active controller is cut from the other voters only; brokers
+    still reach it, so it must notice it lost the quorum and resign (KAFKA-15489).
+    ``voter-minority``: one voter that is not the active controller is cut from every node.
+    ``voter-majority``: a majority of the voters, the active one among them, are each cut
+    from every node: no quorum remains, so no metadata change can be made until healed.
+    """
+
+    VOTER_SHAPES = ("leader-from-voters", "voter-minority", "voter-majority")
+
+    def __init__(self, shape: str) -> None:
+        if shape not in self.VOTER_SHAPES:
+            raise ValueError(f"unknown voter partition {shape!r}")
+        super().__init__("isolate", "controller")
+        self.shape = shape
+
+    def spec(self, ctx: FaultContext) -> PartitionSpec:
+        voters = list(ctx.cluster.cfg.controller_ids)
+        if len(voters) < 3:
+            raise FaultError("a quorum partition needs 3 or more controllers")
+        nodes = cluster_nodes(ctx)
+        names = [n.name for n in nodes if n.name != CLIENT]
+        active = ctx.cluster.active_controller()
+        others = [v for v in voters if v != active]
+        if self.shape == "leader-from-voters":
+            self.targets = [active]
+            return PartitionSpec.cut_from(nodes, node_name(active),
+                                          [node_name(v) for v in others])
+        if self.shape == "voter-minority":
+            chosen = [ctx.rng.choice(others)]
+        else:
+            chosen = [active] + others[: len(voters) // 2]
+        self.targets = sorted(chosen)
+        cut = {node_name(v) for v in chosen}
+        return PartitionSpec.custom(
+            nodes, {(a, b) for a in cut for b in names if a != b}
+            | {(b, a) for a in cut for b in names if a != b}, shape=self.shape)
+
+
+def _new_controller(ctx: FaultContext, old: int) -> int | None:
+    try:
+        now = ctx.cluster.active_controller()
+    except ClusterError:
+        return None
+    return now if now != old else None
+
+
+def controller_script(nem: Any) -> None:
+    """Active controller cut from its voters (a broker leader dies meanwhile, so the new
+    controller must elect), then a minority of voters cut, then the quorum's majority."""
+    ctx = nem.ctx
+    nem.wait(5)
+    old = ctx.cluster.active_controller()
+    cut = nem.start_fault(VoterPartition("leader-from-voters"))
+    seen: dict[str, int] = {}
+
+    def elected(c: FaultContext) -> bool:
+        new = _new_controller(c, old)
+        if new is not None:
+            seen["new"] = new
+        return new is not None
+
+    if wait_until(nem, elected, 30, "a new active controller", every_s=1.0):
+        ctx.events.emit("controller-change", "instant", [old, seen["new"]],
+                        {"from": old, "to": seen["new"]})
+    # Leadership must move now, decided by the new controller alone.
+    kill = nem.start_fault(Kill("leader:0"))
+    nem.wait(4)
+    nem.end_fault(kill)
+    nem.end_fault(cut)
+    wait_until(nem, isr_full, CATCH_UP_S, "isr-full after the leader cut")
+    if _time_left(nem, 15):
+        minority = nem.start_fault(VoterPartition("voter-minority"))
+        nem.wait(6)
+        nem.end_fault(minority)
+    if _time_left(nem, 15):
+        # No quorum: the brokers keep their last metadata and keep replicating; nothing can
+        # be fenced or elected until the quorum is back.
+        majority = nem.start_fault(VoterPartition("voter-majority"))
+        nem.wait(8)
+        nem.end_fault(majority)
+        wait_until(nem, isr_full, CATCH_UP_S, "isr-full after the quorum was restored")
+
+
+CONTROLLER_PARTITION = Scenario(
+    name="controller-partition",
+    summary="dedicated KRaft controllers: the active one cut from its voters, a minority "
+            "cut, the majority cut; with the safe configuration nothing is lost",
+    doc=(
+        "With dedicated controllers (three voters, ids 101-103) the data path and the "
+        "metadata quorum fail separately. First the active controller is cut from the other "
+        "voters while brokers still reach it: it must notice it lost the quorum and resign, "
+        "and the other two elect a new leader (a 'controller-change' event records it). "
+        "While that partition lasts, the leader of partition 0 is killed, so the new "
+        "controller has to fence it and elect a new partition leader from the ISR. Then one "
+        "follower voter is isolated (the quorum keeps its majority: nothing should happen), "
+        "then a majority of the voters (no quorum at all: brokers keep serving with the "
+        "metadata they have, nothing can be fenced or elected). With acks=all, "
+        "min.insync.replicas=2 and no unclean election none of this may lose, duplicate or "
+        "reorder an acknowledged write."
+    ),
+    config={"acks": "all", "replication_factor": 3, "min_insync": 2, "unclean": False,
+            "idempotence": True, "controllers": 3, "duration": 75.0, "rate": 150.0,
+            "faults": []},
+    script=controller_script,
+    expect=no_loss_expect,
+    mechanism=[{"kind": "fault", "fault": "partition"},
+               {"kind": "fault", "fault": "controller-change"},
+               {"kind": "leader-changed"}],
+)
+
+
+# ---------------------------------------------------------------------- rolling-restart
+def restore_preferred_leaders(nem: Any, timeout_s: float = 20.0) -> bool:
+    """Waits for auto.leader.rebalance to move leadership back to the preferred replicas;
+    if it has not within ``timeout_s`` (rebalance off, or a slow check), runs a preferred
+    election the way an operator would (kafka-leader-election.sh)."""
+    t0 = time.monotonic()
+    ctx = nem.ctx
+    if wait_until(nem, preferred_leaders, timeout_s, "preferred-leaders (auto rebalance)"):
+        how = "auto.leader.rebalance"
+    else:
+        node = next(n for n in ctx.cluster.brokers.values() if n.status() == "running")
+        code, out = node.exec(
+            "/opt/kafka/bin/kafka-leader-election.sh --bootstrap-server localhost:9092 "
+            f"--election-type preferred --topic {ctx.topic} --all-partitions", timeout_s=60)
+        how = f"kafka-leader-election.sh (exit {code})"
+        if not wait_until(nem, preferred_leaders, timeout_s, "preferred-leaders (election)"):
+            return False
+    ctx.events.emit("preferred-leaders", "instant", [],
+                    {"how": how, "seconds": round(time.monotonic() - t0, 2)})
+    return True
+
+
+def rolling_restart_script(nem: Any) -> None:
+    """Each broker in turn: clean stop (SIGTERM, controlled shutdown), start, wait until
+    every ISR is full and the preferred leaders are back, then the next one."""
+    ctx = nem.ctx
+    nem.wait(5)
+    for nid in sorted(ctx.cluster.brokers):
+        if not _time_left(nem, 10):
+            nem.note(f"rolling restart stopped before broker {nid}: workload time is up")
+            return
+        fault = nem.start_fault(Stop(str(nid)))
+        nem.end_fault(fault)  # start it again; waits until it is registered
+        wait_until(nem, isr_full, CATCH_UP_S, f"isr-full after restarting broker {nid}")
+        restore_preferred_leaders(nem)
+
+
+ROLLING_RESTART = Scenario(
+    name="rolling-restart",
+    summary="clean restart of every broker in turn, waiting for full ISRs and preferred "
+            "leaders between them; no loss, unavailability measured",
+    doc=(
+        "The everyday operation: restart brokers one at a time (an upgrade or a config "
+        "change). Each broker is stopped with SIGTERM, so Kafka does a controlled shutdown: "
+        "it flushes its logs and the controller moves its leaderships to other in-sync "
+        "replicas before it goes. It is then started again, and the next broker waits until "
+        "the restarted one is back in every ISR and the preferred leaders have returned "
+        "(auto.leader.rebalance, checked every 5 s here; kafka-leader-election.sh if that "
+        "does not happen within 20 s). Planned leader moves never lose an acks=all write; "
+        "producers see short unavailability while leadership moves (stats.unavailable_s)."
+    ),
+    config={"acks": "all", "replication_factor": 3, "min_insync": 2, "unclean": False,
+            "idempotence": True, "duration": 100.0, "rate": 150.0, "faults": []},
+    script=rolling_restart_script,
+    expect=no_loss_expect,
+    mechanism=[{"kind": "fault", "fault": "stop"}, {"kind": "leader-changed"},
+               {"kind": "fault", "fault": "preferred-leaders"}],
+)
+
+
+# ---------------------------------------------------------------------- transactions-chaos
+def transactions_script(nem: Any) -> None:
+    """Kill the leader of each partition in turn (one may host a transaction coordinator),
+    restart it, wait for the ISR to be full again."""
+    ctx = nem.ctx
+    nem.wait(5)
+    for p in range(len(ctx.cluster.describe(ctx.topic))):
+        if not _time_left(nem, 15):
+            return
+        try:
+            kill = nem.start_fault(Kill(f"leader:{p}"))
+        except (FaultError, ClusterError):
+            continue
+        nem.wait(5)
+        nem.end_fault(kill)
+        wait_until(nem, isr_full, CATCH_UP_S, f"isr-full after killing the leader of {p}")
+        nem.wait(3)
+
+
+def transactions_expect(cfg: RunConfig, version: str) -> Expect:
+    out = no_loss_expect(cfg, version)
+    out["anomalies"]["aborted-read"] = "==0"
+    return out
+
+
+TRANSACTIONS_CHAOS = Scenario(
+    name="transactions-chaos",
+    summary="transactional producers (10 records a transaction, 10% aborted), "
+            "read_committed readers, partition leaders killed; no aborted read, no lost commit",
+    doc=(
+        "Each producer writes in transactions of 10 records and aborts one in ten on purpose; "
+        "consumers and the final drain read with isolation.level=read_committed, so they "
+        "must skip every aborted record (via the aborted-transaction index and the last "
+        "stable offset) and see every committed one. The leader of each partition is killed "
+        "in turn (SIGKILL; one of them may host a transaction coordinator) and restarted: "
+        "transactions in flight then fail and are aborted, or their commit is retried; the "
+        "producer fences itself with init_transactions when its client must be recreated. "
+        "A transaction whose outcome the producer could not learn counts as neither "
+        "committed nor aborted. No committed write may be lost and no aborted one read."
+    ),
+    config={"acks": "all", "replication_factor": 3, "min_insync": 2, "unclean": False,
+            "idempotence": True, "transactions": True, "isolation_level": "read_committed",
+            "duration": 60.0, "rate": 150.0, "faults": [],
+            # Transactions left open when the producers stop are aborted by the coordinator
+            # after this, so the read_committed drain is not held at the stable offset.
+            "producer_config": {"transaction.timeout.ms": "15000"}},
+    script=transactions_script,
+    expect=transactions_expect,
+    mechanism=[{"kind": "fault", "fault": "kill"}, {"kind": "leader-changed"}],
+)
+
+OPERATIONS: list[Scenario] = [ALL_REPLICAS_POWER_LOSS, CONTROLLER_PARTITION, ROLLING_RESTART,
+                              TRANSACTIONS_CHAOS]
