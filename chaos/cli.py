@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from chaos.config import FAULT_KINDS, RunConfig, RunConfigError
+from chaos.config import FAULT_KINDS, RunConfigError
 
 EXAMPLES = {
     "run": """examples:

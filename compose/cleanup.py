@@ -102,7 +102,7 @@ def signals_raise() -> Iterator[None]:
     def handler(signum: int, frame: FrameType | None) -> None:
         raise SystemExit(128 + signum)
 
-    old: dict[int, Callable | int | None] = {}
+    old: dict[signal.Signals, Callable | int | None] = {}
     for sig in (signal.SIGTERM, signal.SIGHUP):
         old[sig] = signal.signal(sig, handler)
     try:

@@ -176,7 +176,7 @@ class KafkaCluster:
                                 retry=retry_if_exception_type((KafkaException, ClusterError)),
                                 reraise=True):
             with attempt:
-                for i, client in direct.items():
+                for _i, client in direct.items():
                     client.list_topics(timeout=3)  # raises unless broker i itself answers
                 have = self.registered_brokers(admin)
                 if not want <= have:
@@ -189,6 +189,7 @@ class KafkaCluster:
         Brokers learn of a new topic at slightly different times, so an unknown topic is
         asked again for a few seconds before it counts as absent."""
         admin = admin or self.admin()
+        t = None
         for attempt in Retrying(stop=stop_after_delay(5), wait=wait_fixed(0.2), reraise=True,
                                 retry=retry_if_exception_type(ClusterError)):
             with attempt:
@@ -197,6 +198,7 @@ class KafkaCluster:
                 if t is None or t.error is not None:
                     raise ClusterError(
                         f"topic {topic} not in metadata: {t.error if t else 'absent'}")
+        assert t is not None
         return [PartitionState(topic, p.id, p.leader, tuple(p.replicas), tuple(p.isrs))
                 for p in sorted(t.partitions.values(), key=lambda p: p.id)]
 

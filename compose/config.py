@@ -54,7 +54,8 @@ class ClusterConfig:
         if not 1 <= self.brokers <= MAX_BROKERS:
             raise ConfigError(f"--brokers must be between 1 and {MAX_BROKERS}, got {self.brokers}")
         if self.controllers not in (0, 1, 3, 5):
-            raise ConfigError(f"--controllers must be 0 (combined), 1, 3 or 5, got {self.controllers}")
+            raise ConfigError(
+                f"--controllers must be 0 (combined), 1, 3 or 5, got {self.controllers}")
 
     @property
     def broker_ids(self) -> list[int]:

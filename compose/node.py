@@ -6,6 +6,7 @@ its data volume in place, and ``start`` brings the same node id back on the same
 
 from __future__ import annotations
 
+import contextlib
 import io
 import shlex
 import tarfile
@@ -159,10 +160,8 @@ class KafkaNode:
         c = self._tc._container  # None when the container was never created
         if c is None:
             return
-        try:
+        with contextlib.suppress(docker.errors.NotFound):
             c.remove(force=True, v=True)
-        except docker.errors.NotFound:
-            pass
 
     def exec(self, cmd: str, timeout_s: int = 60) -> tuple[int, str]:
         """Runs a shell command inside the running node; returns (exit code, output)."""

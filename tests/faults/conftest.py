@@ -37,8 +37,11 @@ def ctx(cluster: KafkaCluster, tmp_path: Path) -> Iterator[FaultContext]:
     events.close()
 
 
+Result = list[tuple[str | None, int | None, float]]
+
+
 def produce(bootstrap: str, topic: str, n: int, partition: int = 0,
-            timeout_s: float = 30, size: int = 0, **conf: str) -> list[tuple[str | None, int | None, float]]:
+            timeout_s: float = 30, size: int = 0, **conf: str) -> Result:
     """Produces ``n`` small records; returns (error name, offset, latency s) per record."""
     p = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 0,
                   "message.timeout.ms": int(timeout_s * 1000), "log_level": 2, **conf})

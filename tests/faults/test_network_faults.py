@@ -102,7 +102,7 @@ def sequential_latencies(bootstrap: str, n: int) -> list[float]:
         assert err is None, err
         lat.append(msg.latency())
 
-    for i in range(n + 3):
+    for _i in range(n + 3):
         p.produce(TOPIC, value=b"x", partition=0, on_delivery=cb)
         assert p.flush(20) == 0
     return lat[3:]  # the first ones pay for connection set-up and metadata

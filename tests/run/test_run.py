@@ -11,7 +11,6 @@ import sys
 import time
 from pathlib import Path
 
-import docker
 import pyarrow as pa
 import pyarrow.dataset as ds
 import pytest

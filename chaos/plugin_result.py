@@ -1,0 +1,225 @@
+"""What the pytest plugin knows about a chaos run, and how a test's expectations are judged.
+
+Pure Python on files and dicts: nothing here imports Spark, Docker or the orchestrator, so
+that loading the plugin costs unrelated test runs nothing.
+
+- :class:`ChaosResult` — a run directory and the checker's results.json, with the counts and
+  verdict a test asserts on.
+- :class:`Expectation` — the ``expect`` / ``expect_valid`` of a ``@pytest.mark.chaos`` marker,
+  judged against a result into a list of :class:`Miss`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+_COND = re.compile(r"^\s*(==|!=|>=|<=|>|<)?\s*(-?\d+)\s*$")
+_OPS: dict[str, Callable[[int, int], bool]] = {
+    "==": lambda a, n: a == n, "!=": lambda a, n: a != n, ">": lambda a, n: a > n,
+    ">=": lambda a, n: a >= n, "<": lambda a, n: a < n, "<=": lambda a, n: a <= n,
+}
+VERDICT_LABEL = {True: "valid", False: "INVALID", "unknown": "unknown"}
+
+
+class ChaosRunError(AssertionError):
+    """A chaos run could not produce a checked result (cluster failed, run error, ...).
+
+    An AssertionError so pytest reports the test as failed rather than skipped or errored
+    away: a chaos test that cannot run must be noticed.
+    """
+
+
+@dataclass
+class ChaosResult:
+    """One run as a test sees it: where it is, the checker's results and the report."""
+
+    run_dir: Path
+    results: dict[str, Any] | None
+    report: Path | None = None
+    error: str | None = None
+    label: str = ""  # what made it: the scenario and the matrix cell, for the summary
+
+    @classmethod
+    def from_run_dir(cls, run_dir: str | Path, label: str = "") -> ChaosResult:
+        """Reads results.json (and notes report.html) of a run directory already checked."""
+        run_dir = Path(run_dir)
+        results = None
+        path = run_dir / "results.json"
+        if path.exists():
+            results = json.loads(path.read_text())
+        report = run_dir / "report.html"
+        return cls(run_dir, results, report if report.exists() else None, label=label)
+
+    @classmethod
+    def from_outcome(cls, outcome: Any, label: str = "") -> ChaosResult:
+        """From the orchestrator's RunOutcome."""
+        return cls(Path(outcome.run_dir), outcome.results, outcome.report,
+                   error=outcome.error, label=label)
+
+    # ------------------------------------------------------------------ facts
+    @property
+    def valid(self) -> bool | str:
+        """True, False or "unknown" (no results counts as unknown)."""
+        if self.results is None:
+            return "unknown"
+        v = self.results.get("valid", "unknown")
+        return v if v in (True, False) else "unknown"
+
+    @property
+    def verdict(self) -> str:
+        return VERDICT_LABEL[self.valid]
+
+    @property
+    def anomalies(self) -> dict[str, dict[str, Any]]:
+        return dict((self.results or {}).get("anomalies") or {})
+
+    @property
+    def counts(self) -> dict[str, int]:
+        """Every anomaly kind the checker reported and its count (0 included)."""
+        return {k: int(v.get("count", 0)) for k, v in self.anomalies.items()
+                if isinstance(v, dict)}
+
+    @property
+    def nonzero(self) -> dict[str, int]:
+        return {k: n for k, n in sorted(self.counts.items()) if n}
+
+    @property
+    def violations(self) -> dict[str, int]:
+        """The kinds with a count that this configuration forbids."""
+        return {k: int(v.get("count", 0)) for k, v in sorted(self.anomalies.items())
+                if isinstance(v, dict) and v.get("count") and not v.get("allowed")}
+
+    def count(self, kind: str) -> int:
+        """The count of one anomaly kind; KeyError for a kind the checker does not know."""
+        counts = self.counts
+        if self.results is not None and kind not in counts:
+            raise KeyError(f"unknown anomaly kind {kind!r} (known: {', '.join(sorted(counts))})")
+        return counts.get(kind, 0)
+
+    @property
+    def stats(self) -> dict[str, Any]:
+        return dict((self.results or {}).get("stats") or {})
+
+    @property
+    def acked(self) -> int:
+        return int((self.stats.get("writes") or {}).get("ok") or 0)
+
+    @property
+    def report_path(self) -> Path:
+        """report.html of the run (where it is or will be written)."""
+        return self.report or self.run_dir / "report.html"
+
+    # ------------------------------------------------------------------ text
+    def counts_text(self) -> str:
+        nz = self.nonzero
+        return ", ".join(f"{k}={n}" for k, n in nz.items()) if nz else "no anomalies"
+
+    def summary_line(self) -> str:
+        head = f"{self.verdict:<7} {self.counts_text()}"
+        if self.error:
+            head += f" [run error: {self.error}]"
+        return f"{head}  {self.report_path}"
+
+    def properties(self) -> list[tuple[str, str]]:
+        """JUnit properties (pytest's ``user_properties``) for this run."""
+        props = [("chaos.run_dir", str(self.run_dir)), ("chaos.report", str(self.report_path)),
+                 ("chaos.verdict", self.verdict), ("chaos.anomalies", self.counts_text())]
+        props += [(f"chaos.{k}", str(n)) for k, n in self.nonzero.items()]
+        if self.error:
+            props.append(("chaos.error", self.error))
+        return props
+
+    def describe(self) -> str:
+        """A few lines for a failure: verdict, counts, violations and the report's path."""
+        lines = [f"chaos run {self.label or self.run_dir.name}: {self.verdict}",
+                 f"  anomalies: {self.counts_text()}"]
+        if self.violations:
+            lines.append("  forbidden here: " + ", ".join(
+                f"{k}={n}" for k, n in self.violations.items()))
+        if self.acked:
+            lines.append(f"  acknowledged writes: {self.acked}")
+        if self.error:
+            lines.append(f"  run error: {self.error}")
+        lines += [f"  report: {self.report_path}", f"  run directory: {self.run_dir}"]
+        return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------- expectations
+def normalise_condition(cond: Any) -> str:
+    """``0`` → ``==0``; ``">0"`` stays; anything else is refused with the reason."""
+    if isinstance(cond, bool) or not isinstance(cond, int | str):
+        raise ValueError(f"an anomaly condition is a count or a string like '>0', got {cond!r}")
+    m = _COND.match(str(cond))
+    if not m:
+        raise ValueError(f"cannot read anomaly condition {cond!r} (use 0, '==0', '>0', '<=5')")
+    return f"{m.group(1) or '=='}{int(m.group(2))}"
+
+
+def holds(cond: str, actual: int) -> bool:
+    m = _COND.match(cond)
+    assert m, cond
+    return _OPS[m.group(1) or "=="](actual, int(m.group(2)))
+
+
+@dataclass
+class Miss:
+    """One expectation the run did not meet."""
+
+    what: str
+    actual: Any
+
+    def __str__(self) -> str:
+        return f"expected {self.what}, got {self.actual}"
+
+
+@dataclass
+class Expectation:
+    """What a chaos test expects: a verdict and/or conditions on anomaly counts."""
+
+    valid: bool | str | None = None
+    anomalies: dict[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, expect: Mapping[str, Any] | None, expect_valid: Any = None) -> Expectation:
+        """From a marker's arguments (already resolved when they were callables)."""
+        if expect_valid not in (None, True, False, "unknown"):
+            raise ValueError(f"expect_valid must be True, False or 'unknown', got "
+                             f"{expect_valid!r}")
+        return cls(valid=expect_valid,
+                   anomalies={k: normalise_condition(v) for k, v in (expect or {}).items()})
+
+    @property
+    def empty(self) -> bool:
+        return self.valid is None and not self.anomalies
+
+    def misses(self, result: ChaosResult) -> list[Miss]:
+        out: list[Miss] = []
+        if self.valid is not None and result.valid != self.valid:
+            out.append(Miss(f"verdict {VERDICT_LABEL[self.valid]}", result.verdict))
+        counts = result.counts
+        for kind, cond in self.anomalies.items():
+            if result.results is None:
+                out.append(Miss(f"{kind} {cond}", "no results"))
+            elif kind not in counts:
+                out.append(Miss(f"{kind} {cond}", f"unknown anomaly kind {kind!r}"))
+            elif not holds(cond, counts[kind]):
+                out.append(Miss(f"{kind} {cond}", counts[kind]))
+        return out
+
+    def __str__(self) -> str:
+        parts = [] if self.valid is None else [f"verdict {VERDICT_LABEL[self.valid]}"]
+        return ", ".join(parts + [f"{k} {c}" for k, c in self.anomalies.items()]) or "nothing"
+
+
+def scenario_misses(result: ChaosResult) -> list[Miss]:
+    """The misses of a scenario's own expectations, as the checker judged them."""
+    block = (result.results or {}).get("expectations")
+    if not isinstance(block, dict):
+        return []
+    return [Miss(str(d.get("what")), d.get("actual")) for d in block.get("details") or []
+            if not d.get("met")]
