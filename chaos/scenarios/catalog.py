@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from chaos.scenarios import replication
 from chaos.scenarios.base import Scenario
 from chaos.scenarios.operations import OPERATIONS
 

@@ -1,0 +1,347 @@
+"""Replication scenarios (DESIGN.md §6): what acks, the ISR, unclean election, leader epochs
+and Eligible Leader Replicas do when the leader of a partition fails at the worst moment.
+
+Each script drives partition 0 of the run's topic (these scenarios use one partition, so
+every write goes through the one leader being attacked) into one mechanism, polling the
+cluster's metadata with bounded waits, and emits a ``situation`` event once the
+precondition is verified (see :mod:`chaos.scenarios.replication_steps`). Faults it starts
+are ended by the script itself; whatever is left is healed by the orchestrator.
+
+The broker settings of every run include ``compose.config.FAST_FAULTS``: a follower that
+has not caught up for 4 s leaves the ISR (``replica.lag.time.max.ms``), a silent broker is
+fenced after 3 s (``broker.session.timeout.ms``).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from chaos.config import RunConfig
+from chaos.faults.network import Partition, Slow
+from chaos.faults.power import PowerLoss
+from chaos.faults.process import Kill, Pause
+from chaos.scenarios import replication_steps as st
+from chaos.scenarios.base import Expect, Scenario, version_tuple
+
+log = logging.getLogger("kafka_chaos.scenarios")
+
+#: Kafka turns Eligible Leader Replicas (KIP-966) on by default for clusters created by 4.1+.
+ELR_DEFAULT_FROM = (4, 1)
+
+#: The workload every scenario here uses: one partition, two modest producers.
+_WORKLOAD: dict[str, Any] = {"partitions": 1, "producers": 2, "rate": 200.0,
+                             "replication_factor": 3, "faults": []}
+
+
+def elr_default(kafka_version: str) -> bool:
+    return version_tuple(kafka_version)[:2] >= ELR_DEFAULT_FROM
+
+
+# ---------------------------------------------------------------- acks1-leader-failover
+def _acks1_script(nem: Any) -> None:
+    st.run_guarded(nem, _acks1_body)
+
+
+def _acks1_body(nem: Any) -> None:
+    # Let the producers reach a steady rate and the consumer catch up.
+    nem.wait(5)
+    s = st.wait_state(nem, "a leader with the full ISR", st.full_isr, 30)
+    leader = s.leader
+    # Cut the replication path between the leader and its followers; clients still reach
+    # the leader, which keeps acknowledging acks=1 writes the followers never fetch.
+    cut = st.start(nem, Partition("leader-followers", str(leader)))
+    # Shorter than replica.lag.time.max.ms (4 s): the followers stay in the ISR, so one of
+    # them is a clean choice for the controller once the leader dies.
+    nem.wait(2.0)
+    s = st.wait_state(nem, "followers still in the ISR", st.full_isr, 1)
+    st.situation(nem, "leader acknowledged acks=1 writes its in-sync followers do not have",
+                 [leader], isr=list(s.isr))
+    kill = st.start(nem, Kill(str(leader)))
+    # Heal only once the leader is dead, so the tail never reaches a follower.
+    nem.end_fault(cut)
+    st.wait_state(nem, "a new leader", st.led_by_other(leader), 30)
+    # The old leader returns as a follower and truncates its unreplicated tail.
+    nem.end_fault(kill)
+    st.wait_state(nem, "the full ISR again", st.full_isr, 60)
+
+
+ACKS1_LEADER_FAILOVER = Scenario(
+    name="acks1-leader-failover",
+    summary="acks=1: the leader acknowledges a tail its followers never fetch, then dies; "
+            "a follower takes over and the tail is lost (allowed)",
+    doc=(
+        "With acks=1 the leader acknowledges a write as soon as it is in its own log. The "
+        "script cuts the replication path between the leader and its followers for 2 s "
+        "(less than replica.lag.time.max.ms, so the followers stay in the ISR) while the "
+        "producers keep writing, then kills the leader with SIGKILL and heals the cut. The "
+        "controller elects an in-sync follower, which never had the acknowledged tail; when "
+        "the old leader returns it truncates its log to the new leader's. Every write "
+        "acknowledged during the cut is lost, and acks=1 allows exactly that."
+    ),
+    config={**_WORKLOAD, "acks": "1", "idempotence": False, "min_insync": 1,
+            "unclean": False, "duration": 30.0},
+    script=_acks1_script,
+    expect={"valid": True, "anomalies": {"lost": ">0", "divergence": "==0"}},
+    mechanism=[{"kind": "leader-changed"}, {"kind": "fault", "fault": "kill"},
+               st.SITUATION_MECHANISM],
+)
+
+
+# ---------------------------------------------------------------- unclean-election
+def _unclean_script(nem: Any) -> None:
+    st.run_guarded(nem, _unclean_body)
+
+
+def _unclean_body(nem: Any) -> None:
+    nem.wait(5)
+    s = st.wait_state(nem, "a leader with the full ISR", st.full_isr, 30)
+    leader = s.leader
+    # The followers stop replicating (their replication path to the leader is cut; they
+    # stay reachable by the controllers, which pausing them would not allow in combined
+    # mode) until the leader drops them from the ISR.
+    cut = st.start(nem, Partition("leader-followers", str(leader)))
+    st.wait_state(nem, "the ISR shrunk to the leader alone", st.isr_is(leader), 20)
+    # min.insync.replicas=1: the lone leader keeps acknowledging writes nobody else has.
+    nem.wait(3)
+    s = st.wait_state(nem, "the ISR still the leader alone", st.isr_is(leader), 1)
+    st.situation(nem, "the lone in-sync leader acknowledged writes its followers lack",
+                 [leader], isr=list(s.isr))
+    kill = st.start(nem, Kill(str(leader)))
+    nem.end_fault(cut)
+    # Unclean on: a stale follower becomes leader (periodic check every second, set in the
+    # broker config). Unclean off: the partition stays offline while its last ISR is down.
+    try:
+        st.wait_state(nem, "a stale follower elected",
+                      st.led_by_other(leader), 12)
+    except st.SetupFailed:
+        log.info("no leader while %s is down (unclean election off)", leader)
+    nem.end_fault(kill)
+    st.wait_state(nem, "the full ISR again", st.full_isr, 60)
+
+
+def _unclean_expect(cfg: RunConfig, kafka_version: str) -> Expect:
+    if cfg.unclean:
+        return {"valid": True, "anomalies": {"lost": ">0", "divergence": "==0"}}
+    return {"valid": True, "anomalies": {"lost": "==0", "divergence": "==0"}}
+
+
+def _unclean_mechanism(cfg: RunConfig, kafka_version: str) -> list[dict[str, Any]]:
+    common: list[dict[str, Any]] = [{"kind": "isr-shrunk-to", "size": 1},
+                                    {"kind": "fault", "fault": "kill"},
+              st.SITUATION_MECHANISM]
+    if cfg.unclean:
+        return [*common, {"kind": "stale-leader-elected"}]
+    return [*common, {"kind": "offline"}]
+
+
+UNCLEAN_ELECTION = Scenario(
+    name="unclean-election",
+    summary="followers drop out of the ISR, the lone leader acknowledges, dies; unclean "
+            "election elects a stale follower (lost > 0), or with --no-unclean the "
+            "partition waits offline (lost = 0)",
+    doc=(
+        "The replication path between the leader and its followers is cut until the ISR "
+        "shrinks to the leader alone; with min.insync.replicas=1 it goes on acknowledging "
+        "acks=all writes that no other replica has. Then the leader is killed and the cut "
+        "healed. With unclean.leader.election.enable=true the controller elects one of the "
+        "out-of-sync followers (KRaft honours the setting from Kafka 3.9; the periodic check "
+        "runs every second here) and everything the lone leader acknowledged is lost when "
+        "it returns and truncates. With --no-unclean the partition has no leader until its "
+        "last in-sync replica comes back ~10 s later with all its data: nothing is lost, "
+        "the price is measured as unavailability."
+    ),
+    config={**_WORKLOAD, "acks": "all", "idempotence": True, "min_insync": 1,
+            "unclean": True, "duration": 35.0,
+            "broker_config": {"unclean.leader.election.interval.ms": "1000"}},
+    script=_unclean_script,
+    expect=_unclean_expect,
+    mechanism=_unclean_mechanism,
+)
+
+
+# ---------------------------------------------------------------- follower-restart-leader-crash
+def _kip101_script(nem: Any) -> None:
+    st.run_guarded(nem, _kip101_body)
+
+
+def _kip101_body(nem: Any) -> None:
+    nem.wait(4)
+    rounds = 0
+    # A round takes ~15 s (two restarts); keep room for the last one before the deadline.
+    while st.time_left(nem) > 18 or rounds == 0:
+        s = st.wait_state(nem, "a leader with the full ISR", st.full_isr, 60)
+        leader = s.leader
+        follower = next(r for r in s.replicas if r != leader)
+        # The follower crashes right after a fetch round and restarts at once: it comes
+        # back with a high watermark one round behind its log end offset.
+        nem.end_fault(st.start(nem, Kill(str(follower))))
+        # The moment it is back in the ISR (its HW still lagging), the leader crashes.
+        s = st.wait_state(nem, f"restarted follower {follower} back in the ISR",
+                          st.member_under(follower, leader), 30)
+        st.situation(nem, "restarted follower just rejoined the ISR; leader crashes now",
+                     [leader, follower], isr=list(s.isr), round=rounds)
+        kill = st.start(nem, Kill(str(leader)))
+        st.wait_state(nem, "a new leader", st.led_by_other(leader), 30)
+        nem.end_fault(kill)
+        rounds += 1
+    st.wait_state(nem, "the full ISR again", st.full_isr, 60)
+    log.info("follower-restart-leader-crash: %d rounds", rounds)
+
+
+FOLLOWER_RESTART_LEADER_CRASH = Scenario(
+    name="follower-restart-leader-crash",
+    summary="KIP-101: a follower restarts, rejoins the ISR, and the leader crashes at that "
+            "moment; leader epochs keep every acknowledged write (no loss, no divergence)",
+    doc=(
+        "Before KIP-101 a restarted follower truncated its log to its (stale) high "
+        "watermark; if the leader then died, the follower became leader without the "
+        "acknowledged records above that mark (KAFKA-1211), and multiple hard failures "
+        "could leave replicas with different records at one offset (KAFKA-3919). The script "
+        "kills a follower with SIGKILL and restarts it, waits until it is back in the ISR, "
+        "and kills the leader at that instant, several rounds in a row, with acks=all, "
+        "min.insync.replicas=2 and idempotence. Since Kafka 0.11 followers truncate by "
+        "leader epoch (OffsetsForLeaderEpoch), so nothing acknowledged may be lost and the "
+        "replicas' logs must not diverge."
+    ),
+    config={**_WORKLOAD, "acks": "all", "idempotence": True, "min_insync": 2,
+            "unclean": False, "duration": 45.0},
+    script=_kip101_script,
+    expect={"valid": True, "anomalies": {"lost": "==0", "divergence": "==0",
+                                         "inconsistent-offset": "==0"}},
+    mechanism=[{"kind": "leader-changed"}, {"kind": "leader-epoch-increased"},
+               {"kind": "fault", "fault": "kill"}, st.SITUATION_MECHANISM],
+)
+
+
+# ---------------------------------------------------------------- slow-follower
+def _slow_script(nem: Any) -> None:
+    st.run_guarded(nem, _slow_body)
+
+
+def _slow_body(nem: Any) -> None:
+    nem.wait(4)
+    s = st.wait_state(nem, "a leader with the full ISR", st.full_isr, 30)
+    leader = s.leader
+    follower = next(r for r in s.replicas if r != leader)
+    # 1. A link too thin for the write rate (2 x 200 records/s of ~100 B is ~400 kbit/s
+    #    with overhead): the follower falls behind and leaves the ISR after 4 s.
+    slow = st.start(nem, Slow(str(follower), delay_ms=0.0, rate_kbit=48))
+    s = st.wait_state(nem, "the slow follower out of the ISR", st.isr_is(leader), 25)
+    st.situation(nem, "slow follower left the ISR; ISR < min.insync.replicas",
+                 [follower], isr=list(s.isr), fault="slow")
+    nem.wait(3)  # writes are refused with NOT_ENOUGH_REPLICAS meanwhile
+    nem.end_fault(slow)
+    st.wait_state(nem, "the follower back in the ISR", st.full_isr, 30)
+    nem.wait(3)
+    # 2. A stalled follower (a long GC pause): same shrink, then expansion after resume.
+    s = st.wait_state(nem, "a leader with the full ISR", st.full_isr, 30)
+    leader = s.leader
+    follower = next(r for r in s.replicas if r != leader)
+    pause = st.start(nem, Pause(str(follower)))
+    s = st.wait_state(nem, "the paused follower out of the ISR", st.isr_is(leader), 20)
+    st.situation(nem, "paused follower left the ISR; ISR < min.insync.replicas",
+                 [follower], isr=list(s.isr), fault="pause")
+    nem.wait(3)
+    nem.end_fault(pause)
+    st.wait_state(nem, "the follower back in the ISR", st.full_isr, 30)
+
+
+SLOW_FOLLOWER = Scenario(
+    name="slow-follower",
+    summary="RF=2, min.insync=2: a bandwidth-starved, then a paused follower leaves the ISR "
+            "and rejoins; writes meanwhile fail with NOT_ENOUGH_REPLICAS, none lost or visible",
+    doc=(
+        "A follower that cannot keep up (its links capped far below the write rate) or "
+        "stops fetching (frozen like a long GC pause) is dropped from the ISR after "
+        "replica.lag.time.max.ms and added back once it has caught up. With acks=all and "
+        "min.insync.replicas=2 on a replication factor of 2, the leader refuses writes "
+        "while it is alone in the ISR (NOT_ENOUGH_REPLICAS, before appending: the producer "
+        "runs without retries so these end as definite failures). No acknowledged write "
+        "may be lost, and no refused write may ever be read."
+    ),
+    config={**_WORKLOAD, "replication_factor": 2, "acks": "all", "idempotence": False,
+            "min_insync": 2, "unclean": False, "duration": 45.0,
+            "producer_config": {"retries": "0"}},
+    script=_slow_script,
+    expect={"valid": True, "anomalies": {"lost": "==0", "failed-visible": "==0"}},
+    mechanism=[{"kind": "isr-shrunk-to", "size": 1}, {"kind": "fault", "fault": "slow"},
+               {"kind": "fault", "fault": "pause"}, st.SITUATION_MECHANISM],
+)
+
+
+# ---------------------------------------------------------------- last-replica-standing
+def _lrs_script(nem: Any) -> None:
+    st.run_guarded(nem, _lrs_body)
+
+
+def _lrs_body(nem: Any) -> None:
+    nem.wait(6)
+    s = st.wait_state(nem, "a leader with the full ISR", st.full_isr, 30)
+    leader = s.leader
+    # The followers are cut from the leader (not from the controllers): the ISR shrinks
+    # to the leader alone, which with min.insync.replicas=2 refuses further writes.
+    cut = st.start(nem, Partition("leader-followers", str(leader)))
+    s = st.wait_state(nem, "the ISR shrunk to the leader alone", st.isr_is(leader), 20)
+    st.situation(nem, "the last replica standing loses power", [leader], isr=list(s.isr))
+    # Power loss: SIGKILL, then everything past the recovery point (never fsynced) is gone.
+    power = st.start(nem, PowerLoss(str(leader)))
+    nem.end_fault(cut)
+    # Without ELR the partition waits for its last ISR member; with ELR (KIP-966) an
+    # eligible follower may take over while it is down. Either way, hold it down a while.
+    try:
+        st.wait_state(nem, "a leader other than the powered-off one",
+                      st.led_by_other(leader), 8)
+    except st.SetupFailed:
+        log.info("partition offline while %s is down", leader)
+    nem.end_fault(power)
+    st.wait_state(nem, "the full ISR again", st.full_isr, 60)
+
+
+def _lrs_expect(cfg: RunConfig, kafka_version: str) -> Expect:
+    common = {"divergence": "==0"}
+    if elr_default(kafka_version):
+        # An eligible leader replica (in sync when the ISR fell below min.insync) takes over
+        # and keeps every committed write.
+        return {"valid": True, "anomalies": {**common, "lost": "==0",
+                                             "inconsistent-offset": "==0"}}
+    # The last ISR member comes back without its unflushed tail and is elected; followers
+    # truncate to it. The loss is excused (power loss hit the whole ISR).
+    return {"anomalies": {**common, "lost": ">0"}}
+
+
+def _lrs_mechanism(cfg: RunConfig, kafka_version: str) -> list[dict[str, Any]]:
+    common: list[dict[str, Any]] = [{"kind": "isr-shrunk-to", "size": 1},
+                                    {"kind": "fault", "fault": "power-loss"},
+              st.SITUATION_MECHANISM]
+    if elr_default(kafka_version):
+        return [*common, {"kind": "leader-changed"}]
+    return [*common, {"kind": "offline"}]
+
+
+LAST_REPLICA_STANDING = Scenario(
+    name="last-replica-standing",
+    summary="KIP-966: the ISR shrinks to the leader alone, which loses power; without "
+            "Eligible Leader Replicas it is re-elected and committed writes are lost",
+    doc=(
+        "acks=all, min.insync.replicas=2, unclean election off — the recommended durable "
+        "setup. The leader is cut from its followers until the ISR is the leader alone "
+        "(new writes are then refused), and it loses power: its log is cut back to the last "
+        "fsync (Kafka does not fsync by default, so that can be all of it). Without Eligible "
+        "Leader Replicas (Kafka 3.9, or 4.0 without the feature) the partition waits "
+        "offline for its last in-sync replica, re-elects it on restart, and the followers "
+        "truncate to its shortened log: committed data is gone from every replica. The "
+        "guarantee model excuses it (power loss hit the whole ISR). From Kafka 4.1 new "
+        "clusters keep the followers that were in sync when the ISR fell below min.insync "
+        "as eligible leaders: one of them takes over and nothing committed is lost."
+    ),
+    config={**_WORKLOAD, "acks": "all", "idempotence": True, "min_insync": 2,
+            "unclean": False, "duration": 35.0},
+    script=_lrs_script,
+    expect=_lrs_expect,
+    mechanism=_lrs_mechanism,
+)
+
+
+SCENARIOS = [ACKS1_LEADER_FAILOVER, UNCLEAN_ELECTION, FOLLOWER_RESTART_LEADER_CRASH,
+             SLOW_FOLLOWER, LAST_REPLICA_STANDING]

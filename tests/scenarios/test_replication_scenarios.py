@@ -1,0 +1,137 @@
+"""The replication scenarios (chaos/scenarios/replication.py) on real clusters: each run
+must reach its mechanism and show the outcome the scenario promises, per Kafka version.
+
+Cluster tests take ~2 minutes each (one run: cluster, 30-45 s workload, drain, Spark check).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from chaos.orchestrator import run
+from chaos.scenarios import SCENARIOS
+from chaos.scenarios.replication import SCENARIOS as REPLICATION
+from chaos.scenarios.replication import elr_default
+from chaos.scenarios.replication_steps import SITUATION_MECHANISM
+from compose.image import DEFAULT_KAFKA_VERSION
+
+OLD = "3.9.1"  # newest 3.x: KRaft honours unclean election, no Eligible Leader Replicas
+NEW = DEFAULT_KAFKA_VERSION  # ELR on by default (new clusters, 4.1+)
+VERSIONS = [pytest.param(OLD, id="kafka-3.9"), pytest.param(NEW, id=f"kafka-{NEW}")]
+
+
+def run_scenario(name: str, tmp_path: Path, **overrides: Any) -> dict[str, Any]:
+    sc = SCENARIOS[name]
+    cfg = sc.run_config(out=str(tmp_path), report=False, **overrides)
+    outcome = run(cfg, sc, progress=print)
+    assert outcome.completed, outcome.error
+    res = outcome.results
+    assert res is not None, "no results"
+    print({k: res[k] for k in ("valid", "expectations", "mechanism") if k in res},
+          res["stats"]["unavailable_s"], {k: v["count"] for k, v in res["anomalies"].items()})
+    return res
+
+
+def count(res: dict[str, Any], kind: str) -> int:
+    return int(res["anomalies"][kind]["count"])
+
+
+def assert_scenario_held(res: dict[str, Any]) -> None:
+    """Mechanism observed (so not ``unknown``) and the scenario's own expectations met."""
+    assert res["mechanism"]["observed"], res["mechanism"]
+    assert res["expectations"]["met"], res["expectations"]
+    assert res["stats"]["drain_complete"]
+
+
+# ---------------------------------------------------------------- pure (no cluster)
+def test_all_five_are_registered_with_docs_and_situation_mechanism():
+    names = {s.name for s in REPLICATION}
+    assert names == {"acks1-leader-failover", "unclean-election",
+                     "follower-restart-leader-crash", "slow-follower", "last-replica-standing"}
+    for sc in REPLICATION:
+        assert SCENARIOS[sc.name] is sc
+        assert sc.summary and len(sc.doc) > 200 and sc.script is not None
+        for version in (OLD, NEW):
+            cfg = sc.run_config()
+            cfg.validate()
+            assert SITUATION_MECHANISM in sc.mechanism_for(cfg, version)
+            assert sc.expect_for(cfg, version)
+
+
+def test_unclean_expectation_follows_the_setting():
+    sc = SCENARIOS["unclean-election"]
+    on, off = sc.run_config(), sc.run_config(unclean=False)
+    assert sc.expect_for(on, NEW)["anomalies"]["lost"] == ">0"
+    assert sc.expect_for(off, NEW)["anomalies"]["lost"] == "==0"
+    assert {"kind": "stale-leader-elected"} in sc.mechanism_for(on, OLD)
+    assert {"kind": "offline"} in sc.mechanism_for(off, OLD)
+    assert on.broker_config["unclean.leader.election.interval.ms"] == "1000"
+
+
+def test_last_replica_standing_expectation_depends_on_elr():
+    sc = SCENARIOS["last-replica-standing"]
+    cfg = sc.run_config()
+    assert not elr_default("3.9.1") and not elr_default("4.0.0") and elr_default("4.1.0")
+    assert sc.expect_for(cfg, OLD)["anomalies"]["lost"] == ">0"
+    assert sc.expect_for(cfg, NEW)["anomalies"]["lost"] == "==0"
+    assert {"kind": "offline"} in sc.mechanism_for(cfg, OLD)
+    assert {"kind": "leader-changed"} in sc.mechanism_for(cfg, NEW)
+
+
+# ---------------------------------------------------------------- real clusters
+@pytest.mark.cluster
+def test_acks1_leader_failover_loses_the_acknowledged_tail(tmp_path):
+    res = run_scenario("acks1-leader-failover", tmp_path)
+    assert_scenario_held(res)
+    assert count(res, "lost") > 0 and res["anomalies"]["lost"]["allowed"]
+    assert res["valid"] is True
+
+
+@pytest.mark.cluster
+@pytest.mark.parametrize("version", VERSIONS)
+def test_unclean_election_elects_a_stale_follower_and_loses_writes(tmp_path, version):
+    res = run_scenario("unclean-election", tmp_path, kafka_version=version)
+    assert_scenario_held(res)
+    assert count(res, "lost") > 0 and res["anomalies"]["lost"]["allowed"]
+    assert count(res, "divergence") == 0
+
+
+@pytest.mark.cluster
+def test_no_unclean_election_keeps_writes_and_pays_in_unavailability(tmp_path):
+    res = run_scenario("unclean-election", tmp_path, unclean=False)
+    assert_scenario_held(res)
+    assert count(res, "lost") == 0 and res["valid"] is True
+    assert res["stats"]["unavailable_s"] > 3
+
+
+@pytest.mark.cluster
+def test_follower_restart_then_leader_crash_keeps_everything(tmp_path):
+    res = run_scenario("follower-restart-leader-crash", tmp_path)
+    assert_scenario_held(res)
+    assert res["valid"] is True
+    assert count(res, "lost") == 0 and count(res, "divergence") == 0
+
+
+@pytest.mark.cluster
+def test_slow_follower_refuses_writes_and_loses_none(tmp_path):
+    res = run_scenario("slow-follower", tmp_path)
+    assert_scenario_held(res)
+    assert res["valid"] is True
+    assert res["stats"]["writes"]["fail"] > 0
+    assert res["stats"]["errors"].get("NOT_ENOUGH_REPLICAS", 0) > 0
+    assert count(res, "failed-visible") == 0 and count(res, "lost") == 0
+
+
+@pytest.mark.cluster
+@pytest.mark.parametrize("version", VERSIONS)
+def test_last_replica_standing_per_version(tmp_path, version):
+    res = run_scenario("last-replica-standing", tmp_path, kafka_version=version)
+    assert_scenario_held(res)
+    assert count(res, "divergence") == 0
+    if elr_default(version):
+        assert count(res, "lost") == 0 and res["valid"] is True
+    else:
+        assert count(res, "lost") > 0 and res["anomalies"]["lost"]["allowed"]
