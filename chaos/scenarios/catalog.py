@@ -23,4 +23,5 @@ SAFE_CONFIG_CHAOS = Scenario(
     expect={"valid": True},
 )
 
-SCENARIOS: dict[str, Scenario] = {s.name: s for s in [SAFE_CONFIG_CHAOS, *OPERATIONS]}
+SCENARIOS: dict[str, Scenario] = {s.name: s for s in [SAFE_CONFIG_CHAOS, *OPERATIONS,
+                                                    *replication.SCENARIOS]}
