@@ -9,6 +9,7 @@ import traceback
 from dataclasses import dataclass
 from typing import Any
 
+from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 
 from . import guarantees
@@ -29,11 +30,11 @@ from .history import (
 )
 from .identity import IdentityInputs, identity_anomalies, identity_table, reorder_anomalies
 from .kinds import ANOMALY_KINDS, DEFINITIONS, UNITS
-from .observations import collect_changes, power_loss_coverage
+from .observations import PartitionHistory, collect_changes, power_loss_coverage
 from .positions import position_anomalies
 from .runfiles import RunDir, is_uri
 from .session import build_session
-from .stats import read_summary, timeseries, unavailability, write_summary, written_partitions
+from .stats import read_summary, timeseries, write_summary
 from .verdict import expectations, mechanism, verdict
 
 RESULTS = "results.json"
@@ -91,11 +92,16 @@ def find_anomalies(writes: DataFrame, reads: DataFrame, inputs: IdentityInputs) 
 
     Three exchanges in all: identity (writes + reads), position (reads), and reorder.
     """
-    ident = identity_table(writes, reads, inputs)
-    return collect_findings([
-        identity_anomalies(ident, inputs), reorder_anomalies(ident),
-        position_anomalies(reads, inputs.partitions),
-    ])
+    # The identity table feeds two consumers (the flags and the reorder window); caching it
+    # keeps Spark from computing the identity exchange and aggregations twice.
+    ident = identity_table(writes, reads, inputs).persist(StorageLevel.MEMORY_AND_DISK)
+    try:
+        return collect_findings([
+            identity_anomalies(ident, inputs), reorder_anomalies(ident, inputs.topics),
+            position_anomalies(reads, inputs.partitions),
+        ])
+    finally:
+        ident.unpersist()
 
 
 def _allowed(kind: str, count: int, excused: int, rule: guarantees.Rule) -> tuple[bool, str]:
@@ -134,22 +140,24 @@ def _analyse(spark: SparkSession, run: RunDir, master: str) -> dict[str, Any]:
     events, bad_lines = parse_events(run.read_text("history/events.jsonl", spark))
     writes = load_table(spark, run, "writes", WRITES_SCHEMA)
     reads = load_table(spark, run, "reads", READS_SCHEMA)
-    obs = load_table(spark, run, "observations", OBSERVATIONS_SCHEMA)
+    obs = load_table(spark, run, "observations", OBSERVATIONS_SCHEMA, absent_as_none=True)
     parts_n = int(spark.conf.get("spark.sql.shuffle.partitions") or "8")
     clock.lap("load")
 
     ws = write_summary(writes)
-    per_reader, drained = read_summary(reads)
-    partitions = written_partitions(writes)
-    drain = drain_state(events, partitions, drained)
+    rs = read_summary(reads)
+    per_reader = rs.per_reader
+    partitions = ws.partitions
+    drain = drain_state(events, partitions, rs.drained)
     clock.lap("summaries")
-    history, n_changes = collect_changes(obs)
+    history, n_changes = collect_changes(obs) if obs is not None else (PartitionHistory([]), 0)
     power = power_loss_coverage(events, history, sorted(set(partitions) | set(drain.complete)),
                                 settings.brokers)
     clock.lap("observations")
 
+    topics = sorted(set(ws.topics) | set(rs.topics))
     findings = find_anomalies(writes, reads, IdentityInputs(settings, drain.complete, power,
-                                                            parts_n))
+                                                            parts_n, topics))
     clock.lap("anomalies")
     attach_reads(spark, reads, findings)
     clock.lap("example_reads")
@@ -199,7 +207,9 @@ def _analyse(spark: SparkSession, run: RunDir, master: str) -> dict[str, Any]:
     t0 = w_start if w_start is not None else ws.first_ns
     t1 = w_end if w_end is not None else ws.last_ns
     duration = max(0.0, (t1 - t0) / 1e9) if t0 is not None and t1 is not None else 0.0
-    longest, total = unavailability(writes, t0, t1) if t0 is not None and t1 else (0.0, 0.0)
+    series, longest, total = None, 0.0, 0.0
+    if t0 is not None and t1 is not None:
+        series, longest, total = timeseries(writes, reads, t0, max(t1, t0 + 1))
     stats: dict[str, Any] = {
         "writes": {"ok": ws.ok, "fail": ws.fail, "info": ws.info},
         "reads": sum(per_reader.values()),
@@ -229,8 +239,8 @@ def _analyse(spark: SparkSession, run: RunDir, master: str) -> dict[str, Any]:
     }
     if unknown:
         results["unknown_reasons"] = unknown
-    if t0 is not None and t1 is not None:
-        results["timeseries"] = timeseries(writes, reads, t0, max(t1, t0 + 1))
+    if series is not None:
+        results["timeseries"] = series
     clock.lap("stats")
     results["checker"]["phases"] = clock.phases
     if settings.expect:

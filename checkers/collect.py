@@ -59,31 +59,37 @@ def collect_findings(frames: list[DataFrame]) -> Findings:
         rows.unpersist()
 
 
+def _packed(producer: F.Column, seq: F.Column) -> F.Column:
+    return producer.cast("long") * F.lit(1 << 40) + seq
+
+
 def attach_reads(spark: SparkSession, reads: DataFrame, findings: Findings) -> None:
-    """Add the reads of each example's record (identity kinds) or offset (others)."""
-    idents = {(e["producer"], e["seq"]) for k, ex in findings.examples.items() for e in ex
+    """Add the reads of each example's record (identity kinds) or offset (others), in one
+    filtered scan of the reads (the keys are a few hundred literals at most)."""
+    idents = {(e["producer"], e["seq"]) for ex in findings.examples.values() for e in ex
               if e.get("producer") is not None and e.get("seq") is not None}
     positions = {(e["topic"], e["partition"], e["offset"])
                  for k, ex in findings.examples.items() if k not in IDENTITY_KINDS for e in ex
                  if e.get("topic") is not None and e.get("offset") is not None}
+    if not idents and not positions:
+        return
+    cond = F.lit(False)
+    if idents:
+        cond = cond | _packed(F.col("producer"), F.col("seq")).isin(
+            sorted((p << 40) + s for p, s in idents))
+    if positions:
+        cond = cond | F.concat_ws(":", "topic", "partition", "offset").isin(
+            sorted(f"{t}:{p}:{o}" for t, p, o in positions))
+    cols = ["reader", "topic", "partition", "offset", "read_ns", "producer", "seq", "valid"]
     by_ident: dict[tuple[Any, Any], list[dict[str, Any]]] = defaultdict(list)
     by_pos: dict[tuple[Any, Any, Any], list[dict[str, Any]]] = defaultdict(list)
-    cols = ["reader", "topic", "partition", "offset", "read_ns", "producer", "seq", "valid"]
     limit = 64 * MAX_EXAMPLES * 12
-    if idents:
-        keys = spark.createDataFrame(sorted(idents), "producer int, seq long")
-        for r in reads.join(F.broadcast(keys), ["producer", "seq"], "left_semi").select(
-            *cols
-        ).orderBy("read_ns").limit(limit).collect():
-            by_ident[(r["producer"], r["seq"])].append(r.asDict())
-    if positions:
-        keys = spark.createDataFrame(sorted(positions),
-                                     "topic string, partition int, offset long")
-        on = ["topic", "partition", "offset"]
-        for r in reads.join(F.broadcast(keys), on, "left_semi").select(
-            *cols
-        ).orderBy("read_ns").limit(limit).collect():
-            by_pos[(r["topic"], r["partition"], r["offset"])].append(r.asDict())
+    for r in reads.where(cond).select(*cols).orderBy("read_ns").limit(limit).collect():
+        d = r.asDict()
+        if (d["producer"], d["seq"]) in idents:
+            by_ident[(d["producer"], d["seq"])].append(d)
+        if (d["topic"], d["partition"], d["offset"]) in positions:
+            by_pos[(d["topic"], d["partition"], d["offset"])].append(d)
     for kind, exs in findings.examples.items():
         for e in exs:
             if kind in IDENTITY_KINDS or kind == "unexpected" and e.get("producer") is not None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, overload
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -81,11 +81,22 @@ def _conform(df: DataFrame, schema: StructType) -> DataFrame:
     return df.select(*cols)
 
 
-def load_table(spark: SparkSession, run: RunDir, name: str, schema: StructType) -> DataFrame:
+@overload
+def load_table(spark: SparkSession, run: RunDir, name: str, schema: StructType) -> DataFrame: ...
+
+
+@overload
+def load_table(spark: SparkSession, run: RunDir, name: str, schema: StructType, *,
+               absent_as_none: bool) -> DataFrame | None: ...
+
+
+def load_table(spark: SparkSession, run: RunDir, name: str, schema: StructType, *,
+               absent_as_none: bool = False) -> DataFrame | None:
     """``history/<name>.parquet`` (file or directory of part files) or ``<name>.jsonl``.
 
     Only ``*.parquet`` files are read, so part files still being written (``.tmp``) are
-    ignored; an absent or empty dataset is an empty table.
+    ignored; an absent or empty dataset is an empty table (or None with
+    ``absent_as_none``, so callers can skip work).
     """
     parquet = f"history/{name}.parquet"
     jsonl = f"history/{name}.jsonl"
@@ -99,7 +110,7 @@ def load_table(spark: SparkSession, run: RunDir, name: str, schema: StructType) 
     elif run.exists(jsonl, spark):
         df = spark.read.schema(schema).json(run.uri(jsonl))
         return _conform(df, schema)
-    return spark.createDataFrame([], schema)
+    return None if absent_as_none else spark.createDataFrame([], schema)
 
 
 @dataclass(frozen=True)

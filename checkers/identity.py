@@ -10,7 +10,9 @@ reorder check (the first offset each acknowledged write was read at in its own p
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
@@ -48,20 +50,53 @@ class IdentityInputs:
     complete_partitions: list[str]  # "topic:partition" keys the drain read completely
     power_loss_until: dict[str, int]  # "topic:partition" -> latest covering power loss (ns)
     partitions: int  # shuffle partitions for the identity exchange
+    topics: list[str] = field(default_factory=list)  # every topic in the history
 
 
 def _tp_key(topic: Column, partition: Column) -> Column:
     return F.concat_ws(":", topic, partition.cast("string"))
 
 
+# Aggregation buffers must be fixed-width for Spark's hash aggregation (strings or structs
+# turn it into a sort aggregation of the whole history), so topics and transaction outcomes
+# travel as small integers and are decoded on the few anomaly rows.
+_TXN = {"committed": 1, "unknown": 2, "aborted": 3}
+
+
+def _code(col: Column, codes: dict[str, int]) -> Column:
+    expr = F.lit(None).cast("int")
+    for name, code in codes.items():
+        expr = F.when(col == name, F.lit(code)).otherwise(expr)
+    return expr
+
+
+def _map(pairs: Mapping[Any, Any]) -> Column | None:
+    items: list[Column] = []
+    for k, v in pairs.items():
+        items += [F.lit(k), F.lit(v)]
+    return F.create_map(*items) if items else None
+
+
+def topic_id(topics: list[str], col: Column) -> Column:
+    """A topic's index in ``topics`` (an int, for hash aggregation)."""
+    m = _map({t: i for i, t in enumerate(topics)})
+    return m[col] if m is not None else F.lit(None).cast("int")
+
+
+def topic_name(topics: list[str], col: Column) -> Column:
+    m = _map({i: t for i, t in enumerate(topics)})
+    return m[col] if m is not None else F.lit(None).cast("string")
+
+
 def identity_table(writes: DataFrame, reads: DataFrame, inp: IdentityInputs) -> DataFrame:
     """One row per identity with everything the identity checks need."""
+    tid = topic_id(inp.topics, F.col("topic")).alias("tid")
     w = writes.where(F.col("producer").isNotNull() & F.col("seq").isNotNull()).select(
-        "producer", "seq", "topic", "partition", "offset",
+        "producer", "seq", tid, "partition", "offset",
         F.lit(1).alias("is_w"),
         _rank(F.col("outcome")).alias("w_rank"),
         F.col("complete_ns"),
-        F.col("txn_outcome"),
+        _code(F.col("txn_outcome"), _TXN).alias("txn"),
         F.lit(0).alias("is_r"),
         F.lit(0).alias("rc_r"),
         F.lit(None).cast("long").alias("read_ns"),
@@ -69,33 +104,33 @@ def identity_table(writes: DataFrame, reads: DataFrame, inp: IdentityInputs) -> 
     r = reads.where(
         F.col("valid") & F.col("producer").isNotNull() & F.col("seq").isNotNull()
     ).select(
-        "producer", "seq", "topic", "partition", "offset",
+        "producer", "seq", tid, "partition", "offset",
         F.lit(0).alias("is_w"),
         F.lit(None).cast("int").alias("w_rank"),
         F.lit(None).cast("long").alias("complete_ns"),
-        F.lit(None).cast("string").alias("txn_outcome"),
+        F.lit(None).cast("int").alias("txn"),
         F.lit(1).alias("is_r"),
         read_committed_expr(inp.settings).cast("int").alias("rc_r"),
         F.col("read_ns"),
     )
     u = w.unionByName(r).repartition(inp.partitions, "producer", "seq")
 
-    lvl1 = u.groupBy("producer", "seq", "topic", "partition", "offset").agg(
+    lvl1 = u.groupBy("producer", "seq", "tid", "partition", "offset").agg(
         F.max("is_w").alias("has_w"),
         F.max("w_rank").alias("w_rank"),
         F.max("complete_ns").alias("complete_ns"),
-        F.max("txn_outcome").alias("txn_outcome"),
+        F.max("txn").alias("txn"),
         F.sum("is_w").alias("n_w"),
         F.sum("is_r").alias("n_r"),
         F.sum("rc_r").alias("rc_r"),
         F.min("read_ns").alias("read_ns"),
     )
     read_here = F.col("n_r") > 0
-    lvl2 = lvl1.groupBy("producer", "seq", "topic", "partition").agg(
+    lvl2 = lvl1.groupBy("producer", "seq", "tid", "partition").agg(
         F.max("has_w").alias("has_w"),
         F.max("w_rank").alias("w_rank"),
         F.max("complete_ns").alias("complete_ns"),
-        F.max("txn_outcome").alias("txn_outcome"),
+        F.max("txn").alias("txn"),
         F.max(F.when(F.col("has_w") == 1, F.col("offset"))).alias("w_offset"),
         F.sum("n_w").alias("n_w"),
         F.sum("n_r").alias("n_r"),
@@ -108,11 +143,12 @@ def identity_table(writes: DataFrame, reads: DataFrame, inp: IdentityInputs) -> 
         F.min("read_ns").alias("read_ns"),
     )
     has_w = F.col("has_w") == 1
+    read_there = F.col("n_pos") > 0
     return lvl2.groupBy("producer", "seq").agg(
         F.max("w_rank").alias("w_rank"),
         F.max("complete_ns").alias("complete_ns"),
-        F.max("txn_outcome").alias("txn_outcome"),
-        F.max(F.when(has_w, F.col("topic"))).alias("w_topic"),
+        F.max("txn").alias("txn"),
+        F.max(F.when(has_w, F.col("tid"))).alias("w_tid"),
         F.max(F.when(has_w, F.col("partition"))).alias("w_partition"),
         F.max("w_offset").alias("w_offset"),
         F.sum("n_w").alias("n_w"),
@@ -122,8 +158,10 @@ def identity_table(writes: DataFrame, reads: DataFrame, inp: IdentityInputs) -> 
         F.max("at_acked").alias("at_acked"),
         # first read in the write's own partition: where the log stored it (for reorder)
         F.min(F.when(has_w, F.col("min_read_off"))).alias("stored_off"),
-        F.min(F.when(F.col("n_pos") > 0, F.struct("topic", "partition", "min_read_off")))
-        .alias("first_pos"),
+        # somewhere it was read (for records no attempt produced; examples list the reads)
+        F.min(F.when(read_there, F.col("tid"))).alias("r_tid"),
+        F.min(F.when(read_there, F.col("partition"))).alias("r_partition"),
+        F.min(F.when(read_there, F.col("min_read_off"))).alias("r_offset"),
         F.min("read_ns").alias("read_ns"),
     )
 
@@ -133,15 +171,14 @@ def identity_anomalies(ident: DataFrame, inp: IdentityInputs) -> DataFrame:
     the kinds each identity shows, exploded (an identity can be several kinds at once)."""
     ok = F.col("w_rank") == OK
     has_write = F.col("n_w") > 0
-    visible = ok & (F.col("txn_outcome").isNull() | (F.col("txn_outcome") == "committed"))
+    visible = ok & (F.col("txn").isNull() | (F.col("txn") == _TXN["committed"]))
     read = F.col("n_r") > 0
-    tp = _tp_key(F.col("w_topic"), F.col("w_partition"))
+    topic = topic_name(inp.topics, F.col("w_tid"))
+    tp = _tp_key(topic, F.col("w_partition"))
     complete = tp.isin(inp.complete_partitions) if inp.complete_partitions else F.lit(False)
-    if inp.power_loss_until:
-        items = []
-        for key, until in inp.power_loss_until.items():
-            items += [F.lit(key), F.lit(until)]
-        until_col = F.create_map(*items)[tp]
+    until_map = _map(dict(inp.power_loss_until))
+    if until_map is not None:
+        until_col = until_map[tp]
         excused_loss = until_col.isNotNull() & (F.col("complete_ns") <= until_col)
     else:
         excused_loss = F.lit(False)
@@ -152,7 +189,7 @@ def identity_anomalies(ident: DataFrame, inp: IdentityInputs) -> DataFrame:
                "offset-mismatch"),
         F.when((F.col("w_rank") == FAIL) & read, "failed-visible"),
         F.when(~has_write, "unexpected"),
-        F.when((F.col("txn_outcome") == "aborted") & (F.col("rc_r") > 0), "aborted-read"),
+        F.when((F.col("txn") == _TXN["aborted"]) & (F.col("rc_r") > 0), "aborted-read"),
     ))
     flagged = ident.select("*", F.explode(kinds).alias("kind"))
     kind = F.col("kind")
@@ -164,11 +201,10 @@ def identity_anomalies(ident: DataFrame, inp: IdentityInputs) -> DataFrame:
     return anomaly_rows(
         flagged, kind,
         producer=F.col("producer"), seq=F.col("seq"),
-        topic=F.when(no_write, F.col("first_pos.topic")).otherwise(F.col("w_topic")),
-        partition=F.when(no_write, F.col("first_pos.partition")).otherwise(F.col("w_partition")),
-        offset=F.when(no_write, F.col("first_pos.min_read_off")).otherwise(F.col("w_offset")),
-        read_offset=F.when(no_write, F.col("first_pos.min_read_off"))
-        .otherwise(F.col("stored_off")),
+        topic=F.when(no_write, topic_name(inp.topics, F.col("r_tid"))).otherwise(topic),
+        partition=F.when(no_write, F.col("r_partition")).otherwise(F.col("w_partition")),
+        offset=F.when(no_write, F.col("r_offset")).otherwise(F.col("w_offset")),
+        read_offset=F.when(no_write, F.col("r_offset")).otherwise(F.col("stored_off")),
         complete_ns=F.col("complete_ns"), event_ns=F.col("read_ns"), outcome=outcome,
         n=F.when(no_write, F.col("n_pos")).when(kind == "aborted-read", F.col("rc_r"))
         .otherwise(F.lit(1)),
@@ -176,25 +212,26 @@ def identity_anomalies(ident: DataFrame, inp: IdentityInputs) -> DataFrame:
     )
 
 
-def reorder_anomalies(ident: DataFrame) -> DataFrame:
+def reorder_anomalies(ident: DataFrame, topics: list[str]) -> DataFrame:
     """Acknowledged writes stored (first read in their partition) after a write of the same
     producer with a higher seq; one window per (producer, topic, partition)."""
     from pyspark.sql.window import Window
 
     stored = ident.where((F.col("w_rank") == OK) & F.col("stored_off").isNotNull()).select(
-        "producer", "seq", F.col("w_topic").alias("topic"),
+        "producer", "seq", F.col("w_tid").alias("tid"),
         F.col("w_partition").alias("partition"), "stored_off", "w_offset", "complete_ns",
         "read_ns",
     )
     win = (
-        Window.partitionBy("producer", "topic", "partition")
+        Window.partitionBy("producer", "tid", "partition")
         .orderBy("stored_off", "seq")
         .rowsBetween(Window.unboundedPreceding, -1)
     )
     before = stored.withColumn("prev_max", F.max(F.struct("seq", "stored_off")).over(win))
     found = before.where(F.col("prev_max.seq") > F.col("seq"))
     return anomaly_rows(
-        found, "reorder", producer=F.col("producer"), seq=F.col("seq"), topic=F.col("topic"),
+        found, "reorder", producer=F.col("producer"), seq=F.col("seq"),
+        topic=topic_name(topics, F.col("tid")),
         partition=F.col("partition"), offset=F.col("w_offset"), read_offset=F.col("stored_off"),
         prev_offset=F.col("prev_max.stored_off"), other_producer=F.col("producer"),
         other_seq=F.col("prev_max.seq"), complete_ns=F.col("complete_ns"),

@@ -33,54 +33,59 @@ def _record_key() -> F.Column:
 
 
 def position_anomalies(reads: DataFrame, partitions: int) -> DataFrame:
-    """Anomaly rows of inconsistent-offset, unexpected (undecodable) and the poll checks."""
+    """Anomaly rows of inconsistent-offset, unexpected (undecodable) and the poll checks.
+
+    One chain without branches (a branch would repeat the exchange): windows by offset
+    (sharing one sort), then the per-reader window, then one projection that lists each
+    row's kinds.
+    """
     r = reads.select(
         "reader", "mode", "poll", "read_ns", "topic", "partition", "offset",
         _record_key().alias("rec"),
     ).repartition(partitions, "topic", "partition")
-
-    per_offset = r.groupBy("topic", "partition", "offset").agg(
-        F.min("rec").alias("lo"),
-        F.max("rec").alias("hi"),
-        F.max(F.when(~F.col("rec.valid"), 1).otherwise(0)).alias("bad"),
-        F.min("read_ns").alias("read_ns"),
+    by_offset = Window.partitionBy("topic", "partition").orderBy("offset")
+    at_offset = Window.partitionBy("topic", "partition", "offset")
+    r2 = r.select(
+        "*",
+        F.dense_rank().over(by_offset).alias("rank"),
+        F.lag("offset").over(by_offset).alias("offset_before"),
+        F.min("rec").over(at_offset).alias("lo"),
+        F.max("rec").over(at_offset).alias("hi"),
+        F.min("read_ns").over(at_offset).alias("first_ns"),
     )
-    kinds = F.array_compact(F.array(
-        F.when(F.col("lo") != F.col("hi"), "inconsistent-offset"),
-        F.when(F.col("bad") == 1, "unexpected"),
-    ))
-    per_kind = per_offset.select("*", F.explode(kinds).alias("kind"))
-    offsets = anomaly_rows(
-        per_kind, F.col("kind"),
-        topic=F.col("topic"), partition=F.col("partition"), offset=F.col("offset"),
-        read_offset=F.col("offset"),
-        producer=F.when(F.col("kind") == "inconsistent-offset", F.col("lo.producer")),
-        seq=F.when(F.col("kind") == "inconsistent-offset", F.col("lo.seq")),
-        other_producer=F.col("hi.producer"), other_seq=F.col("hi.seq"),
-        event_ns=F.col("read_ns"),
-    )
-
-    ranked = r.withColumn(
-        "rank", F.dense_rank().over(Window.partitionBy("topic", "partition").orderBy("offset"))
-    ).where((F.col("reader") != DRAIN) & (F.coalesce(F.col("mode"), F.lit("")) != DRAIN))
-    order = Window.partitionBy("reader", "topic", "partition").orderBy(
+    by_reader = Window.partitionBy("reader", "topic", "partition").orderBy(
         "poll", "read_ns", "offset"
     )
-    steps = (
-        ranked.withColumn("prev_offset", F.lag("offset").over(order))
-        .withColumn("prev_rank", F.lag("rank").over(order))
-        .withColumn("prev_poll", F.lag("poll").over(order))
-        .where(F.col("prev_offset").isNotNull())
+    r3 = r2.select(
+        "*",
+        F.lag("offset").over(by_reader).alias("prev_offset"),
+        F.lag("rank").over(by_reader).alias("prev_rank"),
     )
-    cols = dict(
-        reader=F.col("reader"), poll=F.col("poll"), topic=F.col("topic"),
-        partition=F.col("partition"), offset=F.col("offset"), read_offset=F.col("offset"),
-        prev_offset=F.col("prev_offset"), producer=F.col("rec.producer"), seq=F.col("rec.seq"),
-        event_ns=F.col("read_ns"), excused=F.col("mode") == "subscribe",
+    first_here = F.col("offset_before").isNull() | (F.col("offset_before") != F.col("offset"))
+    consumer = (F.col("reader") != DRAIN) & (F.coalesce(F.col("mode"), F.lit("")) != DRAIN)
+    step = consumer & F.col("prev_offset").isNotNull()
+    kinds = F.array_compact(F.array(
+        F.when(first_here & (F.col("lo") != F.col("hi")), "inconsistent-offset"),
+        F.when(first_here & ~F.col("lo.valid"), "unexpected"),
+        F.when(step & (F.col("offset") <= F.col("prev_offset")), "nonmonotonic-poll"),
+        F.when(step & (F.col("offset") > F.col("prev_offset"))
+               & (F.col("rank") - F.col("prev_rank") > 1), "poll-skip"),
+    ))
+    flagged = r3.select("*", F.explode(kinds).alias("kind"))
+    kind = F.col("kind")
+    poll_kind = kind.isin("nonmonotonic-poll", "poll-skip")
+    return anomaly_rows(
+        flagged, kind,
+        topic=F.col("topic"), partition=F.col("partition"), offset=F.col("offset"),
+        read_offset=F.col("offset"),
+        producer=F.when(poll_kind, F.col("rec.producer"))
+        .when(kind == "inconsistent-offset", F.col("lo.producer")),
+        seq=F.when(poll_kind, F.col("rec.seq"))
+        .when(kind == "inconsistent-offset", F.col("lo.seq")),
+        other_producer=F.when(kind == "inconsistent-offset", F.col("hi.producer")),
+        other_seq=F.when(kind == "inconsistent-offset", F.col("hi.seq")),
+        reader=F.when(poll_kind, F.col("reader")), poll=F.when(poll_kind, F.col("poll")),
+        prev_offset=F.when(poll_kind, F.col("prev_offset")),
+        event_ns=F.when(poll_kind, F.col("read_ns")).otherwise(F.col("first_ns")),
+        excused=poll_kind & (F.col("mode") == "subscribe"),
     )
-    kind = (
-        F.when(F.col("offset") <= F.col("prev_offset"), "nonmonotonic-poll")
-        .when(F.col("rank") - F.col("prev_rank") > 1, "poll-skip")
-    )
-    polls = anomaly_rows(steps.where(kind.isNotNull()), kind, **cols)
-    return offsets.unionByName(polls)

@@ -21,7 +21,8 @@ def _spark_counts(spark, writes, reads, complete, settings=None, power=None):  #
                               WRITES_SCHEMA)
     r = spark.createDataFrame([tuple(x[f.name] for f in READS_SCHEMA.fields) for x in reads],
                               READS_SCHEMA)
-    inputs = IdentityInputs(settings or Settings(), sorted(complete), power or {}, 2)
+    topics = sorted({x["topic"] for x in writes + reads})
+    inputs = IdentityInputs(settings or Settings(), sorted(complete), power or {}, 2, topics)
     found = find_anomalies(w, r, inputs)
     return {k: (n, found.excused.get(k, 0)) for k, n in found.counts.items() if n}
 

@@ -1,0 +1,120 @@
+"""The single-node baseline for the checker benchmark: the same anomaly definitions
+(checkers/README.md) in DuckDB SQL, counts only, on the same run directory.
+
+It reads run.json for nothing: the benchmark's runs use the defaults it assumes (every
+reader read_committed, the drain complete).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+
+import duckdb
+
+SQL = """
+CREATE TEMP TABLE wi AS
+SELECT producer, seq,
+       max(CASE outcome WHEN 'ok' THEN 2 WHEN 'info' THEN 1 WHEN 'fail' THEN 0 END) AS rank,
+       max(topic) AS topic, max("partition") AS part, max("offset") AS off,
+       max(txn_outcome) AS txn, count(*) AS nw
+FROM w WHERE producer IS NOT NULL AND seq IS NOT NULL GROUP BY producer, seq;
+
+CREATE TEMP TABLE rpos AS
+SELECT producer, seq, topic, "partition" AS part, "offset" AS off, count(*) AS n
+FROM r WHERE valid AND producer IS NOT NULL AND seq IS NOT NULL
+GROUP BY producer, seq, topic, "partition", "offset";
+
+CREATE TEMP TABLE ri AS
+SELECT producer, seq, count(*) AS n_pos, sum(n) AS n_r FROM rpos GROUP BY producer, seq;
+
+CREATE TEMP TABLE home AS
+SELECT p.producer, p.seq, max(CASE WHEN p.off = wi.off THEN 1 ELSE 0 END) AS at_acked,
+       min(p.off) AS stored
+FROM rpos p JOIN wi ON p.producer = wi.producer AND p.seq = wi.seq
+ AND p.topic = wi.topic AND p.part = wi.part
+GROUP BY p.producer, p.seq;
+
+CREATE TEMP TABLE ident AS
+SELECT coalesce(wi.producer, ri.producer) AS producer, coalesce(wi.seq, ri.seq) AS seq,
+       wi.rank, wi.topic, wi.part, wi.off, wi.txn, coalesce(wi.nw, 0) AS nw,
+       coalesce(ri.n_pos, 0) AS n_pos, coalesce(ri.n_r, 0) AS n_r,
+       coalesce(home.at_acked, 0) AS at_acked, home.stored
+FROM wi FULL OUTER JOIN ri ON wi.producer = ri.producer AND wi.seq = ri.seq
+LEFT JOIN home ON home.producer = wi.producer AND home.seq = wi.seq;
+"""
+
+COUNTS = """
+SELECT
+  sum(CASE WHEN rank = 2 AND (txn IS NULL OR txn = 'committed') AND n_r = 0 THEN 1 ELSE 0 END),
+  sum(CASE WHEN nw > 0 AND n_pos >= 2 THEN 1 ELSE 0 END),
+  sum(CASE WHEN rank = 2 AND off IS NOT NULL AND n_r > 0 AND at_acked = 0 THEN 1 ELSE 0 END),
+  sum(CASE WHEN rank = 0 AND n_r > 0 THEN 1 ELSE 0 END),
+  sum(CASE WHEN nw = 0 THEN n_pos ELSE 0 END),
+  sum(CASE WHEN txn = 'aborted' THEN n_r ELSE 0 END)
+FROM ident
+"""
+
+REORDER = """
+SELECT count(*) FROM (
+  SELECT seq, max(seq) OVER (PARTITION BY producer, topic, part ORDER BY stored, seq
+                             ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS prev
+  FROM ident WHERE rank = 2 AND stored IS NOT NULL
+) WHERE prev > seq
+"""
+
+POSITIONS = """
+SELECT sum(CASE WHEN nk >= 2 THEN 1 ELSE 0 END), sum(bad) FROM (
+  SELECT count(DISTINCT (CASE WHEN ok THEN producer END, CASE WHEN ok THEN seq END, ok)) AS nk,
+         max(CASE WHEN ok THEN 0 ELSE 1 END) AS bad
+  FROM (SELECT *, coalesce(valid, false) AND producer IS NOT NULL AND seq IS NOT NULL AS ok
+        FROM r)
+  GROUP BY topic, "partition", "offset")
+"""
+
+POLLS = """
+WITH ranked AS (
+  SELECT reader, mode, poll, read_ns, topic, "partition", "offset",
+         dense_rank() OVER (PARTITION BY topic, "partition" ORDER BY "offset") AS rk
+  FROM r
+), steps AS (
+  SELECT "offset", rk,
+         lag("offset") OVER w AS prev_off, lag(rk) OVER w AS prev_rk
+  FROM ranked WHERE reader <> 'drain' AND coalesce(mode, '') <> 'drain'
+  WINDOW w AS (PARTITION BY reader, topic, "partition" ORDER BY poll, read_ns, "offset")
+)
+SELECT sum(CASE WHEN "offset" > prev_off AND rk - prev_rk > 1 THEN 1 ELSE 0 END),
+       sum(CASE WHEN "offset" <= prev_off THEN 1 ELSE 0 END)
+FROM steps WHERE prev_off IS NOT NULL
+"""
+
+
+def check(run_dir: str, threads: int = 2) -> dict[str, int]:
+    """Anomaly counts of a run (the drain complete, every reader read_committed)."""
+    con = duckdb.connect()
+    con.execute(f"SET threads = {threads}")
+    hist = os.path.join(run_dir, "history")
+    for name, view in (("writes", "w"), ("reads", "r")):
+        path = os.path.join(hist, f"{name}.parquet")
+        pattern = os.path.join(path, "*.parquet") if os.path.isdir(path) else path
+        con.execute(f"CREATE VIEW {view} AS SELECT * FROM read_parquet('{pattern}')")
+    con.execute(SQL)
+    lost, dup, mismatch, failed, no_attempt, aborted = con.execute(COUNTS).fetchone()  # type: ignore[misc]
+    reorder = con.execute(REORDER).fetchone()[0]  # type: ignore[index]
+    incons, bad = con.execute(POSITIONS).fetchone()  # type: ignore[misc]
+    skip, back = con.execute(POLLS).fetchone()  # type: ignore[misc]
+    out = {
+        "lost": lost, "duplicate": dup, "offset-mismatch": mismatch, "failed-visible": failed,
+        "unexpected": (no_attempt or 0) + (bad or 0), "aborted-read": aborted,
+        "reorder": reorder, "inconsistent-offset": incons, "poll-skip": skip,
+        "nonmonotonic-poll": back,
+    }
+    return {k: int(v or 0) for k, v in out.items()}
+
+
+if __name__ == "__main__":
+    started = time.monotonic()
+    counts = check(sys.argv[1])
+    print(json.dumps({"counts": counts, "seconds": round(time.monotonic() - started, 3)}))

@@ -1,0 +1,150 @@
+"""Benchmark: the PySpark checker against a single-node DuckDB baseline of the same
+definitions, on synthetic histories of 1M and 10M writes (and about as many reads).
+
+    python bench/checker_bench.py [--sizes 1000000,10000000] [--dir /tmp/kc-checker-bench]
+                                  [--master local[2]] [--out .cache/bench/checker_bench.json]
+
+Each side runs as its own process, timed from launch to exit (Spark's start included); peak
+memory is the largest resident set of that process tree (python + JVM), sampled every
+0.1 s. Both must report the same counts. Synthetic histories are generated once per size
+and reused.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from bench.checker_data import Spec, generate  # noqa: E402
+
+PAGE = os.sysconf("SC_PAGE_SIZE")
+
+
+def _tree_rss(pid: int) -> int:
+    """Resident bytes of ``pid`` and all its descendants (from /proc)."""
+    children: dict[int, list[int]] = {}
+    rss: dict[int, int] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as fh:
+                fields = fh.read().rsplit(")", 1)[1].split()
+            ppid, pages = int(fields[1]), int(fields[21])
+        except (OSError, IndexError, ValueError):
+            continue
+        children.setdefault(ppid, []).append(int(entry))
+        rss[int(entry)] = pages * PAGE
+    total, stack = 0, [pid]
+    while stack:
+        p = stack.pop()
+        total += rss.get(p, 0)
+        stack.extend(children.get(p, []))
+    return total
+
+
+def measure(cmd: list[str]) -> dict[str, Any]:
+    """Run ``cmd``; wall seconds, CPU seconds of the tree, peak RSS, and its stdout."""
+    started = time.monotonic()
+    before = os.times()
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                            text=True)
+    peak = [0]
+
+    def sample() -> None:
+        while proc.poll() is None:
+            peak[0] = max(peak[0], _tree_rss(proc.pid))
+            time.sleep(0.1)
+
+    t = threading.Thread(target=sample, daemon=True)
+    t.start()
+    out, _ = proc.communicate()
+    t.join()
+    after = os.times()
+    return {
+        "seconds": round(time.monotonic() - started, 2),
+        "cpu_seconds": round((after.children_user - before.children_user)
+                             + (after.children_system - before.children_system), 2),
+        "peak_rss_mb": round(peak[0] / 2**20, 1),
+        "exit": proc.returncode, "stdout": out,
+    }
+
+
+def ensure_data(spec: Spec, run_dir: Path) -> dict[str, int]:
+    marker = run_dir / "bench-spec.json"
+    if marker.exists() and json.loads(marker.read_text()).get("spec") == asdict(spec):
+        return dict(json.loads(marker.read_text())["sizes"])
+    if run_dir.exists():
+        subprocess.run(["rm", "-rf", str(run_dir)], check=True)
+    run_dir.mkdir(parents=True)
+    sizes = generate(spec, str(run_dir))
+    marker.write_text(json.dumps({"spec": asdict(spec), "sizes": sizes}))
+    return sizes
+
+
+def bench_size(n: int, base: Path, master: str) -> dict[str, Any]:
+    run_dir = base / f"w{n}"
+    t = time.monotonic()
+    sizes = ensure_data(Spec(writes=n), run_dir)
+    gen_s = round(time.monotonic() - t, 1)
+    load = os.getloadavg()[0]
+    spark = measure([sys.executable, "-m", "checkers", str(run_dir), "--spark-master", master])
+    results = json.loads((run_dir / "results.json").read_text())
+    duck = measure([sys.executable, str(ROOT / "bench" / "checker_baseline.py"), str(run_dir)])
+    baseline = json.loads(duck["stdout"].strip().splitlines()[-1])
+    spark_counts = {k: results["anomalies"][k]["count"] for k in baseline["counts"]}
+    return {
+        "writes": sizes["writes"], "reads": sizes["reads"], "generate_s": gen_s,
+        "load_avg_1m_before": round(load, 1),
+        "spark": {k: v for k, v in spark.items() if k != "stdout"}
+        | {"checker_seconds": results["checker"]["seconds"],
+           "phases": results["checker"].get("phases"), "error": results.get("error")},
+        "duckdb": {k: v for k, v in duck.items() if k != "stdout"}
+        | {"query_seconds": baseline["seconds"]},
+        "ratio": round(spark["seconds"] / max(duck["seconds"], 1e-9), 2),
+        "counts_agree": spark_counts == baseline["counts"],
+        "counts": spark_counts, "baseline_counts": baseline["counts"],
+    }
+
+
+def _row(r: dict[str, Any]) -> str:
+    s, d = r["spark"], r["duckdb"]
+    return (f"{r['writes']:>11,} {r['reads']:>11,} | spark {s['seconds']:7.1f}s "
+            f"{r['writes'] / s['seconds']:>10,.0f} w/s {s['peak_rss_mb']:7.0f} MB | "
+            f"duckdb {d['seconds']:6.1f}s {r['writes'] / d['seconds']:>10,.0f} w/s "
+            f"{d['peak_rss_mb']:6.0f} MB | x{r['ratio']:.2f} | agree={r['counts_agree']}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--sizes", default="1000000,10000000")
+    ap.add_argument("--dir", default="/tmp/kc-checker-bench")
+    ap.add_argument("--master", default="local[2]")
+    ap.add_argument("--out", default=str(ROOT / ".cache" / "bench" / "checker_bench.json"))
+    args = ap.parse_args(argv)
+    rows = []
+    for n in (int(x) for x in args.sizes.split(",")):
+        r = bench_size(n, Path(args.dir), args.master)
+        rows.append(r)
+        print(_row(r), flush=True)
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps({"master": args.master, "cores": os.cpu_count(),
+                               "results": rows}, indent=2))
+    print(f"written {out}")
+    return 0 if all(r["counts_agree"] and not r["spark"]["error"] for r in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
