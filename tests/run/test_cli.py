@@ -1,0 +1,71 @@
+"""The CLI contract: bad input is one line and exit 2 before anything starts; `cluster up`
+serves clients until Ctrl-C and then leaves nothing behind."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+
+import pytest
+from confluent_kafka.admin import AdminClient
+
+CLI = [sys.executable, "-m", "chaos"]
+
+
+@pytest.mark.parametrize("args,reason", [
+    (["run", "--acks", "2"], "--acks"),
+    (["run", "--brokers", "12"], "--brokers must be 1..9"),
+    (["run", "--faults", "kill,meteor"], "unknown kind 'meteor'"),
+    (["run", "--min-insync", "4"], "--min-insync"),
+    (["run", "--replication-factor", "5", "--brokers", "3"], "--replication-factor"),
+    (["run", "--duration", "0"], "--duration"),
+    (["run", "--kafka-version", "2.8.0"], "--kafka-version"),
+    (["run", "--scenario", "no-such-scenario"], "unknown scenario"),
+    (["run", "--targets", "leader:x"], "--targets"),
+    (["run", "--broker-config", "novalue"], "key=value"),
+    (["check", "/nonexistent/run"], "not a run directory"),
+    (["report", "/nonexistent/run"], "neither a run directory"),
+    (["cluster", "up", "--brokers", "0"], "--brokers"),
+])
+def test_bad_input_is_one_line_and_exit_2(args, reason, tmp_path, docker_client):
+    before = {c.id for c in docker_client.containers.list(all=True)}
+    proc = subprocess.run([*CLI, *args, *(["--out", str(tmp_path)] if args[0] == "run" else [])],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and reason in lines[0], proc.stderr
+    assert not list(tmp_path.iterdir()), "a refused run must not create a run directory"
+    assert {c.id for c in docker_client.containers.list(all=True)} == before
+
+
+def test_scenarios_lists_one_line_each():
+    proc = subprocess.run([*CLI, "scenarios"], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0
+    names = [line.split()[0] for line in proc.stdout.splitlines()]
+    assert "safe-config-chaos" in names and len(names) == len(set(names))
+
+
+@pytest.mark.cluster
+def test_cluster_up_serves_clients_and_cleans_up_on_ctrl_c(docker_client):
+    proc = subprocess.Popen([*CLI, "cluster", "up", "--brokers", "3"], stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL, text=True)
+    try:
+        assert proc.stdout is not None
+        line = ""
+        for line in proc.stdout:  # blocks until the cluster is up (bounded by its own waits)
+            if line.startswith("bootstrap servers:"):
+                break
+        assert line.startswith("bootstrap servers:"), "cluster up never printed its address"
+        bootstrap = line.split(":", 1)[1].strip()
+        md = AdminClient({"bootstrap.servers": bootstrap}).list_topics(timeout=20)
+        assert len(md.brokers) == 3
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=90)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0
+    left = docker_client.containers.list(all=True, filters={
+        "label": f"io.kafka-chaos.owner-pid={proc.pid}"})
+    assert not left
