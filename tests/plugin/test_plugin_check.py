@@ -1,0 +1,75 @@
+"""``chaos_check`` on run directories written by hand, and a scenario's own expectations."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.plugin.fakes import write_run
+
+pytest_plugins = ["pytester"]
+
+
+def _suite(pytester: pytest.Pytester, body: str) -> pytest.Pytester:
+    write_run(pytester.path / "runs" / "acks1" / "r1", counts={"lost": 7}, allowed={"lost"})
+    write_run(pytester.path / "runs" / "bad" / "r1", counts={"duplicate": 3})
+    write_run(pytester.path / "runs" / "unknown" / "r1", valid="unknown",
+              counts={"unseen": 4}, allowed={"unseen"})
+    write_run(pytester.path / "runs" / "scenario" / "r1", counts={"lost": 2},
+              allowed={"lost"}, expectations={"met": False, "details": [
+                  {"what": "lost >5", "actual": 2, "met": False}]})
+    pytester.makepyfile("import pytest\nfrom pathlib import Path\n"
+                        "RUNS = Path(__file__).parent / 'runs'\n" + body)
+    return pytester
+
+
+def test_check_reads_results_and_judges_the_marker(pytester: pytest.Pytester) -> None:
+    res = _suite(pytester, """
+@pytest.mark.chaos(expect={"lost": 7}, expect_valid=True)
+def test_acks1(chaos_check):
+    r = chaos_check(RUNS / "acks1" / "r1")
+    assert r.counts["lost"] == 7 and r.acked == 1000 and r.nonzero == {"lost": 7}
+
+@pytest.mark.chaos(expect_valid=True)
+def test_bad(chaos_check):
+    chaos_check(RUNS / "bad" / "r1")
+
+def test_unknown(chaos_check):
+    r = chaos_check(RUNS / "unknown" / "r1", expect_valid="unknown", expect={"unseen": ">0"})
+    assert r.verdict == "unknown"
+
+def test_not_a_run_dir(chaos_check, tmp_path):
+    chaos_check(tmp_path)
+""").runpytest()
+    res.assert_outcomes(passed=2, failed=2)
+    out = res.stdout.str()
+    assert "expected verdict valid, got INVALID" in out
+    assert "forbidden here: duplicate=3" in out
+    assert "is not a run directory" in out
+
+
+def test_scenario_expectations_apply_when_the_marker_has_none(
+        pytester: pytest.Pytester) -> None:
+    res = _suite(pytester, """
+def test_scenario(chaos_check):
+    chaos_check(RUNS / "scenario" / "r1")
+
+@pytest.mark.chaos(scenario_expectations=False)
+def test_ignored(chaos_check):
+    chaos_check(RUNS / "scenario" / "r1")
+
+@pytest.mark.chaos(expect={"lost": 2})
+def test_marker_wins(chaos_check):
+    chaos_check(RUNS / "scenario" / "r1")
+""").runpytest()
+    res.assert_outcomes(passed=2, failed=1)
+    assert "expected lost >5, got 2" in res.stdout.str()
+
+
+def test_unknown_anomaly_kind_is_a_miss(pytester: pytest.Pytester) -> None:
+    res = _suite(pytester, """
+@pytest.mark.chaos(expect={"lossage": 0})
+def test_typo(chaos_check):
+    chaos_check(RUNS / "acks1" / "r1")
+""").runpytest()
+    res.assert_outcomes(failed=1)
+    assert "unknown anomaly kind 'lossage'" in res.stdout.str()

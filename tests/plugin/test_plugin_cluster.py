@@ -1,0 +1,50 @@
+"""The ``kafka_cluster`` fixture on a real cluster, in a pytest session of its own."""
+
+from __future__ import annotations
+
+import re
+
+import docker
+import pytest
+
+pytest_plugins = ["pytester"]
+
+
+@pytest.mark.cluster
+def test_kafka_cluster_fixture_is_shared_configurable_and_removed(
+        pytester: pytest.Pytester, docker_client: docker.DockerClient) -> None:
+    pytester.makepyfile("""
+from confluent_kafka import Consumer, Producer
+
+SEEN = []
+
+def test_produce_and_consume(kafka_cluster):
+    assert sorted(kafka_cluster.brokers) == [1, 2]
+    kafka_cluster.create_topic("t", partitions=1, replication_factor=2)
+    p = Producer({"bootstrap.servers": kafka_cluster.bootstrap_servers, "acks": "all"})
+    p.produce("t", b"hello")
+    assert p.flush(30) == 0
+    c = Consumer({"bootstrap.servers": kafka_cluster.bootstrap_servers, "group.id": "g",
+                  "auto.offset.reset": "earliest"})
+    c.subscribe(["t"])
+    msg = None
+    for _ in range(60):
+        msg = c.poll(1.0)
+        if msg is not None and not msg.error():
+            break
+    c.close()
+    assert msg is not None and msg.value() == b"hello"
+    SEEN.append(kafka_cluster.name)
+
+def test_same_cluster_in_the_session(kafka_cluster):
+    assert SEEN == [kafka_cluster.name]
+    print("CLUSTER", kafka_cluster.name)
+""")
+    res = pytester.runpytest("--chaos-brokers", "2", "-s")
+    res.assert_outcomes(passed=2)
+    found = re.search(r"CLUSTER (\w+)", res.stdout.str())
+    assert found, res.stdout.str()
+    name = found.group(1)
+    left = docker_client.containers.list(
+        all=True, filters={"label": f"io.kafka-chaos.cluster={name}"})
+    assert not left, [c.name for c in left]

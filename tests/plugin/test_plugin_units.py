@@ -1,0 +1,104 @@
+"""Pure parts of the plugin: conditions, expectations, matrix cells, progress output, and
+that loading the plugin imports nothing heavy."""
+
+from __future__ import annotations
+
+import io
+import subprocess
+import sys
+import time
+
+import pytest
+
+from chaos.plugin_matrix import cell_id, cells
+from chaos.plugin_result import ChaosResult, Expectation, holds, normalise_condition
+from chaos.progress import Progress, bar
+from tests.plugin.fakes import write_run
+
+
+@pytest.mark.parametrize(("cond", "norm"), [(0, "==0"), ("0", "==0"), (">0", ">0"),
+                                            (" <= 5 ", "<=5"), ("!=3", "!=3")])
+def test_conditions(cond: object, norm: str) -> None:
+    assert normalise_condition(cond) == norm
+
+
+@pytest.mark.parametrize("bad", [True, 1.5, "some", ">", None])
+def test_bad_conditions(bad: object) -> None:
+    with pytest.raises(ValueError):
+        normalise_condition(bad)
+
+
+def test_holds() -> None:
+    assert holds(">0", 1) and not holds(">0", 0) and holds("==0", 0) and holds("<=2", 2)
+
+
+def test_expectation_misses(tmp_path) -> None:
+    r = ChaosResult.from_run_dir(write_run(tmp_path, counts={"lost": 3}, allowed={"lost"}))
+    assert not Expectation.of({"lost": ">0"}, True).misses(r)
+    misses = Expectation.of({"lost": 0, "duplicate": ">0"}, False).misses(r)
+    assert [str(m) for m in misses] == ["expected verdict INVALID, got valid",
+                                        "expected lost ==0, got 3",
+                                        "expected duplicate >0, got 0"]
+    with pytest.raises(ValueError):
+        Expectation.of(None, "yes")
+    assert Expectation.of(None, None).empty
+
+
+def test_result_without_results_is_unknown(tmp_path) -> None:
+    r = ChaosResult(tmp_path, None, error="boom")
+    assert r.valid == "unknown" and r.counts == {} and "run error: boom" in r.describe()
+    assert [str(m) for m in Expectation.of({"lost": 0}).misses(r)] == [
+        "expected lost ==0, got no results"]
+
+
+def test_matrix_cells_in_order_with_readable_ids() -> None:
+    grid = cells(acks=["1", "all"], unclean=[False, True], faults=["kill", "kill,pause"])
+    assert len(grid) == 8
+    assert grid[0] == {"acks": "1", "unclean": False, "faults": ["kill"]}
+    assert [cell_id(c) for c in grid[:4]] == [
+        "acks=1-no-unclean-kill", "acks=1-no-unclean-kill+pause",
+        "acks=1-unclean-kill", "acks=1-unclean-kill+pause"]
+    assert cell_id({"faults": "none", "min_insync": 1}) == "no-faults-min-insync=1"
+    assert cells(acks=[1])[0]["acks"] == "1"
+    with pytest.raises(ValueError, match="not a matrix field"):
+        cells(colour=["red"])
+    with pytest.raises(ValueError, match="has no values"):
+        cells(acks=[])
+
+
+def test_progress_plain_has_no_escape_codes() -> None:
+    out = io.StringIO()
+    p = Progress(stream=out, tick_s=0.02)
+    assert not p.live
+    p("[   0.0s] starting")
+    p.phase("workload", total_s=0.2)
+    time.sleep(0.3)
+    p.phase("drain")
+    p.close()
+    text = out.getvalue()
+    assert "\033" not in text
+    assert "== workload (0.2s)" in text and "workload 25%" in text
+    assert "== workload done in" in text and "== drain done in" in text
+    assert set(p.timings) == {"workload", "drain"}
+
+
+def test_progress_live_redraws_with_a_bar() -> None:
+    out = io.StringIO()
+    p = Progress(stream=out, live=True, tick_s=0.02)
+    p.phase("workload", total_s=1.0)
+    time.sleep(0.1)
+    p("[   1.0s] a step")
+    p.close()
+    text = out.getvalue()
+    assert "\r\033[K" in text and "[" in text and "/1s" in text and "✓" in text
+    assert "a step\n" in text
+    assert bar(5, 10, width=10) == "[#####.....]" and bar(20, 10, width=4) == "[####]"
+
+
+def test_loading_the_plugin_imports_nothing_heavy() -> None:
+    code = ("import sys, chaos.pytest_plugin; "
+            "print([m for m in ('docker', 'pyspark', 'confluent_kafka', 'chaos.orchestrator',"
+            " 'compose.cluster') if m in sys.modules])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout.strip()
+    assert out == "[]"
