@@ -52,19 +52,17 @@ def _flushed_and_unflushed(ctx: FaultContext) -> bool:
     its recovery point was checkpointed) *and* holds an unflushed tail of at least
     UNFLUSHED_TAIL records: so the power loss both keeps something and loses something."""
     try:
+        parts = ctx.cluster.describe(ctx.topic)
         ends = ctx.cluster.end_offsets(ctx.topic, timeout_s=5)
-    except Exception:  # noqa: BLE001 - not ready is "not yet"
+        points = {nid: read_checkpoint(node.data_mountpoint()
+                                       / "recovery-point-offset-checkpoint")
+                  for nid, node in ctx.cluster.brokers.items()}
+    except Exception:  # noqa: BLE001 - not ready (or a checkpoint being rewritten): not yet
         return False
-    for node in ctx.cluster.brokers.values():
-        try:
-            points = read_checkpoint(node.data_mountpoint() / "recovery-point-offset-checkpoint")
-        except OSError:
-            return False
-        for p, end in ends.items():
-            rp = points.get(f"{ctx.topic}-{p}")
-            if rp is None:
-                continue  # not a replica of this partition
-            if rp <= 0 or end - rp < UNFLUSHED_TAIL:
+    for p in parts:
+        for replica in p.replicas:
+            rp = points.get(replica, {}).get(f"{ctx.topic}-{p.partition}")
+            if rp is None or rp <= 0 or ends.get(p.partition, 0) - rp < UNFLUSHED_TAIL:
                 return False
     return True
 
@@ -96,7 +94,7 @@ ALL_REPLICAS_POWER_LOSS = Scenario(
         "Kafka never fsyncs a partition's log by default: it relies on replication, and a "
         "segment is flushed only when it rolls (or on flush.ms / flush.messages, or a clean "
         "shutdown). Its recovery point, checkpointed to disk, marks how far the log is known "
-        "to be on disk. Here segments roll every 10 s (segment.ms) and the recovery point is "
+        "to be on disk. Here segments roll every 5 s (segment.ms) and the recovery point is "
         "checkpointed every second, so each replica has a flushed head and an unflushed tail. "
         "Once every replica has both, all brokers lose power together: each JVM is killed "
         "and its logs are cut back to their recovery points (the page cache is gone). The "
@@ -108,10 +106,10 @@ ALL_REPLICAS_POWER_LOSS = Scenario(
         "a power cut: a real kernel writes dirty pages back within ~30 s on its own."
     ),
     config={"acks": "all", "replication_factor": 3, "min_insync": 2, "unclean": False,
-            "idempotence": True, "duration": 45.0, "rate": 150.0, "faults": [],
+            "idempotence": True, "duration": 60.0, "rate": 150.0, "faults": [],
             # A rolled segment is flushed; its recovery point reaches disk within 1 s instead
             # of Kafka's 60 s, so the cut loses what Kafka really never fsynced.
-            "topic_config": {"segment.ms": "10000"},
+            "topic_config": {"segment.ms": "5000"},
             "broker_config": {"log.flush.offset.checkpoint.interval.ms": "1000"}},
     script=power_loss_script,
     expect=power_loss_expect,
