@@ -1,0 +1,62 @@
+"""The nightly matrix driver with a fake runner: cells, judging, JUnit, exit codes."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from typing import Any
+
+from chaos import nightly
+from chaos.plugin_result import ChaosResult
+from tests.plugin.fakes import write_run
+
+
+def fake(cell: nightly.Cell, out: Path, common: dict[str, Any]) -> ChaosResult:
+    run_dir = out / (cell.scenario or nightly.RANDOM_FAULTS) / cell.name.replace("/", "_")
+    if cell.scenario == "safe-config-chaos":
+        write_run(run_dir, run={"scenario": cell.scenario, "seed": common.get("seed")},
+                  expectations={"met": True, "details": []})
+    elif cell.scenario == "acks1-leader-failover":  # the scenario expected loss, saw none
+        write_run(run_dir, expectations={"met": False, "details": [
+            {"what": "lost >0", "actual": 0, "met": False}]})
+    else:
+        raise RuntimeError("no Docker engine")
+    return ChaosResult.from_run_dir(run_dir, label=cell.name)
+
+
+def test_cells_local_and_full() -> None:
+    local = nightly.local_cells(30)
+    assert [c.name for c in local] == ["safe-config-chaos", "acks1-leader-failover",
+                                       "random-faults[acks=1-no-unclean-kill]"]
+    assert local[2].config["min_insync"] == 1 and local[0].config == {"duration": 30}
+    full = nightly.full_cells(60)
+    grid = [c for c in full if c.scenario is None]
+    assert len(grid) == 12
+    assert {c.config["min_insync"] for c in grid if c.axes["acks"] == "all"} == {2}
+    assert "safe-config-chaos" in [c.name for c in full]
+
+
+def test_nightly_writes_junit_and_exit_code(tmp_path: Path, capsys) -> None:
+    code = nightly.main(["--out", str(tmp_path), "--seed", "3"], runner=fake)
+    assert code == 1  # acks1 failed its expectation; the random cell errored
+    root = ET.parse(tmp_path / "junit.xml").getroot()
+    suite = root.find("testsuite")
+    assert suite is not None
+    assert (suite.get("tests"), suite.get("failures"), suite.get("errors")) == ("3", "1", "1")
+    cases = {c.get("name"): c for c in suite.iter("testcase")}
+    assert cases["safe-config-chaos"].find("failure") is None
+    failure = cases["acks1-leader-failover"].find("failure")
+    assert failure is not None and failure.get("message") == "expected lost >0, got 0"
+    error = cases["random-faults[acks=1-no-unclean-kill]"].find("error")
+    assert error is not None and "no Docker engine" in (error.get("message") or "")
+    props = {p.get("name"): p.get("value")
+             for p in cases["safe-config-chaos"].iter("property")}
+    assert props["chaos.verdict"] == "valid" and props["chaos.report"].endswith("report.html")
+    out = capsys.readouterr().out
+    assert "nightly: 3 cell(s) in" in out and "matrix report:" in out
+
+
+def test_only_and_exit_codes(tmp_path: Path) -> None:
+    assert nightly.main(["--out", str(tmp_path), "--only", "safe"], runner=fake) == 0
+    assert nightly.main(["--out", str(tmp_path), "--only", "random"], runner=fake) == 2
+    assert nightly.main(["--out", str(tmp_path), "--only", "nothing"], runner=fake) == 2
