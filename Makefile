@@ -4,6 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 KAFKA_VERSION ?= 4.1.1
 PYTEST_ARGS ?=
+NIGHTLY_ARGS ?=
 
 .PHONY: setup host venv image demo test lint bench nightly clean-docker
 
@@ -37,7 +38,7 @@ bench: setup
 	$(BIN)/python -m bench
 
 nightly: setup
-	$(BIN)/python -m chaos.nightly
+	$(BIN)/python -m chaos.nightly $(NIGHTLY_ARGS)
 
 # Removes every container, network and volume kafka-chaos labelled (never anything else).
 clean-docker: venv
