@@ -1,0 +1,112 @@
+"""The operational scenarios (chaos/scenarios/operations.py) and safe-config-chaos, each run
+for real against a Kafka cluster, with the outcome DESIGN.md §6 expects asserted on
+results.json. Plus pure tests of what each scenario declares per configuration."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from chaos.orchestrator import run
+from chaos.scenarios import SCENARIOS
+from chaos.scenarios.operations import OPERATIONS, VoterPartition
+
+
+def run_scenario(name: str, tmp_path: Any, **overrides: Any) -> dict[str, Any]:
+    """Runs the scenario; returns results.json with the run's events attached."""
+    sc = SCENARIOS[name]
+    out = run(sc.run_config(out=str(tmp_path), report=False, **overrides), sc, progress=print)
+    assert out.completed and out.error is None, out.error
+    assert out.results is not None
+    res = dict(out.results)
+    res["_events"] = [json.loads(line) for line in
+                      (out.run_dir / "history" / "events.jsonl").read_text().splitlines()
+                      if line.strip()]
+    print(json.dumps({k: v for k, v in res.items() if k != "_events"}, indent=1)[:4000])
+    return res
+
+
+def counts(res: dict[str, Any]) -> dict[str, int]:
+    return {k: v["count"] for k, v in res["anomalies"].items()}
+
+
+def assert_expected(res: dict[str, Any]) -> None:
+    assert res["mechanism"]["observed"], res["mechanism"]
+    assert res["expectations"]["met"], res["expectations"]
+
+
+# ---------------------------------------------------------------------- declarations
+def test_every_operations_scenario_is_registered_and_scripted():
+    for sc in OPERATIONS:
+        assert SCENARIOS[sc.name] is sc
+        assert sc.script is not None and sc.doc and sc.summary
+        cfg = sc.run_config()
+        cfg.validate()
+        assert sc.mechanism_for(cfg, "4.3.1"), sc.name
+        assert sc.expect_for(cfg, "4.3.1")["valid"] is True
+
+
+def test_expectations_follow_the_configuration():
+    safe = SCENARIOS["safe-config-chaos"]
+    assert safe.expect_for(safe.run_config(), "4.3.1")["anomalies"]["lost"] == "==0"
+    # acks=1 makes loss allowed: no "lost ==0" promise any more
+    assert "lost" not in safe.expect_for(safe.run_config(acks="1"), "4.3.1")["anomalies"]
+    pl = SCENARIOS["all-replicas-power-loss"]
+    assert pl.expect_for(pl.run_config(), "4.3.1")["anomalies"]["lost"] == ">0"
+    txn = SCENARIOS["transactions-chaos"]
+    assert txn.expect_for(txn.run_config(), "4.3.1")["anomalies"]["aborted-read"] == "==0"
+
+
+def test_voter_partition_shapes():
+    with pytest.raises(ValueError):
+        VoterPartition("everything")
+    assert VoterPartition("voter-majority").describe()["shape"] == "voter-majority"
+
+
+# ---------------------------------------------------------------------- real runs
+@pytest.mark.cluster
+def test_safe_config_chaos_is_valid(tmp_path):
+    res = run_scenario("safe-config-chaos", tmp_path)
+    assert res["valid"] is True, counts(res)
+    assert_expected(res)
+    assert counts(res)["lost"] == 0 and res["stats"]["writes"]["ok"] > 0
+
+
+@pytest.mark.cluster
+def test_all_replicas_power_loss(tmp_path):
+    res = run_scenario("all-replicas-power-loss", tmp_path)
+    c = counts(res)
+    assert c["divergence"] == 0 and c["inconsistent-offset"] == 0, c
+    assert c["lost"] > 0 and res["anomalies"]["lost"]["allowed"], res["anomalies"]["lost"]
+    assert res["valid"] is True, c
+    assert_expected(res)
+
+
+@pytest.mark.cluster
+def test_controller_partition(tmp_path):
+    res = run_scenario("controller-partition", tmp_path)
+    assert res["valid"] is True, counts(res)
+    assert_expected(res)
+    changes = [e for e in res["_events"] if e["kind"] == "controller-change"]
+    assert changes and changes[0]["detail"]["from"] != changes[0]["detail"]["to"]
+
+
+@pytest.mark.cluster
+def test_rolling_restart(tmp_path):
+    res = run_scenario("rolling-restart", tmp_path)
+    assert res["valid"] is True, counts(res)
+    assert_expected(res)
+    stops = [e for e in res["_events"] if e["kind"] == "stop" and e["phase"] == "start"]
+    assert sorted(t for e in stops for t in e["targets"]) == [1, 2, 3]
+    print("unavailable_s:", res["stats"]["unavailable_s"])
+
+
+@pytest.mark.cluster
+def test_transactions_chaos(tmp_path):
+    res = run_scenario("transactions-chaos", tmp_path)
+    c = counts(res)
+    assert c["aborted-read"] == 0 and c["lost"] == 0, c
+    assert res["valid"] is True, c
+    assert_expected(res)

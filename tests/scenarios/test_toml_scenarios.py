@@ -1,0 +1,212 @@
+"""TOML scenario files: the example loads, every kind of mistake is refused with one line,
+built-in scenarios can be retuned, and a small scripted TOML scenario runs for real."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from chaos.config import RunConfigError
+from chaos.orchestrator import run
+from chaos.scenarios import SCENARIOS
+from chaos.scenarios.toml_file import load_scenarios
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "scenarios.toml"
+
+GOOD = """
+[[scenario]]
+name = "kill-leader"
+summary = "kill the leader of partition 0 and bring it back"
+[scenario.config]
+duration = 30
+rate = 100
+[scenario.config.topic_config]
+"segment.ms" = 5000
+"preallocate" = false
+[scenario.expect]
+valid = true
+anomalies = { lost = "==0" }
+[[scenario.mechanism]]
+kind = "fault"
+fault = "kill"
+[[scenario.steps]]
+action = "start"
+fault = "kill"
+target = "leader:0"
+as = "k1"
+[[scenario.steps]]
+action = "wait-until"
+condition = "isr-size"
+partition = 0
+size = 2
+timeout = 20
+[[scenario.steps]]
+action = "stop"
+ref = "k1"
+"""
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "s.toml"
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+def test_example_file_loads_and_overrides_a_builtin():
+    found = load_scenarios(EXAMPLE)
+    assert {"leader-isolated-then-killed", "slow-links", "safe-config-chaos"} <= set(found)
+    sc = found["leader-isolated-then-killed"]
+    assert sc.script is not None and sc.mechanism and sc.expect["valid"] is True
+    safe = found["safe-config-chaos"]
+    builtin = SCENARIOS["safe-config-chaos"]
+    cfg = safe.run_config()
+    assert cfg.duration == 90 and cfg.fault_interval == 6
+    assert cfg.broker_config["replica.lag.time.max.ms"] == "3000"
+    assert cfg.min_insync == builtin.config["min_insync"]  # the rest is kept
+    assert safe.doc == builtin.doc and safe.expect == builtin.expect
+
+
+def test_good_file(tmp_path):
+    sc = load_scenarios(write(tmp_path, GOOD))["kill-leader"]
+    cfg = sc.run_config(out=str(tmp_path))
+    assert cfg.duration == 30.0 and cfg.rate == 100.0
+    assert cfg.topic_config == {"segment.ms": "5000", "preallocate": "false"}
+    assert sc.expect == {"valid": True, "anomalies": {"lost": "==0"}}
+    steps = sc.script.steps  # type: ignore[union-attr]
+    assert [s.action for s in steps] == ["start", "wait-until", "stop"]
+    assert steps[1].params == {"partition": 0, "size": 2} and steps[1].timeout == 20
+    assert sc.doc == sc.summary  # doc defaults to the summary
+
+
+def test_merge_of_kafka_tables_keeps_builtin_keys(tmp_path):
+    text = """
+    [[scenario]]
+    name = "all-replicas-power-loss"
+    [scenario.config.topic_config]
+    "segment.bytes" = 1048576
+    """
+    sc = load_scenarios(write(tmp_path, text))["all-replicas-power-loss"]
+    topic = sc.run_config().topic_config
+    assert topic["segment.bytes"] == "1048576" and "segment.ms" in topic
+
+
+BAD = {
+    "not toml": ("[[scenario]\nname = 1", "not valid TOML"),
+    "missing file": (None, "No such file"),
+    "top-level key": ('title = "x"', "unknown key 'title' in the file"),
+    "scenario not an array": ('[scenario]\nname = "a"', "[[scenario]]"),
+    "bad name": ('[[scenario]]\nname = "Bad Name"\nsummary = "s"', "lower case"),
+    "no summary": ('[[scenario]]\nname = "a"', "summary"),
+    "unknown scenario key": ('[[scenario]]\nname = "a"\nsummary = "s"\nfoo = 1',
+                             "unknown key 'foo' in a scenario"),
+    "unknown config key": ('[[scenario]]\nname = "a"\nsummary = "s"\n[scenario.config]\n'
+                           "brokerz = 3", "unknown key 'brokerz' in config"),
+    "wrong type": ('[[scenario]]\nname = "a"\nsummary = "s"\n[scenario.config]\n'
+                   'brokers = "3"', "config.brokers must be int"),
+    "bad value": ('[[scenario]]\nname = "a"\nsummary = "s"\n[scenario.config]\n'
+                  "min_insync = 5", "--min-insync"),
+    "out not settable": ('[[scenario]]\nname = "a"\nsummary = "s"\n[scenario.config]\n'
+                         'out = "x"', "unknown key 'out'"),
+    "kafka table value": ('[[scenario]]\nname = "a"\nsummary = "s"\n'
+                          '[scenario.config.broker_config]\n"x.y" = [1]', "property value"),
+    "expect valid": ('[[scenario]]\nname = "a"\nsummary = "s"\n[scenario.expect]\n'
+                     'valid = "yes"', "expect.valid"),
+    "expect anomaly": ('[[scenario]]\nname = "a"\nsummary = "s"\n[scenario.expect]\n'
+                       'anomalies = { lots = "==0" }', "unknown anomaly 'lots'"),
+    "expect condition": ('[[scenario]]\nname = "a"\nsummary = "s"\n[scenario.expect]\n'
+                         'anomalies = { lost = "zero" }', "not a condition"),
+    "mechanism kind": ('[[scenario]]\nname = "a"\nsummary = "s"\n[[scenario.mechanism]]\n'
+                       'kind = "magic"', "mechanism[1]: kind must be"),
+    "mechanism param": ('[[scenario]]\nname = "a"\nsummary = "s"\n[[scenario.mechanism]]\n'
+                        'kind = "isr-shrunk-to"', "needs 'size'"),
+    "step action": ('[[scenario]]\nname = "a"\nsummary = "s"\n[[scenario.steps]]\n'
+                    'action = "dance"', "steps[1]: action must be"),
+    "step fault": ('[[scenario]]\nname = "a"\nsummary = "s"\n[[scenario.steps]]\n'
+                   'action = "start"\nfault = "meteor"', "fault must be one of"),
+    "step unknown key": ('[[scenario]]\nname = "a"\nsummary = "s"\n[[scenario.steps]]\n'
+                         'action = "start"\nfault = "kill"\nshape = "ring"',
+                         "unknown key 'shape' in a start of kill"),
+    "step target": ('[[scenario]]\nname = "a"\nsummary = "s"\n[[scenario.steps]]\n'
+                    'action = "start"\nfault = "kill"\ntarget = "boss"', "unknown target"),
+    "step shape": ('[[scenario]]\nname = "a"\nsummary = "s"\n[[scenario.steps]]\n'
+                   'action = "start"\nfault = "partition"\nshape = "star"', "shape must be"),
+    "stop unknown": ('[[scenario]]\nname = "a"\nsummary = "s"\n[[scenario.steps]]\n'
+                     'action = "stop"\nref = "k9"', "no earlier start named"),
+    "wait seconds": ('[[scenario]]\nname = "a"\nsummary = "s"\n[[scenario.steps]]\n'
+                     'action = "wait"\nseconds = -1', "seconds must be"),
+    "condition": ('[[scenario]]\nname = "a"\nsummary = "s"\n[[scenario.steps]]\n'
+                  'action = "wait-until"\ncondition = "sunny"', "condition must be"),
+    "condition param": ('[[scenario]]\nname = "a"\nsummary = "s"\n[[scenario.steps]]\n'
+                        'action = "wait-until"\ncondition = "isr-full"\npartition = 1',
+                        "unknown key 'partition' in a wait-until isr-full"),
+    "isr-size needs size": ('[[scenario]]\nname = "a"\nsummary = "s"\n[[scenario.steps]]\n'
+                            'action = "wait-until"\ncondition = "isr-size"', "needs 'size'"),
+    "builtin with more": ('[[scenario]]\nname = "rolling-restart"\nsummary = "s"',
+                          "may only have 'config'"),
+    "twice": ('[[scenario]]\nname = "a"\nsummary = "s"\n[[scenario]]\nname = "a"\n'
+              'summary = "t"', "defined twice"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD))
+def test_errors_are_one_line(tmp_path, case):
+    text, needle = BAD[case]
+    path = tmp_path / "missing.toml" if text is None else write(tmp_path, text)
+    with pytest.raises(RunConfigError) as err:
+        load_scenarios(path)
+    msg = str(err.value)
+    assert needle in msg and "\n" not in msg, msg
+    assert msg.startswith(str(path))
+
+
+@pytest.mark.cluster
+def test_small_toml_scenario_runs(tmp_path):
+    text = """
+    [[scenario]]
+    name = "toml-kill-follower"
+    summary = "kill a follower of partition 0 until the ISR shrinks, restart it"
+    [scenario.config]
+    duration = 30
+    rate = 100
+    faults = []
+    [scenario.expect]
+    valid = true
+    anomalies = { lost = "==0" }
+    [[scenario.mechanism]]
+    kind = "isr-shrunk-to"
+    size = 2
+    [[scenario.steps]]
+    action = "wait"
+    seconds = 3
+    [[scenario.steps]]
+    action = "start"
+    fault = "kill"
+    target = "follower:0"
+    as = "k"
+    [[scenario.steps]]
+    action = "wait-until"
+    condition = "isr-size"
+    partition = 0
+    size = 2
+    timeout = 30
+    [[scenario.steps]]
+    action = "stop"
+    ref = "k"
+    [[scenario.steps]]
+    action = "wait-until"
+    condition = "isr-full"
+    timeout = 60
+    """
+    sc = load_scenarios(write(tmp_path, text))["toml-kill-follower"]
+    out = run(sc.run_config(out=str(tmp_path / "runs"), report=False), sc, progress=print)
+    assert out.completed and out.error is None, out.error
+    res = out.results
+    assert res is not None
+    doc = json.loads((out.run_dir / "run.json").read_text())
+    assert doc["expect"]["anomalies"] == {"lost": "==0"}
+    assert res["mechanism"]["observed"], res["mechanism"]
+    assert res["expectations"]["met"], res["expectations"]
+    assert res["valid"] is True
