@@ -33,6 +33,11 @@ ELR_DEFAULT_FROM = (4, 1)
 _WORKLOAD: dict[str, Any] = {"partitions": 1, "producers": 2, "rate": 200.0,
                              "replication_factor": 3, "faults": []}
 
+#: A dedicated KRaft controller, for scripts that cut a leader from its followers: in
+#: combined mode that cut also cuts the leader from the controller quorum, so the leader is
+#: fenced and moved within seconds instead of staying the lone ISR member.
+_DEDICATED_CONTROLLER: dict[str, Any] = {"controllers": 1}
+
 
 def elr_default(kafka_version: str) -> bool:
     return version_tuple(kafka_version)[:2] >= ELR_DEFAULT_FROM
@@ -57,13 +62,14 @@ def _acks1_body(nem: Any) -> None:
     s = st.wait_state(nem, "followers still in the ISR", st.full_isr, 1)
     st.situation(nem, "leader acknowledged acks=1 writes its in-sync followers do not have",
                  [leader], isr=list(s.isr))
-    kill = st.start(nem, Kill(str(leader)))
+    kill = st.start(nem, Kill(str(leader), wait_ready=False))
     # Heal only once the leader is dead, so the tail never reaches a follower.
     nem.end_fault(cut)
     st.wait_state(nem, "a new leader", st.led_by_other(leader), 30)
-    # The old leader returns as a follower and truncates its unreplicated tail.
+    # The old leader returns as a follower and truncates its unreplicated tail. Its JVM
+    # takes 10-45 s to come back on a busy machine: not waited for here, so the workload
+    # ends on time (the orchestrator waits for every broker before the drain).
     nem.end_fault(kill)
-    st.wait_state(nem, "the full ISR again", st.full_isr, 60)
 
 
 ACKS1_LEADER_FAILOVER = Scenario(
@@ -79,7 +85,8 @@ ACKS1_LEADER_FAILOVER = Scenario(
         "the old leader returns it truncates its log to the new leader's. Every write "
         "acknowledged during the cut is lost, and acks=1 allows exactly that."
     ),
-    config={**_WORKLOAD, "acks": "1", "idempotence": False, "min_insync": 1,
+    config={**_WORKLOAD, **_DEDICATED_CONTROLLER, "acks": "1", "idempotence": False,
+            "min_insync": 1,
             "unclean": False, "duration": 30.0},
     script=_acks1_script,
     expect={"valid": True, "anomalies": {"lost": ">0", "divergence": "==0"}},
@@ -97,9 +104,8 @@ def _unclean_body(nem: Any) -> None:
     nem.wait(5)
     s = st.wait_state(nem, "a leader with the full ISR", st.full_isr, 30)
     leader = s.leader
-    # The followers stop replicating (their replication path to the leader is cut; they
-    # stay reachable by the controllers, which pausing them would not allow in combined
-    # mode) until the leader drops them from the ISR.
+    # The followers stop replicating (cut from the leader; all brokers still reach the
+    # dedicated controller, so nobody is fenced) until the leader drops them from the ISR.
     cut = st.start(nem, Partition("leader-followers", str(leader)))
     st.wait_state(nem, "the ISR shrunk to the leader alone", st.isr_is(leader), 20)
     # min.insync.replicas=1: the lone leader keeps acknowledging writes nobody else has.
@@ -107,7 +113,7 @@ def _unclean_body(nem: Any) -> None:
     s = st.wait_state(nem, "the ISR still the leader alone", st.isr_is(leader), 1)
     st.situation(nem, "the lone in-sync leader acknowledged writes its followers lack",
                  [leader], isr=list(s.isr))
-    kill = st.start(nem, Kill(str(leader)))
+    kill = st.start(nem, Kill(str(leader), wait_ready=False))
     nem.end_fault(cut)
     # Unclean on: a stale follower becomes leader (periodic check every second, set in the
     # broker config). Unclean off: the partition stays offline while its last ISR is down.
@@ -116,14 +122,28 @@ def _unclean_body(nem: Any) -> None:
                       st.led_by_other(leader), 12)
     except st.SetupFailed:
         log.info("no leader while %s is down (unclean election off)", leader)
-    nem.end_fault(kill)
-    st.wait_state(nem, "the full ISR again", st.full_isr, 60)
+    nem.end_fault(kill)  # restart, not waited for (see acks1-leader-failover)
+
+
+def _read_then_lost(cfg: RunConfig) -> Expect:
+    """What a lost tail looks like when live consumers read it before it vanished.
+
+    A record a consumer read counts as read, not ``lost`` (DESIGN.md §4); its offset is
+    later reused by other records, so the consumer and the drain disagree
+    (``inconsistent-offset``, never allowed), and one producer's records appear out of order
+    across the two logs (``reorder``). Seen with --consumers 1 on 4.3.1: lost 0,
+    inconsistent-offset 3106, reorder 3105, valid false. Without live consumers (the
+    scenarios' default) only the drain reads, and the same records count as lost.
+    """
+    return {"valid": False, "anomalies": {"inconsistent-offset": ">0", "divergence": "==0"}}
 
 
 def _unclean_expect(cfg: RunConfig, kafka_version: str) -> Expect:
-    if cfg.unclean:
-        return {"valid": True, "anomalies": {"lost": ">0", "divergence": "==0"}}
-    return {"valid": True, "anomalies": {"lost": "==0", "divergence": "==0"}}
+    if not cfg.unclean:
+        return {"valid": True, "anomalies": {"lost": "==0", "divergence": "==0"}}
+    if cfg.consumers:
+        return _read_then_lost(cfg)
+    return {"valid": True, "anomalies": {"lost": ">0", "divergence": "==0"}}
 
 
 def _unclean_mechanism(cfg: RunConfig, kafka_version: str) -> list[dict[str, Any]]:
@@ -149,9 +169,12 @@ UNCLEAN_ELECTION = Scenario(
         "runs every second here) and everything the lone leader acknowledged is lost when "
         "it returns and truncates. With --no-unclean the partition has no leader until its "
         "last in-sync replica comes back ~10 s later with all its data: nothing is lost, "
-        "the price is measured as unavailability."
+        "the price is measured as unavailability. Only the final drain reads (no live "
+        "consumer): with one, the lone leader's records are read before they vanish and "
+        "show up as inconsistent offsets instead of losses (see _read_then_lost)."
     ),
-    config={**_WORKLOAD, "acks": "all", "idempotence": True, "min_insync": 1,
+    config={**_WORKLOAD, **_DEDICATED_CONTROLLER, "acks": "all", "idempotence": True,
+            "min_insync": 1, "consumers": 0,
             "unclean": True, "duration": 35.0,
             "broker_config": {"unclean.leader.election.interval.ms": "1000"}},
     script=_unclean_script,
@@ -168,24 +191,24 @@ def _kip101_script(nem: Any) -> None:
 def _kip101_body(nem: Any) -> None:
     nem.wait(4)
     rounds = 0
-    # A round takes ~15 s (two restarts); keep room for the last one before the deadline.
-    while st.time_left(nem) > 18 or rounds == 0:
-        s = st.wait_state(nem, "a leader with the full ISR", st.full_isr, 60)
+    # A round takes 20-90 s (two restarts, slow on a busy machine); start one only while
+    # there is a fair chance it ends before the producers stop.
+    while rounds == 0 or st.time_left(nem) > 25:
+        s = st.wait_state(nem, "a leader with the full ISR", st.full_isr, 90)
         leader = s.leader
         follower = next(r for r in s.replicas if r != leader)
         # The follower crashes right after a fetch round and restarts at once: it comes
         # back with a high watermark one round behind its log end offset.
-        nem.end_fault(st.start(nem, Kill(str(follower))))
+        nem.end_fault(st.start(nem, Kill(str(follower), wait_ready=False)))
         # The moment it is back in the ISR (its HW still lagging), the leader crashes.
         s = st.wait_state(nem, f"restarted follower {follower} back in the ISR",
-                          st.member_under(follower, leader), 30)
+                          st.member_under(follower, leader), 90)
         st.situation(nem, "restarted follower just rejoined the ISR; leader crashes now",
                      [leader, follower], isr=list(s.isr), round=rounds)
-        kill = st.start(nem, Kill(str(leader)))
+        kill = st.start(nem, Kill(str(leader), wait_ready=False))
         st.wait_state(nem, "a new leader", st.led_by_other(leader), 30)
         nem.end_fault(kill)
         rounds += 1
-    st.wait_state(nem, "the full ISR again", st.full_isr, 60)
     log.info("follower-restart-leader-crash: %d rounds", rounds)
 
 
@@ -205,7 +228,7 @@ FOLLOWER_RESTART_LEADER_CRASH = Scenario(
         "replicas' logs must not diverge."
     ),
     config={**_WORKLOAD, "acks": "all", "idempotence": True, "min_insync": 2,
-            "unclean": False, "duration": 45.0},
+            "unclean": False, "duration": 60.0},
     script=_kip101_script,
     expect={"valid": True, "anomalies": {"lost": "==0", "divergence": "==0",
                                          "inconsistent-offset": "==0"}},
@@ -285,7 +308,7 @@ def _lrs_body(nem: Any) -> None:
     s = st.wait_state(nem, "the ISR shrunk to the leader alone", st.isr_is(leader), 20)
     st.situation(nem, "the last replica standing loses power", [leader], isr=list(s.isr))
     # Power loss: SIGKILL, then everything past the recovery point (never fsynced) is gone.
-    power = st.start(nem, PowerLoss(str(leader)))
+    power = st.start(nem, PowerLoss(str(leader), wait_ready=False))
     nem.end_fault(cut)
     # Without ELR the partition waits for its last ISR member; with ELR (KIP-966) an
     # eligible follower may take over while it is down. Either way, hold it down a while.
@@ -294,12 +317,13 @@ def _lrs_body(nem: Any) -> None:
                       st.led_by_other(leader), 8)
     except st.SetupFailed:
         log.info("partition offline while %s is down", leader)
-    nem.end_fault(power)
-    st.wait_state(nem, "the full ISR again", st.full_isr, 60)
+    nem.end_fault(power)  # restart, not waited for (see acks1-leader-failover)
 
 
 def _lrs_expect(cfg: RunConfig, kafka_version: str) -> Expect:
     common = {"divergence": "==0"}
+    if not elr_default(kafka_version) and cfg.consumers:
+        return _read_then_lost(cfg)
     if elr_default(kafka_version):
         # An eligible leader replica (in sync when the ISR fell below min.insync) takes over
         # and keeps every committed write.
@@ -333,10 +357,11 @@ LAST_REPLICA_STANDING = Scenario(
         "truncate to its shortened log: committed data is gone from every replica. The "
         "guarantee model excuses it (power loss hit the whole ISR). From Kafka 4.1 new "
         "clusters keep the followers that were in sync when the ISR fell below min.insync "
-        "as eligible leaders: one of them takes over and nothing committed is lost."
+        "as eligible leaders: one of them takes over and nothing committed is lost. Only "
+        "the final drain reads, as in unclean-election."
     ),
-    config={**_WORKLOAD, "acks": "all", "idempotence": True, "min_insync": 2,
-            "unclean": False, "duration": 35.0},
+    config={**_WORKLOAD, **_DEDICATED_CONTROLLER, "acks": "all", "idempotence": True,
+            "min_insync": 2, "consumers": 0, "unclean": False, "duration": 35.0},
     script=_lrs_script,
     expect=_lrs_expect,
     mechanism=_lrs_mechanism,
