@@ -21,6 +21,7 @@ from chaos.net import PartitionSpec
 from chaos.scenarios.base import Expect, Scenario
 from chaos.scenarios.script_steps import isr_full, preferred_leaders, wait_until
 from compose.cluster import ClusterError
+from compose.config import CLIENT_PORT
 
 # How long a restarted node may take to rejoin every ISR on a loaded 2-core machine.
 CATCH_UP_S = 60.0
@@ -269,9 +270,9 @@ def restore_preferred_leaders(nem: Any, timeout_s: float = 20.0) -> bool:
     else:
         node = next(n for n in ctx.cluster.brokers.values() if n.status() == "running")
         code, out = node.exec(
-            "/opt/kafka/bin/kafka-leader-election.sh --bootstrap-server localhost:9092 "
-            f"--election-type preferred --topic {ctx.topic} --all-partitions", timeout_s=60)
-        how = f"kafka-leader-election.sh (exit {code})"
+            f"/opt/kafka/bin/kafka-leader-election.sh --bootstrap-server {node.ip}:{CLIENT_PORT} "
+            "--election-type preferred --all-topic-partitions", timeout_s=60)
+        how = f"kafka-leader-election.sh (exit {code}): {out.strip()[-200:]}"
         if not wait_until(nem, preferred_leaders, timeout_s, "preferred-leaders (election)"):
             return False
     ctx.events.emit("preferred-leaders", "instant", [],
@@ -309,7 +310,7 @@ ROLLING_RESTART = Scenario(
         "producers see short unavailability while leadership moves (stats.unavailable_s)."
     ),
     config={"acks": "all", "replication_factor": 3, "min_insync": 2, "unclean": False,
-            "idempotence": True, "duration": 100.0, "rate": 150.0, "faults": []},
+            "idempotence": True, "duration": 110.0, "rate": 150.0, "faults": []},
     script=rolling_restart_script,
     expect=no_loss_expect,
     mechanism=[{"kind": "fault", "fault": "stop"}, {"kind": "leader-changed"},

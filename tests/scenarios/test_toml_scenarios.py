@@ -210,3 +210,47 @@ def test_small_toml_scenario_runs(tmp_path):
     assert res["mechanism"]["observed"], res["mechanism"]
     assert res["expectations"]["met"], res["expectations"]
     assert res["valid"] is True
+
+
+class FakeNemesis:
+    """Records what run_steps asks for; the cluster's ISR of partition 0 shrinks on the
+    third look."""
+
+    def __init__(self) -> None:
+        import threading
+        from types import SimpleNamespace
+
+        self.calls: list[str] = []
+        self.stop = threading.Event()
+        self.looks = 0
+
+        def describe(topic: str) -> list:
+            self.looks += 1
+            isr = (1,) if self.looks >= 3 else (1, 2, 3)
+            return [SimpleNamespace(partition=0, leader=1, replicas=(1, 2, 3), isr=isr)]
+
+        self.ctx = SimpleNamespace(cluster=SimpleNamespace(describe=describe), topic="chaos")
+
+    def start_fault(self, fault):
+        self.calls.append(f"start {fault.kind} {fault.target}")
+        return fault
+
+    def end_fault(self, fault):
+        self.calls.append(f"end {fault.kind}")
+
+    def wait(self, seconds: float) -> bool:
+        self.calls.append(f"wait {seconds:g}")
+        return False
+
+    def note(self, msg: str) -> None:
+        self.calls.append(f"note {msg}")
+
+
+def test_steps_run_in_order_and_poll_conditions(tmp_path):
+    sc = load_scenarios(write(tmp_path, GOOD))["kill-leader"]
+    nem = FakeNemesis()
+    sc.script(nem)  # type: ignore[misc]
+    assert nem.calls[0] == "start kill leader:0"
+    assert nem.calls[-1] == "end kill"
+    assert nem.looks == 3  # polled until the ISR shrank to 2 or less, then went on
+    assert not [c for c in nem.calls if c.startswith("note")]
