@@ -31,10 +31,11 @@ from bench.checker_data import Spec, generate  # noqa: E402
 PAGE = os.sysconf("SC_PAGE_SIZE")
 
 
-def _tree_rss(pid: int) -> int:
-    """Resident bytes of ``pid`` and all its descendants (from /proc)."""
+def _tree(pid: int) -> dict[int, tuple[int, float]]:
+    """pid -> (resident bytes, CPU seconds) for ``pid`` and its descendants (from /proc)."""
     children: dict[int, list[int]] = {}
-    rss: dict[int, int] = {}
+    info: dict[int, tuple[int, float]] = {}
+    tick = os.sysconf("SC_CLK_TCK")
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
@@ -42,41 +43,47 @@ def _tree_rss(pid: int) -> int:
             with open(f"/proc/{entry}/stat") as fh:
                 fields = fh.read().rsplit(")", 1)[1].split()
             ppid, pages = int(fields[1]), int(fields[21])
+            cpu = (int(fields[11]) + int(fields[12])) / tick
         except (OSError, IndexError, ValueError):
             continue
         children.setdefault(ppid, []).append(int(entry))
-        rss[int(entry)] = pages * PAGE
-    total, stack = 0, [pid]
+        info[int(entry)] = (pages * PAGE, cpu)
+    out, stack = {}, [pid]
     while stack:
         p = stack.pop()
-        total += rss.get(p, 0)
+        if p in info:
+            out[p] = info[p]
         stack.extend(children.get(p, []))
-    return total
+    return out
 
 
 def measure(cmd: list[str]) -> dict[str, Any]:
-    """Run ``cmd``; wall seconds, CPU seconds of the tree, peak RSS, and its stdout."""
+    """Run ``cmd``; wall seconds, CPU seconds of its process tree (sampled), peak RSS of the
+    tree, the machine's load average meanwhile, and its stdout."""
     started = time.monotonic()
-    before = os.times()
+    load_before = os.getloadavg()[0]
     proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                             text=True)
     peak = [0]
+    cpu: dict[int, float] = {}
 
     def sample() -> None:
         while proc.poll() is None:
-            peak[0] = max(peak[0], _tree_rss(proc.pid))
+            tree = _tree(proc.pid)
+            peak[0] = max(peak[0], sum(r for r, _ in tree.values()))
+            for p, (_, c) in tree.items():
+                cpu[p] = max(cpu.get(p, 0.0), c)
             time.sleep(0.1)
 
     t = threading.Thread(target=sample, daemon=True)
     t.start()
     out, _ = proc.communicate()
     t.join()
-    after = os.times()
     return {
         "seconds": round(time.monotonic() - started, 2),
-        "cpu_seconds": round((after.children_user - before.children_user)
-                             + (after.children_system - before.children_system), 2),
+        "cpu_seconds": round(sum(cpu.values()), 1),
         "peak_rss_mb": round(peak[0] / 2**20, 1),
+        "load_avg": round((load_before + os.getloadavg()[0]) / 2, 1),
         "exit": proc.returncode, "stdout": out,
     }
 
@@ -98,7 +105,6 @@ def bench_size(n: int, base: Path, master: str) -> dict[str, Any]:
     t = time.monotonic()
     sizes = ensure_data(Spec(writes=n), run_dir)
     gen_s = round(time.monotonic() - t, 1)
-    load = os.getloadavg()[0]
     spark = measure([sys.executable, "-m", "checkers", str(run_dir), "--spark-master", master])
     results = json.loads((run_dir / "results.json").read_text())
     duck = measure([sys.executable, str(ROOT / "bench" / "checker_baseline.py"), str(run_dir)])
@@ -106,13 +112,13 @@ def bench_size(n: int, base: Path, master: str) -> dict[str, Any]:
     spark_counts = {k: results["anomalies"][k]["count"] for k in baseline["counts"]}
     return {
         "writes": sizes["writes"], "reads": sizes["reads"], "generate_s": gen_s,
-        "load_avg_1m_before": round(load, 1),
         "spark": {k: v for k, v in spark.items() if k != "stdout"}
         | {"checker_seconds": results["checker"]["seconds"],
            "phases": results["checker"].get("phases"), "error": results.get("error")},
         "duckdb": {k: v for k, v in duck.items() if k != "stdout"}
         | {"query_seconds": baseline["seconds"]},
         "ratio": round(spark["seconds"] / max(duck["seconds"], 1e-9), 2),
+        "cpu_ratio": round(spark["cpu_seconds"] / max(duck["cpu_seconds"], 1e-9), 2),
         "counts_agree": spark_counts == baseline["counts"],
         "counts": spark_counts, "baseline_counts": baseline["counts"],
     }
@@ -123,7 +129,8 @@ def _row(r: dict[str, Any]) -> str:
     return (f"{r['writes']:>11,} {r['reads']:>11,} | spark {s['seconds']:7.1f}s "
             f"{r['writes'] / s['seconds']:>10,.0f} w/s {s['peak_rss_mb']:7.0f} MB | "
             f"duckdb {d['seconds']:6.1f}s {r['writes'] / d['seconds']:>10,.0f} w/s "
-            f"{d['peak_rss_mb']:6.0f} MB | x{r['ratio']:.2f} | agree={r['counts_agree']}")
+            f"{d['peak_rss_mb']:6.0f} MB | x{r['ratio']:.2f} (cpu x{r['cpu_ratio']:.2f}, "
+            f"load {s['load_avg']}/{d['load_avg']}) | agree={r['counts_agree']}")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -83,10 +83,13 @@ def generate(spec: Spec, run_dir: str) -> dict[str, int]:
     d_off = offset[d_idx]
     d_part = partition[d_idx]
     # swap a few neighbours' identities (offset-mismatch, maybe reorder)
-    sw = np.flatnonzero(rnd.random(d_idx.size - 1) < 0.00002)
-    sw = sw[d_part[sw] == d_part[sw + 1]]
-    d_prod[sw], d_prod[sw + 1] = d_prod[sw + 1].copy(), d_prod[sw].copy()
-    d_seq[sw], d_seq[sw + 1] = d_seq[sw + 1].copy(), d_seq[sw].copy()
+    by_log = np.lexsort((d_off, d_part))  # neighbours in the log, not in write order
+    pick = np.flatnonzero(rnd.random(d_idx.size - 1) < 0.00002)
+    x, y = by_log[pick], by_log[pick + 1]
+    same = d_part[x] == d_part[y]
+    x, y = x[same], y[same]
+    d_prod[x], d_prod[y] = d_prod[y].copy(), d_prod[x].copy()
+    d_seq[x], d_seq[y] = d_seq[y].copy(), d_seq[x].copy()
     valid = rnd.random(d_idx.size) >= 0.00001  # undecodable values
     # duplicates: a few records read again past the end of their partition's log
     dup = d_idx[rnd.random(d_idx.size) < 0.00005]

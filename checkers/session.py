@@ -62,7 +62,8 @@ def build_session(master: str | None = None, shuffle_partitions: int | None = No
         master = master or DEFAULT_MASTER
         log4j = _log4j_file()
         java_opts = (f"-Dlog4j2.configurationFile=file:{log4j} "
-                     f"-Dlog4j.configurationFile=file:{log4j}")
+                     f"-Dlog4j.configurationFile=file:{log4j} "
+                     + os.environ.get("KAFKA_CHAOS_SPARK_JAVA_OPTS", ""))
         builder = (
             SparkSession.builder.master(master)
             .appName("kafka-chaos-checker")
