@@ -178,7 +178,7 @@ def _gaps(acked: list[int], lo: int, hi: int) -> tuple[float, float]:
     """Longest and total runs of 0.1 s steps in [lo, hi] without an acknowledgement."""
     if hi <= lo:
         return 0.0, 0.0
-    first, last = lo // GAP_BUCKET_NS, hi // GAP_BUCKET_NS
+    first, last = lo // GAP_BUCKET_NS, (hi - 1) // GAP_BUCKET_NS  # [lo, hi)
     edges = [first - 1, *acked, last + 1]
     gaps = [max(0, b2 - b1 - 1) for b1, b2 in zip(edges, edges[1:], strict=False)]
     step = GAP_BUCKET_NS / 1e9
