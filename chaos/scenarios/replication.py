@@ -200,6 +200,10 @@ def _kip101_body(nem: Any) -> None:
         # The follower crashes right after a fetch round and restarts at once: it comes
         # back with a high watermark one round behind its log end offset.
         nem.end_fault(st.start(nem, Kill(str(follower), wait_ready=False)))
+        # Metadata lists the dead follower in the ISR until the controller fences it (the
+        # session times out, or the restarted broker registers a new incarnation).
+        st.wait_state(nem, f"killed follower {follower} out of the ISR",
+                      st.not_in_isr(follower), 30)
         # The moment it is back in the ISR (its HW still lagging), the leader crashes.
         s = st.wait_state(nem, f"restarted follower {follower} back in the ISR",
                           st.member_under(follower, leader), 90)
@@ -253,7 +257,10 @@ def _slow_body(nem: Any) -> None:
     s = st.wait_state(nem, "the slow follower out of the ISR", st.isr_is(leader), 25)
     st.situation(nem, "slow follower left the ISR; ISR < min.insync.replicas",
                  [follower], isr=list(s.isr), fault="slow")
-    nem.wait(3)  # writes are refused with NOT_ENOUGH_REPLICAS meanwhile
+    # Produce requests appended before the shrink wait in the leader's purgatory (the HW
+    # does not advance under min ISR) until their 3 s request timeout; after that, new
+    # requests are refused with NOT_ENOUGH_REPLICAS. Hold long enough for both.
+    nem.wait(6)
     nem.end_fault(slow)
     st.wait_state(nem, "the follower back in the ISR", st.full_isr, 30)
     nem.wait(3)
@@ -265,7 +272,7 @@ def _slow_body(nem: Any) -> None:
     s = st.wait_state(nem, "the paused follower out of the ISR", st.isr_is(leader), 20)
     st.situation(nem, "paused follower left the ISR; ISR < min.insync.replicas",
                  [follower], isr=list(s.isr), fault="pause")
-    nem.wait(3)
+    nem.wait(6)
     nem.end_fault(pause)
     st.wait_state(nem, "the follower back in the ISR", st.full_isr, 30)
 
@@ -280,12 +287,16 @@ SLOW_FOLLOWER = Scenario(
         "replica.lag.time.max.ms and added back once it has caught up. With acks=all and "
         "min.insync.replicas=2 on a replication factor of 2, the leader refuses writes "
         "while it is alone in the ISR (NOT_ENOUGH_REPLICAS, before appending: the producer "
-        "runs without retries so these end as definite failures). No acknowledged write "
+        "runs without retries and with a 3 s request timeout, so these end as definite "
+        "failures once the requests already in the leader's purgatory have timed out). "
+        "No acknowledged write "
         "may be lost, and no refused write may ever be read."
     ),
     config={**_WORKLOAD, "replication_factor": 2, "acks": "all", "idempotence": False,
             "min_insync": 2, "unclean": False, "duration": 45.0,
-            "producer_config": {"retries": "0"}},
+            # No retries: a refused write ends as a definite failure at once. A short
+            # request timeout frees the in-flight slots held in the leader's purgatory.
+            "producer_config": {"retries": "0", "request.timeout.ms": "3000"}},
     script=_slow_script,
     expect={"valid": True, "anomalies": {"lost": "==0", "failed-visible": "==0"}},
     mechanism=[{"kind": "isr-shrunk-to", "size": 1}, {"kind": "fault", "fault": "slow"},

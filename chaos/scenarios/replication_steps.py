@@ -81,6 +81,10 @@ def member_under(replica: int, leader: int) -> Callable[[PartitionState], bool]:
     return lambda st: replica in st.isr and st.leader == leader
 
 
+def not_in_isr(replica: int) -> Callable[[PartitionState], bool]:
+    return lambda st: replica not in st.isr
+
+
 def situation(nem: Any, what: str, targets: list[int], **detail: Any) -> None:
     """Records that the scenario's precondition was verified right now."""
     nem.ctx.events.emit(SITUATION, "instant", targets, {"what": what, **detail})
