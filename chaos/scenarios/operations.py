@@ -360,9 +360,11 @@ TRANSACTIONS_CHAOS = Scenario(
     config={"acks": "all", "replication_factor": 3, "min_insync": 2, "unclean": False,
             "idempotence": True, "transactions": True, "isolation_level": "read_committed",
             "duration": 60.0, "rate": 150.0, "faults": [],
-            # Transactions left open when the producers stop are aborted by the coordinator
-            # after this, so the read_committed drain is not held at the stable offset.
-            "producer_config": {"transaction.timeout.ms": "15000"}},
+            # A transaction left open by a producer whose client was recreated is aborted by
+            # the coordinator after this (Kafka's default is 60 s), so the read_committed
+            # drain is not held at the stable offset. librdkafka requires
+            # message.timeout.ms (delivery.timeout.ms, 30 s here) <= transaction.timeout.ms.
+            "producer_config": {"transaction.timeout.ms": "30000"}},
     script=transactions_script,
     expect=transactions_expect,
     mechanism=[{"kind": "fault", "fault": "kill"}, {"kind": "leader-changed"}],

@@ -25,6 +25,7 @@ def run_scenario(name: str, tmp_path: Any, **overrides: Any) -> dict[str, Any]:
                       (out.run_dir / "history" / "events.jsonl").read_text().splitlines()
                       if line.strip()]
     print(json.dumps({k: v for k, v in res.items() if k != "_events"}, indent=1)[:4000])
+    assert res["stats"]["writes"]["ok"] > 0, res["stats"]  # a run that wrote nothing shows nothing
     return res
 
 
