@@ -174,7 +174,7 @@ def _spec(item: pytest.Item) -> _Spec:
                  scenario_expectations=bool(kw.pop("scenario_expectations", True)), config=kw)
 
 
-def _resolve(value: Any, cfg: RunConfig) -> Any:
+def _resolve(value: Any, cfg: Any) -> Any:
     """Expectations may depend on the configuration (matrix cells): ``lambda cfg: ...``."""
     return value(cfg) if callable(value) else value
 
@@ -215,6 +215,25 @@ def build_run(item: pytest.Item, options: ChaosOptions, cell: dict[str, Any],
     return cfg, scenario
 
 
+class _Options(dict[str, Any]):
+    """run.json's options read as attributes (``cfg.acks``), like a RunConfig."""
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+
+def _run_options(run_dir: Path) -> dict[str, Any] | None:
+    import json
+
+    try:
+        return dict(json.loads((run_dir / "run.json").read_text()).get("options") or {})
+    except (OSError, ValueError):
+        return None
+
+
 def _record(item: pytest.Item, result: ChaosResult, cfg: RunConfig | None,
             expect: Any, expect_valid: Any) -> None:
     spec = _spec(item)
@@ -222,6 +241,10 @@ def _record(item: pytest.Item, result: ChaosResult, cfg: RunConfig | None,
     exp_valid = spec.expect_valid if expect_valid is None else expect_valid
     if cfg is not None:
         exp, exp_valid = _resolve(exp, cfg), _resolve(exp_valid, cfg)
+    elif callable(exp) or callable(exp_valid):
+        # chaos_check has no RunConfig to call them with: run.json's options stand in.
+        opts = (_run_options(result.run_dir) or {})
+        exp, exp_valid = _resolve(exp, _Options(opts)), _resolve(exp_valid, _Options(opts))
     try:
         expectation = Expectation.of(exp, exp_valid)
     except ValueError as e:

@@ -73,3 +73,17 @@ def test_typo(chaos_check):
 """).runpytest()
     res.assert_outcomes(failed=1)
     assert "unknown anomaly kind 'lossage'" in res.stdout.str()
+
+
+def test_check_resolves_callable_expectations_from_run_json(pytester: pytest.Pytester) -> None:
+    write_run(pytester.path / "r", counts={"lost": 4}, allowed={"lost"},
+              run={"scenario": "x", "options": {"acks": "1"}})
+    pytester.makepyfile("""
+import pytest
+from pathlib import Path
+
+@pytest.mark.chaos(expect=lambda cfg: {"lost": ">0"} if cfg.acks == "1" else {"lost": 0})
+def test_callable(chaos_check):
+    chaos_check(Path(__file__).parent / "r")
+""")
+    pytester.runpytest().assert_outcomes(passed=1)
