@@ -11,35 +11,26 @@ from collections.abc import Callable
 from typing import Any
 
 from chaos.faults.base import Fault, FaultContext, FaultError
-from chaos.faults.network import Partition, Slow
-from chaos.faults.power import PowerLoss
-from chaos.faults.process import Kill, Pause, Stop
+from chaos.faults.factory import make_fault
 from compose.cluster import ClusterError
 
 log = logging.getLogger("kafka_chaos.nemesis")
 
-def make_fault(kind: str, target: str, ctx: FaultContext) -> Fault:
-    """A fault of ``kind`` aimed at ``target`` (random shape/parameters from ctx.rng)."""
-    if kind == "kill":
-        return Kill(target)
-    if kind == "stop":
-        return Stop(target)
-    if kind == "pause":
-        return Pause(target)
-    if kind == "power-loss":
-        return PowerLoss(target)
+def random_fault(kind: str, target: str, ctx: FaultContext) -> Fault:
+    """A fault of ``kind`` aimed at ``target``, its shape/parameters drawn from ctx.rng."""
+    params: dict[str, Any] = {}
     if kind == "partition":
         shapes = ["isolate", "halves", "leader-followers", "one-way", "client"]
         if len(ctx.cluster.brokers) >= 3:
             shapes.append("bridge")
         if len(ctx.cluster.nodes) >= 4:
             shapes.append("ring")
-        return Partition(ctx.rng.choice(shapes), target)
-    if kind == "slow":
-        return Slow(target, delay_ms=ctx.rng.choice([50, 100, 250]),
-                    jitter_ms=ctx.rng.choice([0, 10]),
-                    loss=ctx.rng.choice([0.0, 0.0, 0.05]))
-    raise ValueError(f"unknown fault kind {kind!r}")
+        params["shape"] = ctx.rng.choice(shapes)
+    elif kind == "slow":
+        params = {"delay_ms": ctx.rng.choice([50, 100, 250]),
+                  "jitter_ms": ctx.rng.choice([0, 10]),
+                  "loss": ctx.rng.choice([0.0, 0.0, 0.05])}
+    return make_fault(kind, target, params)
 
 
 class Nemesis:
@@ -114,7 +105,7 @@ class Nemesis:
             kind = rng.choice(kinds)
             target = rng.choice(target_specs)
             try:
-                fault = self.start_fault(make_fault(kind, target, self.ctx))
+                fault = self.start_fault(random_fault(kind, target, self.ctx))
             except (FaultError, ClusterError):
                 continue
             hold = interval_s * rng.uniform(0.375, 0.625)
