@@ -130,7 +130,7 @@ def test_slow_follower_refuses_writes_and_loses_none(tmp_path):
 def test_last_replica_standing_per_version(tmp_path, version):
     res = run_scenario("last-replica-standing", tmp_path, kafka_version=version)
     assert_scenario_held(res)
-    assert count(res, "divergence") == 0
+    assert count(res, "divergence") == 0 and count(res, "inconsistent-offset") == 0
     if elr_default(version):
         assert count(res, "lost") == 0 and res["valid"] is True
     else:
