@@ -98,7 +98,7 @@ def find_anomalies(writes: DataFrame, reads: DataFrame, inputs: IdentityInputs) 
     try:
         return collect_findings([
             identity_anomalies(ident, inputs), reorder_anomalies(ident, inputs.topics),
-            position_anomalies(reads, inputs.partitions),
+            position_anomalies(reads, inputs.partitions, inputs.topics, inputs.readers),
         ])
     finally:
         ident.unpersist()
@@ -157,7 +157,8 @@ def _analyse(spark: SparkSession, run: RunDir, master: str) -> dict[str, Any]:
 
     topics = sorted(set(ws.topics) | set(rs.topics))
     findings = find_anomalies(writes, reads, IdentityInputs(settings, drain.complete, power,
-                                                            parts_n, topics))
+                                                            parts_n, topics,
+                                                            sorted(per_reader)))
     clock.lap("anomalies")
     attach_reads(spark, reads, findings)
     clock.lap("example_reads")

@@ -51,6 +51,7 @@ class IdentityInputs:
     power_loss_until: dict[str, int]  # "topic:partition" -> latest covering power loss (ns)
     partitions: int  # shuffle partitions for the identity exchange
     topics: list[str] = field(default_factory=list)  # every topic in the history
+    readers: list[str] = field(default_factory=list)  # every reader in the history
 
 
 def _tp_key(topic: Column, partition: Column) -> Column:

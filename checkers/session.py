@@ -86,6 +86,11 @@ def build_session(master: str | None = None, shuffle_partitions: int | None = No
             builder = builder.config("spark.default.parallelism", str(parts))
         elif shuffle_partitions:
             builder = builder.config("spark.sql.shuffle.partitions", str(shuffle_partitions))
+        # KAFKA_CHAOS_SPARK_EXTRA_CONF="k=v,k=v": extra Spark settings (tuning, experiments)
+        for item in os.environ.get("KAFKA_CHAOS_SPARK_EXTRA_CONF", "").split(","):
+            if "=" in item:
+                key, value = item.split("=", 1)
+                builder = builder.config(key.strip(), value.strip())
         spark = builder.getOrCreate()
         spark.sparkContext.setLogLevel("ERROR")
         return spark

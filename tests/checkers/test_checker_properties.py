@@ -22,7 +22,9 @@ def _spark_counts(spark, writes, reads, complete, settings=None, power=None):  #
     r = spark.createDataFrame([tuple(x[f.name] for f in READS_SCHEMA.fields) for x in reads],
                               READS_SCHEMA)
     topics = sorted({x["topic"] for x in writes + reads})
-    inputs = IdentityInputs(settings or Settings(), sorted(complete), power or {}, 2, topics)
+    readers = sorted({x["reader"] for x in reads})
+    inputs = IdentityInputs(settings or Settings(), sorted(complete), power or {}, 2, topics,
+                            readers)
     found = find_anomalies(w, r, inputs)
     return {k: (n, found.excused.get(k, 0)) for k, n in found.counts.items() if n}
 

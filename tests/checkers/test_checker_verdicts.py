@@ -179,3 +179,14 @@ def test_cli_module_help() -> None:
     with pytest.raises(SystemExit) as exc:
         main(["--help"])
     assert exc.value.code == 0
+
+
+@pytest.mark.spark
+def test_cli_module_on_a_valid_run(spark, tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    from checkers.__main__ import main
+
+    h = History()
+    h.write(0, 0, offset=0).write(0, 1, outcome="fail", error="NOT_ENOUGH_REPLICAS")
+    h.drain(0, 0, 0, 0).drain_end()
+    assert main([h.save(tmp_path / "run")]) == 0
+    assert capsys.readouterr().out.startswith("valid: True")
