@@ -28,7 +28,6 @@ Docker, Spark and the orchestrator are imported inside the fixtures that need th
 from __future__ import annotations
 
 import dataclasses
-import re
 import secrets
 from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, field
@@ -37,6 +36,14 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from chaos.plugin_config import (
+    ChaosOptions,
+    Options,
+    build_run,
+    resolve,
+    run_options,
+    spec_of,
+)
 from chaos.plugin_matrix import cell_id, cells
 from chaos.plugin_result import (
     ChaosResult,
@@ -63,25 +70,6 @@ _MARKERS = (
     "unclean=[False, True], faults=['kill', 'pause'] (fixture chaos_cell)",
 )
 
-
-@dataclass
-class ChaosOptions:
-    """The command-line options of the plugin (None: not given)."""
-
-    kafka_version: str | None = None
-    image: str | None = None
-    duration: float | None = None
-    seed: int | None = None
-    brokers: int | None = None
-    runs_dir: Path = Path("runs/pytest")
-    cluster_scope: str = "session"
-
-    def run_overrides(self) -> dict[str, Any]:
-        """The RunConfig fields the command line sets for every run."""
-        out: dict[str, Any] = {"kafka_version": self.kafka_version, "image": self.image,
-                               "duration": self.duration, "seed": self.seed,
-                               "brokers": self.brokers}
-        return {k: v for k, v in out.items() if v is not None}
 
 
 @dataclass
@@ -151,100 +139,18 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     metafunc.parametrize("chaos_cell", grid, ids=[cell_id(c) for c in grid])
 
 
-# ---------------------------------------------------------------------- the marker
-@dataclass
-class _Spec:
-    """A test's ``chaos`` marker, read."""
-
-    scenario: str | None = None
-    config: dict[str, Any] = field(default_factory=dict)
-    expect: Any = None
-    expect_valid: Any = None
-    scenario_expectations: bool = True
-
-
-def _spec(item: pytest.Item) -> _Spec:
-    marker = item.get_closest_marker("chaos")
-    if marker is None:
-        return _Spec()
-    kw = dict(marker.kwargs)
-    scenario = marker.args[0] if marker.args else kw.pop("scenario", None)
-    return _Spec(scenario=scenario, expect=kw.pop("expect", None),
-                 expect_valid=kw.pop("expect_valid", None),
-                 scenario_expectations=bool(kw.pop("scenario_expectations", True)), config=kw)
-
-
-def _resolve(value: Any, cfg: Any) -> Any:
-    """Expectations may depend on the configuration (matrix cells): ``lambda cfg: ...``."""
-    return value(cfg) if callable(value) else value
-
-
-def _label(item: pytest.Item) -> str:
-    name = getattr(item, "originalname", None) or item.name
-    return re.sub(r"[^A-Za-z0-9_.-]", "_", name)
-
-
-def build_run(item: pytest.Item, options: ChaosOptions, cell: dict[str, Any],
-              call: dict[str, Any]) -> tuple[RunConfig, Scenario | None]:
-    """The run a test asks for. Later wins: scenario < marker < command line < matrix cell
-    < the call's own keywords (a cell varies a setting on purpose; the command line sets
-    the rest for every run)."""
-    from chaos.config import RunConfig, RunConfigError
-    from chaos.scenarios import SCENARIOS
-
-    spec = _spec(item)
-    cell = dict(cell)
-    call = dict(call)
-    name = call.pop("scenario", None) or cell.pop("scenario", None) or spec.scenario
-    scenario = None
-    if name is not None:
-        if name not in SCENARIOS:
-            pytest.fail(f"unknown scenario {name!r} (known: {', '.join(sorted(SCENARIOS))})",
-                        pytrace=False)
-        scenario = SCENARIOS[name]
-    merged = {**spec.config, **options.run_overrides(), **cell, **call,
-              "out": str(options.runs_dir)}
-    try:
-        if scenario is not None:
-            cfg = scenario.run_config(**merged)
-        else:
-            cfg = RunConfig(scenario=_label(item)).replace(**merged)
-        cfg.validate()
-    except (RunConfigError, TypeError) as e:
-        pytest.fail(f"bad chaos run options: {e}", pytrace=False)
-    return cfg, scenario
-
-
-class _Options(dict[str, Any]):
-    """run.json's options read as attributes (``cfg.acks``), like a RunConfig."""
-
-    def __getattr__(self, name: str) -> Any:
-        try:
-            return self[name]
-        except KeyError:
-            raise AttributeError(name) from None
-
-
-def _run_options(run_dir: Path) -> dict[str, Any] | None:
-    import json
-
-    try:
-        return dict(json.loads((run_dir / "run.json").read_text()).get("options") or {})
-    except (OSError, ValueError):
-        return None
-
 
 def _record(item: pytest.Item, result: ChaosResult, cfg: RunConfig | None,
             expect: Any, expect_valid: Any) -> None:
-    spec = _spec(item)
+    spec = spec_of(item)
     exp = spec.expect if expect is None else expect
     exp_valid = spec.expect_valid if expect_valid is None else expect_valid
     if cfg is not None:
-        exp, exp_valid = _resolve(exp, cfg), _resolve(exp_valid, cfg)
+        exp, exp_valid = resolve(exp, cfg), resolve(exp_valid, cfg)
     elif callable(exp) or callable(exp_valid):
         # chaos_check has no RunConfig to call them with: run.json's options stand in.
-        opts = (_run_options(result.run_dir) or {})
-        exp, exp_valid = _resolve(exp, _Options(opts)), _resolve(exp_valid, _Options(opts))
+        opts = (run_options(result.run_dir) or {})
+        exp, exp_valid = resolve(exp, Options(opts)), resolve(exp_valid, Options(opts))
     try:
         expectation = Expectation.of(exp, exp_valid)
     except ValueError as e:
