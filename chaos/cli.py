@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from chaos.config import FAULT_KINDS, RunConfigError
+from chaos.config import FAULT_KINDS, RunConfig, RunConfigError
 
 EXAMPLES = {
     "run": """examples:
@@ -110,6 +110,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--topic-config", type=_kv, action="append", metavar="K=V")
     r.add_argument("--producer-config", type=_kv, action="append", metavar="K=V")
     r.add_argument("--consumer-config", type=_kv, action="append", metavar="K=V")
+    r.add_argument("--spark-master", help="Spark master URL for the check (default local[2])")
     r.add_argument("--no-check", dest="check", action="store_false", default=None)
     r.add_argument("--no-report", dest="report", action="store_false", default=None)
 
@@ -147,11 +148,19 @@ RUN_FIELDS = ("brokers", "controllers", "partitions", "replication_factor", "min
 
 def run_overrides(args: argparse.Namespace, file_opts: dict[str, Any]) -> dict[str, Any]:
     """Options from a TOML config file, then the command line on top."""
+    from dataclasses import fields
+
+    known = {f.name for f in fields(RunConfig)}
     out: dict[str, Any] = {k.replace("-", "_"): v for k, v in file_opts.items()}
+    unknown = sorted(set(out) - known)
+    if unknown:
+        raise RunConfigError(f"--config: unknown run option {unknown[0]!r}")
     for f in RUN_FIELDS:
         v = getattr(args, f, None)
         if v is not None:
             out[f] = v
+    if getattr(args, "spark_master", None):
+        out["spark_master"] = args.spark_master
     if args.faults is not None:
         out["faults"] = [] if args.faults in ("", "none") else [
             x.strip() for x in args.faults.split(",") if x.strip()]

@@ -51,6 +51,7 @@ class RunConfig:
     drain_timeout: float = 120.0
     collect_data: bool = True
     check: bool = True
+    spark_master: str | None = None
     report: bool = True
     broker_config: dict[str, str] = field(default_factory=dict)
     topic_config: dict[str, str] = field(default_factory=dict)

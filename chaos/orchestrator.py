@@ -251,7 +251,7 @@ def run(cfg: RunConfig, scenario: Scenario | None = None,
             r.step("checking the history (PySpark)")
             from checkers import check_run
 
-            out.results = check_run(r.run_dir)
+            out.results = check_run(r.run_dir, spark_master=cfg.spark_master)
         if cfg.report and not out.interrupted:
             from reports import render_run
 

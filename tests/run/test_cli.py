@@ -39,6 +39,16 @@ def test_bad_input_is_one_line_and_exit_2(args, reason, tmp_path, docker_client)
     assert {c.id for c in docker_client.containers.list(all=True)} == before
 
 
+def test_unknown_option_in_config_file_is_refused(tmp_path):
+    conf = tmp_path / "run.toml"
+    conf.write_text("[run]\nduration = 20\nbogus = 1\n")
+    proc = subprocess.run([*CLI, "run", "--config", str(conf), "--out", str(tmp_path / "r")],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines() == [
+        "kafka-chaos: error: --config: unknown run option 'bogus'"]
+
+
 def test_scenarios_lists_one_line_each():
     proc = subprocess.run([*CLI, "scenarios"], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0
