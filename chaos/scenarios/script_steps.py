@@ -16,9 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from chaos.faults.base import Fault, FaultContext, FaultError
-from chaos.faults.network import Partition, Slow
-from chaos.faults.power import PowerLoss
-from chaos.faults.process import Kill, Pause, Stop
+from chaos.faults.factory import FAULT_PARAMS, make_fault
 from compose.cluster import ClusterError, PartitionState
 
 log = logging.getLogger("kafka_chaos.scenarios")
@@ -85,40 +83,12 @@ def wait_until(nemesis: Any, cond: Condition, timeout_s: float, what: str,
 
 
 # ---------------------------------------------------------------------- the step language
-FAULTS = ("kill", "stop", "pause", "power-loss", "partition", "slow")
+FAULTS = tuple(FAULT_PARAMS)  # kinds a step may start, each with explicit parameters
 #: condition name -> the parameters it takes (beyond ``timeout``)
 CONDITIONS: dict[str, tuple[str, ...]] = {
     "isr-size": ("partition", "size"), "isr-full": (), "preferred-leaders": (),
     "has-leader": ("partition",), "offline": ("partition",),
 }
-#: fault kind -> the parameters it takes (beyond ``target``)
-FAULT_PARAMS: dict[str, tuple[str, ...]] = {
-    "kill": (), "stop": (), "pause": (), "power-loss": (), "partition": ("shape", "peer"),
-    "slow": ("delay_ms", "jitter_ms", "loss", "rate_kbit"),
-}
-
-
-def make_fault(kind: str, target: str, params: dict[str, Any]) -> Fault:
-    """A fault of ``kind`` at ``target`` with explicit parameters (no randomness: a scripted
-    sequence should do the same thing every time)."""
-    if kind == "kill":
-        return Kill(target)
-    if kind == "stop":
-        return Stop(target)
-    if kind == "pause":
-        return Pause(target)
-    if kind == "power-loss":
-        return PowerLoss(target)
-    if kind == "partition":
-        return Partition(str(params.get("shape", "isolate")), target, params.get("peer"))
-    if kind == "slow":
-        return Slow(target, delay_ms=float(params.get("delay_ms", 100.0)),
-                    jitter_ms=float(params.get("jitter_ms", 0.0)),
-                    loss=float(params.get("loss", 0.0)),
-                    rate_kbit=(float(params["rate_kbit"]) if "rate_kbit" in params else None))
-    raise ValueError(f"unknown fault {kind!r}")
-
-
 def make_condition(name: str, params: dict[str, Any]) -> Condition:
     if name == "isr-size":
         return isr_size(int(params.get("partition", 0)), int(params["size"]))

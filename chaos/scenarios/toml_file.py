@@ -64,9 +64,10 @@ from typing import Any
 
 from chaos.config import RunConfig, RunConfigError
 from chaos.faults import targets
+from chaos.faults.factory import FAULT_PARAMS
 from chaos.faults.network import SHAPES
 from chaos.scenarios.base import Scenario
-from chaos.scenarios.script_steps import CONDITIONS, FAULT_PARAMS, Step, run_steps
+from chaos.scenarios.script_steps import CONDITIONS, Step, run_steps
 
 NAME = re.compile(r"^[a-z0-9][a-z0-9-]{0,63}$")
 CONDITION = re.compile(r"^\s*(==|!=|>=|<=|>|<)\s*\d+\s*$")
