@@ -238,8 +238,10 @@ FOLLOWER_RESTART_LEADER_CRASH = Scenario(
     script=_kip101_script,
     expect={"valid": True, "anomalies": {"lost": "==0", "divergence": "==0",
                                          "inconsistent-offset": "==0"}},
-    mechanism=[{"kind": "leader-changed"}, {"kind": "leader-epoch-increased"},
-               {"kind": "fault", "fault": "kill"}, st.SITUATION_MECHANISM],
+    # Not leader-epoch-increased: the observer's epoch column is null in every other
+    # sample, so the checker never sees two consecutive known epochs (seen in 2 of 2 runs).
+    mechanism=[{"kind": "leader-changed"}, {"kind": "fault", "fault": "kill"},
+               st.SITUATION_MECHANISM],
 )
 
 
@@ -294,7 +296,10 @@ SLOW_FOLLOWER = Scenario(
         "No acknowledged write "
         "may be lost, and no refused write may ever be read."
     ),
-    config={**_WORKLOAD, "replication_factor": 2, "acks": "all", "idempotence": False,
+    # A dedicated controller: in combined mode the capped node may be the active
+    # controller, whose slowed heartbeats fenced the leader and moved leadership around.
+    config={**_WORKLOAD, **_DEDICATED_CONTROLLER, "replication_factor": 2, "acks": "all",
+            "idempotence": False,
             "min_insync": 2, "unclean": False, "duration": 45.0,
             # No retries: a refused write ends as a definite failure at once. A short
             # request timeout frees the in-flight slots held in the leader's purgatory.
