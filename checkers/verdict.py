@@ -85,12 +85,19 @@ def mechanism(mechs: list[dict[str, Any]], events: list[Event],
                         break
                     last_live[key] = c.leader
         elif kind == "leader-epoch-increased":
+            # Compare with the last *known* epoch: samples where the observer could not learn
+            # the epoch (null) sit between known ones and must not hide a rise.
+            last_epoch: dict[str, int] = {}
             for c in changes:
-                if c.prev_epoch is not None and c.leader_epoch is not None and \
-                        c.leader_epoch > c.prev_epoch:
-                    seen, evidence = True, (f"{c.topic}-{c.partition} epoch {c.prev_epoch} -> "
+                key = f"{c.topic}:{c.partition}"
+                if c.leader_epoch is None:
+                    continue
+                before = last_epoch.get(key)
+                if before is not None and c.leader_epoch > before:
+                    seen, evidence = True, (f"{c.topic}-{c.partition} epoch {before} -> "
                                             f"{c.leader_epoch} at ts_ns={c.ts_ns}")
                     break
+                last_epoch[key] = c.leader_epoch
         elif kind == "offline":
             for c in changes:
                 if c.leader < 0:
