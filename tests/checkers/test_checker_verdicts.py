@@ -190,3 +190,19 @@ def test_cli_module_on_a_valid_run(spark, tmp_path, capsys) -> None:  # type: ig
     h.drain(0, 0, 0, 0).drain_end()
     assert main([h.save(tmp_path / "run")]) == 0
     assert capsys.readouterr().out.startswith("valid: True")
+
+
+@pytest.mark.spark
+def test_epoch_rise_seen_across_samples_without_an_epoch(check) -> None:  # type: ignore[no-untyped-def]
+    h = History()
+    h.run["mechanism"] = [{"kind": "leader-epoch-increased"}]
+    h.write(0, 0, offset=0)
+    h.drain(0, 0, 0, 0)
+    h.drain_end(complete=True, end_offsets={"t:0": 1})
+    # The observer learns the epoch only on some samples: 0, unknown, 1.
+    h.observe(0, 0, 1, [1, 2, 3], epoch=0)
+    h.observe(250, 0, 2, [2, 3], epoch=None)
+    h.observe(500, 0, 2, [2, 3], epoch=1)
+    r = check(h)
+    assert r["mechanism"]["observed"] is True, r["mechanism"]
+    assert "epoch 0 -> 1" in r["mechanism"]["details"][0]["evidence"]
