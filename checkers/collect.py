@@ -78,8 +78,10 @@ def attach_reads(spark: SparkSession, reads: DataFrame, findings: Findings) -> N
         cond = cond | _packed(F.col("producer"), F.col("seq")).isin(
             sorted((p << 40) + s for p, s in idents))
     if positions:
-        cond = cond | F.concat_ws(":", "topic", "partition", "offset").isin(
-            sorted(f"{t}:{p}:{o}" for t, p, o in positions))
+        # the cheap long test first: the string key is built only for rows that pass it
+        cond = cond | (F.col("offset").isin(sorted({o for _, _, o in positions}))
+                       & F.concat_ws(":", "topic", "partition", "offset").isin(
+                           sorted(f"{t}:{p}:{o}" for t, p, o in positions)))
     cols = ["reader", "topic", "partition", "offset", "read_ns", "producer", "seq", "valid"]
     by_ident: dict[tuple[Any, Any], list[dict[str, Any]]] = defaultdict(list)
     by_pos: dict[tuple[Any, Any, Any], list[dict[str, Any]]] = defaultdict(list)
