@@ -192,6 +192,9 @@ def _analyse(spark: SparkSession, run: RunDir, master: str) -> dict[str, Any]:
         unknown.append("run.json is missing: the guarantee model assumed Kafka's defaults")
     if not drain.ended:
         unknown.append("the history has no drain end event: the final read did not finish")
+    if ws.ok == 0:
+        # A workload that never got an acknowledgement proves nothing about durability.
+        unknown.append("no write was acknowledged: the run shows nothing about durability")
     if anomalies["unseen"]["count"]:
         unknown.append(f"{anomalies['unseen']['count']} acknowledged writes are unseen in "
                        f"partitions the drain did not read completely: {drain.incomplete[:20]}")

@@ -206,3 +206,13 @@ def test_epoch_rise_seen_across_samples_without_an_epoch(check) -> None:  # type
     r = check(h)
     assert r["mechanism"]["observed"] is True, r["mechanism"]
     assert "epoch 0 -> 1" in r["mechanism"]["details"][0]["evidence"]
+
+
+@pytest.mark.spark
+def test_a_run_without_acknowledged_writes_is_unknown(check) -> None:  # type: ignore[no-untyped-def]
+    h = History()
+    h.write(0, 0, outcome="info", offset=None).write(0, 1, outcome="fail", offset=None)
+    h.drain_end(complete=True, end_offsets={"t:0": 0})
+    r = check(h)
+    assert r["valid"] == "unknown" and exit_code(r) == 2
+    assert any("no write was acknowledged" in x for x in r["unknown_reasons"])
