@@ -2,7 +2,8 @@
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
-KAFKA_VERSION ?= 4.1.1
+# The Kafka versions whose images are built before tests (default first: compose.image).
+KAFKA_VERSIONS ?= 4.3.1 3.9.1
 PYTEST_ARGS ?=
 NIGHTLY_ARGS ?=
 
@@ -22,7 +23,7 @@ $(VENV)/.installed: pyproject.toml
 	touch $@
 
 image: host venv
-	$(BIN)/python -m compose.image build --kafka-version $(KAFKA_VERSION)
+	for v in $(KAFKA_VERSIONS); do $(BIN)/python -m compose.image build --kafka-version $$v || exit 1; done
 
 demo: setup
 	$(BIN)/kafka-chaos run --scenario safe-config-chaos
