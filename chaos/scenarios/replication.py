@@ -322,6 +322,10 @@ def _lrs_body(nem: Any) -> None:
     # to the leader alone, which with min.insync.replicas=2 refuses further writes.
     cut = st.start(nem, Partition("leader-followers", str(leader)))
     s = st.wait_state(nem, "the ISR shrunk to the leader alone", st.isr_is(leader), 20)
+    # Stay in that state long enough for the observer (4 samples/s, slower under load) to
+    # record the one-member ISR before the crash: the checker excuses the loss only when the
+    # ISR it *observed* just before the power loss was hit as a whole.
+    nem.wait(2)
     st.situation(nem, "the last replica standing loses power", [leader], isr=list(s.isr))
     # Power loss: SIGKILL, then everything past the recovery point (never fsynced) is gone.
     power = st.start(nem, PowerLoss(str(leader), wait_ready=False))
