@@ -9,6 +9,7 @@ from pathlib import Path
 import docker
 import pytest
 from confluent_kafka import Producer
+from tenacity import Retrying, stop_after_delay, wait_fixed
 
 from chaos.faults.base import FaultContext
 from compose.cluster import KafkaCluster
@@ -60,3 +61,11 @@ def produce(bootstrap: str, topic: str, n: int, partition: int = 0,
 
 def end_offset(cluster: KafkaCluster, topic: str, partition: int = 0) -> int:
     return cluster.end_offsets(topic)[partition]
+
+
+def until(timeout_s: float, check, what: str) -> None:  # noqa: ANN001
+    """Polls ``check`` every 0.25 s until it holds; fails with ``what`` after the bound."""
+    for attempt in Retrying(stop=stop_after_delay(timeout_s), wait=wait_fixed(0.25),
+                            reraise=True):
+        with attempt:
+            assert check(), what

@@ -17,8 +17,7 @@ from chaos.faults.network import Partition, Slow
 from chaos.net import sweep
 from compose.cluster import KafkaCluster
 from compose.config import FAST_FAULTS, ClusterConfig
-from tests.faults.conftest import TOPIC, produce
-from tests.faults.test_process_faults import until
+from tests.faults.conftest import TOPIC, produce, until
 from workloads.history import EventLog
 
 

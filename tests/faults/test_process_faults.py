@@ -4,18 +4,9 @@ from __future__ import annotations
 
 import json
 
-from tenacity import Retrying, stop_after_delay, wait_fixed
-
 from chaos.faults.power import PowerLoss
 from chaos.faults.process import Kill, Pause
-from tests.faults.conftest import TOPIC, end_offset, produce
-
-
-def until(timeout_s: float, check, what: str) -> None:  # noqa: ANN001
-    for attempt in Retrying(stop=stop_after_delay(timeout_s), wait=wait_fixed(0.25),
-                            reraise=True):
-        with attempt:
-            assert check(), what
+from tests.faults.conftest import TOPIC, end_offset, produce, until
 
 
 def events(ctx) -> list[dict]:  # noqa: ANN001
