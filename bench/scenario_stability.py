@@ -1,11 +1,14 @@
-"""Runs each replication scenario several times and prints the verdicts side by side, to
-see whether the scripted mechanisms are reached reliably and the outcomes repeat.
+"""Runs each catalogue scenario several times in a row and prints the verdicts side by side,
+to see whether the scripted mechanisms are reached reliably and the outcomes repeat.
 
     .venv/bin/python -m bench.scenario_stability [--runs 3] [--kafka-version 3.9.1]
         [--scenario NAME ...] [--out /tmp/stability]
 
 One run at a time (the machine is shared). Each cell: valid / expectations met / mechanism
-observed, then lost count and the longest stretch without acknowledgements.
+observed, then lost count, the longest stretch without acknowledgements and the wall time
+of the whole run (cluster start to report). A row is ``stable`` when every run gave the same
+(valid, expectations, mechanism) triple and it was the expected one; the exit code is 1 if
+any row is not, or if any run took longer than --budget seconds.
 """
 
 from __future__ import annotations
@@ -19,7 +22,6 @@ from typing import Any
 
 from chaos.orchestrator import run
 from chaos.scenarios import SCENARIOS
-from chaos.scenarios.replication import SCENARIOS as REPLICATION
 
 #: Variants worth running besides each scenario's defaults.
 VARIANTS: dict[str, list[dict[str, Any]]] = {"unclean-election": [{}, {"unclean": False}]}
@@ -30,8 +32,9 @@ def label(name: str, overrides: dict[str, Any]) -> str:
     return f"{name}[{extra}]" if extra else name
 
 
-def one_run(name: str, overrides: dict[str, Any], out: Path) -> str:
-    """One run, summarised in a cell; the run's own progress goes to a log file."""
+def one_run(name: str, overrides: dict[str, Any], out: Path) -> tuple[str, str, float]:
+    """One run: (verdict key, summary cell, wall seconds); the run's own progress goes to a
+    log file."""
     sc = SCENARIOS[name]
     cfg = sc.run_config(out=str(out), report=False, **overrides)
     t0 = time.monotonic()
@@ -42,13 +45,13 @@ def one_run(name: str, overrides: dict[str, Any], out: Path) -> str:
     secs = time.monotonic() - t0
     res = outcome.results
     if res is None:
-        return f"ERROR {outcome.error} ({secs:.0f}s)"
+        return "error", f"ERROR {outcome.error} ({secs:.0f}s)", secs
     exp = res.get("expectations", {}).get("met")
     mech = res.get("mechanism", {}).get("observed")
     lost = res["anomalies"]["lost"]["count"]
     unav = res["stats"].get("unavailable_s", 0.0)
-    return (f"valid={res['valid']} exp={'ok' if exp else 'NO'} mech={'ok' if mech else 'NO'} "
-            f"lost={lost} unav={unav:.1f}s ({secs:.0f}s)")
+    key = f"valid={res['valid']} exp={'ok' if exp else 'NO'} mech={'ok' if mech else 'NO'}"
+    return key, f"{key} lost={lost} unav={unav:.1f}s ({secs:.0f}s)", secs
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -58,23 +61,34 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--scenario", action="append", default=None,
                     help="a scenario name (repeatable; default: all replication scenarios)")
     ap.add_argument("--out", type=Path, default=Path("/tmp/scenario-stability"))
+    ap.add_argument("--budget", type=float, default=180.0,
+                    help="seconds a run may take, cluster start to report (default 180)")
     args = ap.parse_args(argv)
-    names = args.scenario or [s.name for s in REPLICATION]
-    rows: list[tuple[str, list[str]]] = []
+    names = args.scenario or sorted(SCENARIOS)
+    unknown = [n for n in names if n not in SCENARIOS]
+    if unknown:
+        ap.error(f"unknown scenario {unknown[0]!r}")
+    rows: list[tuple[str, str, list[str]]] = []
+    slowest = 0.0
     for name in names:
         for overrides in VARIANTS.get(name, [{}]):
             ov = {**overrides, "kafka_version": args.kafka_version}
-            cells = []
+            keys, cells = [], []
             for i in range(args.runs):
-                cell = one_run(name, ov, args.out)
+                key, cell, secs = one_run(name, ov, args.out)
+                slowest = max(slowest, secs)
                 print(f"{label(name, overrides)} run {i + 1}: {cell}", flush=True)
+                keys.append(key)
                 cells.append(cell)
-            rows.append((label(name, overrides), cells))
-    print(f"\nKafka {args.kafka_version or 'default'}, {args.runs} runs each:")
+            good = len(set(keys)) == 1 and keys[0].endswith("exp=ok mech=ok")
+            rows.append((label(name, overrides), "stable" if good else "UNSTABLE", cells))
+    print(f"\nKafka {args.kafka_version or 'default'}, {args.runs} runs each "
+          f"(slowest run {slowest:.0f}s, budget {args.budget:.0f}s):")
     width = max(len(r[0]) for r in rows)
-    for lab, cells in rows:
-        print(f"{lab:<{width}}  " + "  |  ".join(cells))
-    return 0
+    for lab, verdict, cells in rows:
+        print(f"{lab:<{width}}  {verdict:<8}  " + "  |  ".join(cells))
+    ok = all(v == "stable" for _, v, _ in rows) and slowest <= args.budget
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":

@@ -162,6 +162,10 @@ class Run:
         self.nemesis.deadline = deadline
         if self.scenario and self.scenario.script:
             self.nemesis.run_script(self.scenario.script)
+            if self.scenario.settle_s is not None:
+                # The script is done: keep producing only long enough to see the cluster
+                # serve normally again, not until the configured duration.
+                deadline = min(deadline, time.monotonic() + self.scenario.settle_s)
         elif cfg.faults:
             self.nemesis.run_random(cfg.faults, cfg.targets, cfg.fault_interval, deadline)
         self.nemesis.wait(deadline - time.monotonic())

@@ -21,6 +21,9 @@ class Scenario:
     ``config`` overrides RunConfig fields. ``expect`` / ``mechanism`` are either fixed or
     functions of (config, Kafka version), because the outcome depends on both (e.g. unclean
     election on or off). ``script`` is None for random faults from ``config['faults']``.
+    ``settle_s``: when set, the workload ends this long after the script returns (the
+    configured duration stays the upper bound), so a script that finishes early does not
+    leave the run idling until the deadline; None runs the workload to its full duration.
     """
 
     name: str
@@ -31,6 +34,7 @@ class Scenario:
     expect: Expect | Callable[[RunConfig, str], Expect] = field(default_factory=dict)
     mechanism: list[dict[str, Any]] | Callable[[RunConfig, str], list[dict[str, Any]]] = (
         field(default_factory=list))
+    settle_s: float | None = None
 
     def run_config(self, **overrides: Any) -> RunConfig:
         """The scenario's configuration with command-line overrides applied on top."""

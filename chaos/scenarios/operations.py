@@ -253,6 +253,7 @@ CONTROLLER_PARTITION = Scenario(
             "idempotence": True, "controllers": 3, "duration": 90.0, "rate": 150.0,
             "faults": []},
     script=controller_script,
+    settle_s=5.0,
     expect=no_loss_expect,
     mechanism=[{"kind": "fault", "fault": "partition"},
                {"kind": "fault", "fault": "controller-change"},
@@ -309,11 +310,13 @@ ROLLING_RESTART = Scenario(
         "the restarted one is back in every ISR and the preferred leaders have returned "
         "(auto.leader.rebalance, checked every 5 s here; kafka-leader-election.sh if that "
         "does not happen within 20 s). Planned leader moves never lose an acks=all write; "
-        "producers see short unavailability while leadership moves (stats.unavailable_s)."
+        "producers see short unavailability while leadership moves (stats.unavailable_s). "
+        "The workload ends 5 s after the last broker is back (110 s at most)."
     ),
     config={"acks": "all", "replication_factor": 3, "min_insync": 2, "unclean": False,
             "idempotence": True, "duration": 110.0, "rate": 150.0, "faults": []},
     script=rolling_restart_script,
+    settle_s=5.0,
     expect=no_loss_expect,
     mechanism=[{"kind": "fault", "fault": "stop"}, {"kind": "leader-changed"},
                {"kind": "fault", "fault": "preferred-leaders"}],

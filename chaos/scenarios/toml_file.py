@@ -6,6 +6,8 @@ The format (``examples/scenarios.toml`` is a complete example)::
     name = "my-leader-kill"              # lower case, digits and dashes
     summary = "one line for `kafka-chaos scenarios`"
     doc = "a paragraph: the mechanism and why the outcome is expected"   # optional
+    settle = 5                           # optional: end the workload 5 s after the steps
+                                         # (else it runs to config.duration)
 
     [scenario.config]                    # RunConfig fields, as on the command line
     duration = 40
@@ -80,7 +82,8 @@ MECHANISMS: dict[str, tuple[str, ...]] = {
     "fault": ("fault",), "isr-shrunk-to": ("size",), "leader-changed": (),
     "leader-epoch-increased": (), "offline": (), "stale-leader-elected": (),
 }
-SCENARIO_KEYS = ("name", "summary", "doc", "config", "expect", "mechanism", "steps")
+SCENARIO_KEYS = ("name", "summary", "doc", "settle", "config", "expect", "mechanism",
+                 "steps")
 #: RunConfig fields a scenario may not set: its name, and where the run goes.
 NOT_CONFIG = ("scenario", "out")
 KAFKA_TABLES = ("broker_config", "topic_config", "producer_config", "consumer_config")
@@ -153,10 +156,17 @@ def _scenario(entry: dict[str, Any], builtins: dict[str, Scenario]) -> Scenario:
         if not isinstance(doc, str):
             raise _Bad("'doc' must be a string")
         steps = _steps(entry.get("steps", []))
+        settle = entry.get("settle")
+        if settle is not None and (isinstance(settle, bool)
+                                   or not isinstance(settle, int | float) or settle < 0):
+            raise _Bad("'settle' must be a number of seconds >= 0")
+        if settle is not None and not steps:
+            raise _Bad("'settle' needs 'steps' (it ends the workload after them)")
         sc = Scenario(name=name, summary=summary.strip(), doc=doc.strip(), config=config,
                       script=_script(steps) if steps else None,
                       expect=_expect(entry.get("expect", {})),
-                      mechanism=_mechanisms(entry.get("mechanism", [])))
+                      mechanism=_mechanisms(entry.get("mechanism", [])),
+                      settle_s=float(settle) if settle is not None else None)
     try:
         sc.run_config().validate()  # bad values are refused now, not when a run starts
     except RunConfigError as e:

@@ -20,6 +20,7 @@ GOOD = """
 [[scenario]]
 name = "kill-leader"
 summary = "kill the leader of partition 0 and bring it back"
+settle = 4
 [scenario.config]
 duration = 30
 rate = 100
@@ -79,6 +80,7 @@ def test_good_file(tmp_path):
     assert [s.action for s in steps] == ["start", "wait-until", "stop"]
     assert steps[1].params == {"partition": 0, "size": 2} and steps[1].timeout == 20
     assert sc.doc == sc.summary  # doc defaults to the summary
+    assert sc.settle_s == 4.0
 
 
 def test_merge_of_kafka_tables_keeps_builtin_keys(tmp_path):
@@ -144,6 +146,13 @@ BAD = {
                         "unknown key 'partition' in a wait-until isr-full"),
     "isr-size needs size": ('[[scenario]]\nname = "a"\nsummary = "s"\n[[scenario.steps]]\n'
                             'action = "wait-until"\ncondition = "isr-size"', "needs 'size'"),
+    "settle negative": ('[[scenario]]\nname = "a"\nsummary = "s"\nsettle = -1\n'
+                        '[[scenario.steps]]\naction = "wait"\nseconds = 1', "'settle' must be"),
+    "settle not a number": ('[[scenario]]\nname = "a"\nsummary = "s"\nsettle = "soon"\n'
+                            '[[scenario.steps]]\naction = "wait"\nseconds = 1',
+                            "'settle' must be"),
+    "settle without steps": ('[[scenario]]\nname = "a"\nsummary = "s"\nsettle = 2',
+                             "'settle' needs 'steps'"),
     "builtin with more": ('[[scenario]]\nname = "rolling-restart"\nsummary = "s"',
                           "may only have 'config'"),
     "twice": ('[[scenario]]\nname = "a"\nsummary = "s"\n[[scenario]]\nname = "a"\n'
@@ -168,8 +177,9 @@ def test_small_toml_scenario_runs(tmp_path):
     [[scenario]]
     name = "toml-kill-follower"
     summary = "kill a follower of partition 0 until the ISR shrinks, restart it"
+    settle = 3
     [scenario.config]
-    duration = 30
+    duration = 75
     rate = 100
     faults = []
     [scenario.expect]
@@ -210,6 +220,12 @@ def test_small_toml_scenario_runs(tmp_path):
     assert res["mechanism"]["observed"], res["mechanism"]
     assert res["expectations"]["met"], res["expectations"]
     assert res["valid"] is True
+    # settle: the workload ended a few seconds after the steps, not at the 75 s deadline.
+    phases = {(e["detail"]["name"], e["phase"]): e["ts_ns"]
+              for e in map(json.loads, (out.run_dir / "history" / "events.jsonl").open())
+              if e["kind"] == "phase"}
+    workload_s = (phases[("workload", "end")] - phases[("workload", "start")]) / 1e9
+    assert workload_s < 60, workload_s
 
 
 class FakeNemesis:
