@@ -92,10 +92,10 @@ def main() -> int:
                 else:
                     res = ours(c, topic, args.records, args.size, args.producers,
                                name == "rec", args.linger_ms, args.batch_size)
-                cpu = (f", {1e6 * res.cpu_s / res.acked:5.1f} CPU-µs/record"
+                per = (f", {1e6 * res.cpu_s / res.acked:5.1f} CPU-µs/record"
                        if res.cpu_s else "")
                 print(f"  {res.name:28s} {res.acked:>9d} acked in {res.seconds:6.2f}s "
-                      f"= {res.rate:>10.0f} records/s{cpu}", flush=True)
+                      f"= {res.rate:>10.0f} records/s{per}", flush=True)
                 results.append(res)
 
     def best(prefix: str) -> float:

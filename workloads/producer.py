@@ -23,7 +23,7 @@ from confluent_kafka import KafkaError, KafkaException, Producer
 from workloads.child_logging import configure_logging
 from workloads.config import ProducerConfig
 from workloads.record import encode
-from workloads.write_recorder import WriteRecorder
+from workloads.write_recorder import make_recorder
 
 log = logging.getLogger("kafka_chaos.workloads.producer")
 
@@ -54,7 +54,8 @@ class ProducerProcess:
         if not self.parts:
             raise ValueError("a producer needs at least one partition")
         self.rng = random.Random(cfg.seed * 1_000_003 + producer_id)
-        self.recorder = WriteRecorder(run_dir, producer_id, topic, record=cfg.record_history,
+        self.recorder = make_recorder(run_dir, producer_id, topic, record=cfg.record_history,
+                                      transactional=cfg.transactional,
                                       chunk_rows=cfg.history_chunk_rows,
                                       flush_interval_s=cfg.history_flush_interval_s)
         self.seq = 0

@@ -3,7 +3,8 @@
 An attempt is registered when ``produce()`` accepted it and resolved by its delivery report.
 Outside transactions a row is written as soon as its report arrives; inside a transaction
 the rows wait in a buffer until the transaction's outcome is known, so every row is written
-once, complete, with its ``txn_outcome``.
+once, complete, with its ``txn_outcome``. Non-transactional producers that record use the
+cheaper columnar recorder of workloads.write_columns (``make_recorder`` picks).
 """
 
 from __future__ import annotations
@@ -12,12 +13,15 @@ import logging
 import time
 from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from confluent_kafka import KafkaError, Message
 
 from workloads.history import WRITES_SCHEMA, ChunkedParquetWriter, history_dir
 from workloads.outcomes import FAIL, INFO, OK, classify
+
+if TYPE_CHECKING:
+    from workloads.write_columns import ColumnRecorder
 
 log = logging.getLogger("kafka_chaos.workloads.writes")
 
@@ -27,16 +31,45 @@ log = logging.getLogger("kafka_chaos.workloads.writes")
 _SEQ, _COMPLETE, _OUTCOME, _OFFSET, _ERROR, _TXN, _TXN_OUTCOME = 1, 4, 5, 6, 7, 8, 9
 
 
-class WriteRecorder:
-    """Keeps the attempts of one producer that still wait for an outcome, and writes rows.
+class RecorderCounts:
+    """What every recorder counts for the orchestrator's summary."""
 
-    With ``record=False`` only the counters are kept (benchmark of recording overhead).
+    def __init__(self, producer: int, topic: str) -> None:
+        self.producer = producer
+        self.topic = topic
+        # Time of the first accepted attempt and of the latest acknowledgement (throughput).
+        self.first_invoke_ns = 0
+        self.last_ack_ns = 0
+        self.counts: Counter[str] = Counter()
+        self.errors: Counter[str] = Counter()
+        self.attempts = 0
+
+    def _count(self, outcome: str, error: str | None) -> None:
+        self.counts[outcome] += 1
+        if error:
+            self.errors[error] += 1
+
+    def stats(self) -> dict[str, Any]:
+        """Counts for the orchestrator: attempts, ok, fail, info, and errors by name."""
+        return {"producer": self.producer, "attempts": self.attempts,
+                "ok": self.counts[OK], "fail": self.counts[FAIL], "info": self.counts[INFO],
+                "txn_committed": self.counts["txn_committed"],
+                "txn_aborted": self.counts["txn_aborted"],
+                "txn_unknown": self.counts["txn_unknown"],
+                "first_invoke_ns": self.first_invoke_ns, "last_ack_ns": self.last_ack_ns,
+                "errors": dict(self.errors)}
+
+
+class WriteRecorder(RecorderCounts):
+    """Keeps the attempts of one producer that still wait for an outcome as rows, and writes
+    them: the recorder of transactional producers, whose rows wait for the transaction's
+    outcome. With ``record=False`` only the counters are kept (benchmark of recording
+    overhead).
     """
 
     def __init__(self, run_dir: Path | None, producer: int, topic: str, *, record: bool = True,
                  chunk_rows: int = 50_000, flush_interval_s: float = 2.0) -> None:
-        self.producer = producer
-        self.topic = topic
+        super().__init__(producer, topic)
         self.writer: ChunkedParquetWriter | None = None
         if record and run_dir is not None:
             self.writer = ChunkedParquetWriter(
@@ -45,15 +78,9 @@ class WriteRecorder:
                 constants={"producer": producer, "topic": topic})
         self.record = record
         self._base = producer << 40
-        # Time of the first accepted attempt and of the latest acknowledgement (throughput).
-        self.first_invoke_ns = 0
-        self.last_ack_ns = 0
         self.pending: dict[int, list[Any]] = {}
         self.txn_rows: list[list[Any]] = []  # the open transaction's rows, in seq order
         self.txn: str | None = None
-        self.counts: Counter[str] = Counter()
-        self.errors: Counter[str] = Counter()
-        self.attempts = 0
 
     # ------------------------------------------------------------------ attempts
     def invoked(self, seq: int, partition: int, invoke_ns: int) -> None:
@@ -108,11 +135,6 @@ class WriteRecorder:
         if row[_TXN] is None:  # not in a transaction: the row is final
             self._emit(row)
 
-    def _count(self, outcome: str, error: str | None) -> None:
-        self.counts[outcome] += 1
-        if error:
-            self.errors[error] += 1
-
     # ------------------------------------------------------------------ transactions
     def begin_txn(self, txn: str) -> None:
         self.txn = txn
@@ -160,12 +182,15 @@ class WriteRecorder:
         if self.writer is not None:
             self.writer.close()
 
-    def stats(self) -> dict[str, Any]:
-        """Counts for the orchestrator: attempts, ok, fail, info, and errors by name."""
-        return {"producer": self.producer, "attempts": self.attempts,
-                "ok": self.counts[OK], "fail": self.counts[FAIL], "info": self.counts[INFO],
-                "txn_committed": self.counts["txn_committed"],
-                "txn_aborted": self.counts["txn_aborted"],
-                "txn_unknown": self.counts["txn_unknown"],
-                "first_invoke_ns": self.first_invoke_ns, "last_ack_ns": self.last_ack_ns,
-                "errors": dict(self.errors)}
+
+def make_recorder(run_dir: Path | None, producer: int, topic: str, *, record: bool = True,
+                  transactional: bool = False, chunk_rows: int = 50_000,
+                  flush_interval_s: float = 2.0) -> WriteRecorder | ColumnRecorder:
+    """The recorder a producer needs: columns when recording outside transactions (the
+    cheap path at flat-out rates), rows for transactions, or counters only."""
+    if record and run_dir is not None and not transactional:
+        from workloads.write_columns import ColumnRecorder
+        return ColumnRecorder(run_dir, producer, topic, chunk_rows=chunk_rows,
+                              flush_interval_s=flush_interval_s)
+    return WriteRecorder(run_dir, producer, topic, record=record, chunk_rows=chunk_rows,
+                         flush_interval_s=flush_interval_s)

@@ -1,0 +1,229 @@
+"""The recorder of non-transactional producers: attempts kept as columns, not rows.
+
+At flat-out rates a producer process spends most of its Python time per record; building a
+10-field row, keeping it in a dict until its delivery report and converting it back to
+Arrow cost about as much again as producing the record (issue #3). Outside transactions the
+sequence numbers of one producer are dense (every seq is either accepted by ``produce()``
+or refused), so an attempt is kept as appends to typed arrays indexed by seq (invoke time,
+partition), and its resolution as appends to four more (seq, completion time, offset,
+outcome code). At flush time NumPy joins the two by seq and hands whole columns to Arrow.
+
+The rows written are the same as the row recorder's (workloads.write_recorder): one per
+attempt, in the order their outcomes became known, with nulls where it has ``None``.
+"""
+
+from __future__ import annotations
+
+import time
+from array import array
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+from confluent_kafka import KafkaError, Message
+
+from workloads.history import WRITES_SCHEMA, ChunkedParquetWriter, history_dir
+from workloads.outcomes import FAIL, INFO, OK, classify
+from workloads.write_recorder import RecorderCounts
+
+#: Sentinel for "no value" in the int64 columns (offsets and times are never negative).
+NONE = -1
+
+
+class ColumnRecorder(RecorderCounts):
+    """Dense-by-seq invocation columns plus resolution columns of one producer.
+
+    ``base`` is the seq of the first invocation still kept: invocations below the lowest
+    unresolved seq are dropped at each flush, so memory stays bounded by what is in flight
+    plus one chunk (and one byte per attempt for the resolved marks). The per-record paths
+    only append; counts, marks and the latest acknowledgement time are computed a chunk at
+    a time. Delivery reports do not check the chunk size: call ``maybe_flush`` regularly
+    (the producer loops do).
+    """
+
+    def __init__(self, run_dir: Path, producer: int, topic: str, *, chunk_rows: int = 50_000,
+                 flush_interval_s: float = 2.0) -> None:
+        super().__init__(producer, topic)
+        self.writer = ChunkedParquetWriter(history_dir(run_dir) / "writes.parquet",
+                                           WRITES_SCHEMA, f"p{producer}", chunk_rows=chunk_rows,
+                                           flush_interval_s=flush_interval_s)
+        self.chunk_rows = chunk_rows
+        self.op_base = producer << 40
+        self.base = 0  # seq of inv_ns[0]
+        self.next_seq = 0  # the seq ``invoked`` expects next
+        self.inv_ns = array("q")
+        self.inv_part = array("i")
+        # One byte per seq invoked, set to 1 (a chunk at a time) once its resolution is
+        # taken; every seq below ``sealed`` is resolved, so a later report for it is late.
+        self.done = bytearray()
+        self.sealed = 0
+        self.res_seq = array("q")
+        self.res_ns = array("q")
+        self.res_off = array("q")
+        self.res_code = array("H")
+        # (outcome, error name) of each code; code 0 is (ok, None).
+        self.codes: list[tuple[str, str | None]] = [(OK, None)]
+        # Refused attempts are not accepted ones: first_invoke_ns skips them.
+        self.refused_seqs: set[int] = set()
+        self._code_of: dict[tuple[str, str | None], int] = {(OK, None): 0}
+
+    # ------------------------------------------------------------------ attempts
+    def invoked(self, seq: int, partition: int, invoke_ns: int) -> None:
+        """``produce()`` accepted record ``seq``; its outcome comes with the delivery report."""
+        if seq != self.next_seq:
+            raise ValueError(f"seq {seq} out of order (expected {self.next_seq}): the "
+                             "columnar history needs dense sequence numbers")
+        self.next_seq = seq + 1
+        self.inv_ns.append(invoke_ns)
+        self.inv_part.append(partition)
+
+    def refused(self, seq: int, partition: int, invoke_ns: int, err: KafkaError | None) -> None:
+        """``produce()`` raised: the record never entered the client's queue (``fail``)."""
+        self.refused_seqs.add(seq)
+        self.invoked(seq, partition, invoke_ns)
+        self._resolve(seq, time.time_ns(), FAIL, err.name() if err is not None else "_REFUSED")
+
+    def on_delivery(self, seq: int, err: KafkaError | None, msg: Message) -> None:
+        """Delivery report of record ``seq`` (bind ``seq`` with functools.partial)."""
+        if err is not None:
+            self._resolve(seq, time.time_ns(), classify(err), err.name())
+            return
+        if seq < self.sealed:  # already resolved as unknown (a report after the purge)
+            return
+        self.res_seq.append(seq)
+        self.res_ns.append(time.time_ns())
+        offset = msg.offset()  # None with acks=0 or for idempotent duplicates
+        self.res_off.append(NONE if offset is None else offset)
+        self.res_code.append(0)
+
+    def _resolve(self, seq: int, complete_ns: int | None, outcome: str,
+                 error: str | None) -> None:
+        if seq < self.sealed:
+            return
+        key = (outcome, error)
+        code = self._code_of.get(key)
+        if code is None:
+            code = self._code_of[key] = len(self.codes)
+            self.codes.append(key)
+        self.res_seq.append(seq)
+        self.res_ns.append(NONE if complete_ns is None else complete_ns)
+        self.res_off.append(NONE)
+        self.res_code.append(code)
+
+    # ------------------------------------------------------------------ the end
+    def resolve_remaining(self) -> int:
+        """Every attempt without a report becomes ``info`` (outcome never known). Returns how
+        many there were."""
+        self._mark(np.frombuffer(self.res_seq, dtype=np.int64))
+        n = 0
+        i = self.done.find(0, self.base)
+        while i >= 0:
+            self._resolve(i, None, INFO, None)
+            n += 1
+            i = self.done.find(0, i + 1)
+        self.sealed = self.next_seq
+        return n
+
+    def _mark(self, seqs: np.ndarray) -> None:
+        """Marks ``seqs`` resolved (grows the marks to every seq invoked so far)."""
+        self.done.extend(bytes(self.next_seq - len(self.done)))
+        np.frombuffer(self.done, dtype=np.uint8)[seqs] = 1
+
+    def stats(self) -> dict[str, Any]:
+        self.flush()  # counts and the latest acknowledgement are kept per taken chunk
+        self.attempts = self.next_seq
+        return super().stats()
+
+    def begin_txn(self, txn: str) -> None:
+        raise TypeError("a transactional producer records with WriteRecorder")
+
+    def end_txn(self, txn_outcome: str) -> None:
+        raise TypeError("a transactional producer records with WriteRecorder")
+
+    # ------------------------------------------------------------------ to Parquet
+    @property
+    def buffered(self) -> int:
+        """Resolutions not yet written."""
+        return len(self.res_seq)
+
+    def maybe_flush(self) -> None:
+        """Writes a part file when a chunk is full or the flush interval has passed."""
+        n = len(self.res_seq)
+        if n and (n >= self.chunk_rows or self.writer.flush_due()):
+            self.flush()
+
+    def flush(self) -> None:
+        table = self.take()
+        if table is not None:
+            self.writer.write_table(table)
+
+    def close(self) -> None:
+        self.flush()
+
+    def take(self) -> pa.Table | None:
+        """The resolutions so far as a writes table (None if there are none); forgets them
+        and the invocations no longer needed."""
+        n = len(self.res_seq)
+        if n == 0:
+            return None
+        seq = np.frombuffer(self.res_seq, dtype=np.int64).copy()
+        complete = np.frombuffer(self.res_ns, dtype=np.int64).copy()
+        offset = np.frombuffer(self.res_off, dtype=np.int64).copy()
+        code = np.frombuffer(self.res_code, dtype=np.uint16).astype(np.int32)
+        idx = seq - self.base
+        invoke = np.frombuffer(self.inv_ns, dtype=np.int64)[idx]  # fancy index: copies
+        part = np.frombuffer(self.inv_part, dtype=np.int32)[idx]
+        # New buffers (the old ones may still be exported to the views above until return).
+        self.res_seq, self.res_ns = array("q"), array("q")
+        self.res_off, self.res_code = array("q"), array("H")
+        if not self.first_invoke_ns:
+            self._first_accepted()
+        self._mark(seq)
+        self._tally(code, complete)
+        codes = pa.array(code)
+        cols = {
+            "op_id": pa.array(seq | self.op_base),
+            "producer": pa.repeat(pa.scalar(self.producer, pa.int32()), n),
+            "seq": pa.array(seq),
+            "topic": pa.repeat(pa.scalar(self.topic, pa.string()), n),
+            "partition": pa.array(part),
+            "invoke_ns": pa.array(invoke),
+            "complete_ns": pa.array(complete, mask=complete == NONE),
+            "outcome": pa.array([c[0] for c in self.codes], pa.string()).take(codes),
+            "offset": pa.array(offset, mask=offset == NONE),
+            "error": pa.array([c[1] for c in self.codes], pa.string()).take(codes),
+            "txn": pa.nulls(n, pa.string()),
+            "txn_outcome": pa.nulls(n, pa.string()),
+        }
+        self._trim()
+        return pa.Table.from_arrays([cols[f.name] for f in WRITES_SCHEMA],
+                                    schema=WRITES_SCHEMA)
+
+    def _first_accepted(self) -> None:
+        # Every attempt from ``base`` on is still kept, and none before it was accepted
+        # (else an earlier take would have found it).
+        for seq in range(self.base, self.next_seq):
+            if seq not in self.refused_seqs:
+                self.first_invoke_ns = self.inv_ns[seq - self.base]
+                return
+
+    def _tally(self, code: np.ndarray, complete: np.ndarray) -> None:
+        """Counts a chunk's outcomes and errors, and its latest acknowledgement."""
+        for c, n in zip(*np.unique(code, return_counts=True), strict=True):
+            outcome, error = self.codes[int(c)]
+            self.counts[outcome] += int(n)
+            if error:
+                self.errors[error] += int(n)
+        acked = complete[code == 0]
+        if acked.size:
+            self.last_ack_ns = max(self.last_ack_ns, int(acked.max()))
+
+    def _trim(self) -> None:
+        low = self.done.find(0, self.base)
+        low = self.next_seq if low < 0 else low
+        drop = low - self.base
+        if drop > 0:
+            del self.inv_ns[:drop]
+            del self.inv_part[:drop]
+            self.base = low
