@@ -65,7 +65,15 @@ def _free_subnet(client: docker.DockerClient) -> ipaddress.IPv4Network:
 
 
 def new_cluster_id() -> str:
-    return urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    """A random Kafka cluster id (22 URL-safe base64 characters).
+
+    Never one that starts with '-': kafka-storage.sh would read it as an option and refuse to
+    format (one cluster start in 64 failed that way); Kafka's own Uuid.randomUuid avoids them
+    for the same reason."""
+    while True:
+        cid = urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not cid.startswith("-"):
+            return cid
 
 
 class KafkaCluster:
