@@ -2,6 +2,7 @@
 
     python -m bench                 # all of them
     python -m bench checker report  # only checker_bench.py and report_bench.py
+    python -m bench workload -- --rounds 3   # arguments after -- go to each benchmark
 """
 
 from __future__ import annotations
@@ -16,6 +17,10 @@ HERE = Path(__file__).resolve().parent
 
 def main(argv: list[str] | None = None) -> int:
     names = argv if argv is not None else sys.argv[1:]
+    extra: list[str] = []
+    if "--" in names:
+        cut = names.index("--")
+        names, extra = names[:cut], names[cut + 1:]
     benches = sorted(HERE.glob("*_bench.py"))
     if names:
         benches = [b for b in benches if b.stem.removesuffix("_bench") in names]
@@ -23,7 +28,7 @@ def main(argv: list[str] | None = None) -> int:
     for path in benches:
         print(f"== {path.stem} ==", flush=True)
         started = time.monotonic()
-        rc = subprocess.call([sys.executable, str(path)], cwd=HERE.parent)
+        rc = subprocess.call([sys.executable, str(path), *extra], cwd=HERE.parent)
         print(f"== {path.stem}: exit {rc} in {time.monotonic() - started:.1f}s ==", flush=True)
         failed += rc != 0
     return 1 if failed else 0

@@ -185,12 +185,14 @@ class WriteRecorder(RecorderCounts):
 
 def make_recorder(run_dir: Path | None, producer: int, topic: str, *, record: bool = True,
                   transactional: bool = False, chunk_rows: int = 50_000,
-                  flush_interval_s: float = 2.0) -> WriteRecorder | ColumnRecorder:
+                  flush_interval_s: float = 2.0,
+                  round_robin: list[int] | None = None) -> WriteRecorder | ColumnRecorder:
     """The recorder a producer needs: columns when recording outside transactions (the
-    cheap path at flat-out rates), rows for transactions, or counters only."""
+    cheap path at flat-out rates), rows for transactions, or counters only.
+    ``round_robin``: the partitions seq i goes to in turn (i % n), if that is the rule."""
     if record and run_dir is not None and not transactional:
         from workloads.write_columns import ColumnRecorder
         return ColumnRecorder(run_dir, producer, topic, chunk_rows=chunk_rows,
-                              flush_interval_s=flush_interval_s)
+                              flush_interval_s=flush_interval_s, round_robin=round_robin)
     return WriteRecorder(run_dir, producer, topic, record=record, chunk_rows=chunk_rows,
                          flush_interval_s=flush_interval_s)

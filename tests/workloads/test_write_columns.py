@@ -42,17 +42,18 @@ STEP = st.one_of(
 )
 
 
-def drive(rec: Any, steps: list[tuple[Any, ...]]) -> None:
+def drive(rec: Any, steps: list[tuple[Any, ...]], round_robin: bool) -> None:
     pending: list[int] = []
     purged: list[int] = []  # resolved as info by a purge: their reports may still come
     seq = 0
     for step in steps:
         if step[0] == "send":
             invoke = 1_000 + seq
+            part = seq % 3 if round_robin else step[1]
             if step[2] is not None:
-                rec.refused(seq, step[1], invoke, KafkaError(ERRORS[step[2]]))
+                rec.refused(seq, part, invoke, KafkaError(ERRORS[step[2]]))
             else:
-                rec.invoked(seq, step[1], invoke)
+                rec.invoked(seq, part, invoke)
                 pending.append(seq)
             seq += 1
         elif step[0] == "report":
@@ -92,16 +93,17 @@ def written(path: Path) -> list[dict[str, Any]]:
 
 @settings(max_examples=150, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(steps=st.lists(STEP, max_size=60), chunk=st.integers(1, 8))
+@given(steps=st.lists(STEP, max_size=60), chunk=st.integers(1, 8), round_robin=st.booleans())
 def test_same_rows_and_stats_as_the_row_recorder(tmp_path_factory: pytest.TempPathFactory,
-                                                 steps: list[tuple[Any, ...]],
-                                                 chunk: int) -> None:
+                                                 steps: list[tuple[Any, ...]], chunk: int,
+                                                 round_robin: bool) -> None:
     a, b = tmp_path_factory.mktemp("rows"), tmp_path_factory.mktemp("cols")
     rows = WriteRecorder(a, 3, "t", chunk_rows=chunk)
-    cols = make_recorder(b, 3, "t", chunk_rows=chunk)
+    cols = make_recorder(b, 3, "t", chunk_rows=chunk,
+                         round_robin=[0, 1, 2] if round_robin else None)
     assert isinstance(cols, ColumnRecorder)
-    drive(rows, steps)
-    drive(cols, steps)
+    drive(rows, steps, round_robin)
+    drive(cols, steps, round_robin)
     assert written(b) == written(a)
     assert len(written(b)) == sum(s[0] == "send" for s in steps)
     sa, sb = rows.stats(), cols.stats()
@@ -123,13 +125,6 @@ def test_memory_is_trimmed_to_what_is_in_flight(tmp_path: Path) -> None:
     rec.flush()
     assert rec.base == 10_000 and len(rec.inv_ns) == 0
     assert rec.stats()["ok"] == 10_000 and rec.stats()["attempts"] == 10_000
-
-
-def test_out_of_order_seq_is_refused(tmp_path: Path) -> None:
-    rec = ColumnRecorder(tmp_path, 0, "t")
-    rec.invoked(0, 0, 1)
-    with pytest.raises(ValueError, match="dense"):
-        rec.invoked(2, 0, 1)
 
 
 def test_transactional_and_unrecorded_producers_keep_rows(tmp_path: Path) -> None:
