@@ -27,9 +27,31 @@ log = logging.getLogger("kafka_chaos.workloads.processes")
 _CTX = mp.get_context("spawn")
 
 
-def new_stop_event() -> Any:
-    """An event the workload's processes can share (create it before starting them)."""
-    return _CTX.Event()
+class StopFlag:
+    """A stop signal the workload's processes share, without a lock.
+
+    multiprocessing.Event takes a lock shared by every process on each ``is_set()``; a
+    process SIGKILLed while holding it (a chaos test, the OOM killer) left every other
+    process, the orchestrator included, blocked forever on the next ``set()`` or
+    ``is_set()``. One shared byte needs no lock: it goes from 0 to 1 once.
+    """
+
+    def __init__(self) -> None:
+        self._flag = _CTX.RawValue("b", 0)
+
+    def set(self) -> None:
+        self._flag.value = 1
+
+    def is_set(self) -> bool:
+        return bool(self._flag.value)
+
+    def __repr__(self) -> str:
+        return f"StopFlag(set={self.is_set()})"
+
+
+def new_stop_event() -> StopFlag:
+    """A stop flag the workload's processes can share (create it before starting them)."""
+    return StopFlag()
 
 
 @dataclass

@@ -1,0 +1,55 @@
+"""The workload's shared stop signal survives a process SIGKILLed while it looks at it."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+
+from tenacity import Retrying, stop_after_delay, wait_fixed
+
+from workloads.processes import _CTX, new_stop_event
+
+
+def _spin(flag: object, started: object) -> None:
+    started.set()  # type: ignore[attr-defined]
+    while not flag.is_set():  # type: ignore[attr-defined]
+        pass
+
+
+def test_a_killed_reader_does_not_block_the_others() -> None:
+    # The child reads the flag in a tight loop; with a lock-based event (the old
+    # multiprocessing.Event) a SIGKILL mid-read left the lock held, and the set() and
+    # repr() below blocked forever.
+    flag = new_stop_event()
+    started = _CTX.Event()
+    child = _CTX.Process(target=_spin, args=(flag, started), daemon=True)
+    child.start()
+    assert started.wait(60)
+    os.kill(child.pid, signal.SIGKILL)  # type: ignore[arg-type]
+    child.join(10)
+    assert child.exitcode == -signal.SIGKILL
+    done = threading.Event()
+
+    def use() -> None:
+        repr(flag)
+        flag.set()
+        assert flag.is_set()
+        done.set()
+
+    threading.Thread(target=use, daemon=True).start()
+    for attempt in Retrying(stop=stop_after_delay(10), wait=wait_fixed(0.05), reraise=True):
+        with attempt:
+            assert done.is_set(), "the stop flag blocked after a reader was killed"
+
+
+def test_children_see_the_flag_set() -> None:
+    flag = new_stop_event()
+    started = _CTX.Event()
+    child = _CTX.Process(target=_spin, args=(flag, started), daemon=True)
+    child.start()
+    assert started.wait(60)
+    assert child.is_alive() and not flag.is_set()
+    flag.set()
+    child.join(30)
+    assert child.exitcode == 0
