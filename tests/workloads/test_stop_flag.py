@@ -5,10 +5,11 @@ from __future__ import annotations
 import os
 import signal
 import threading
+from multiprocessing.process import BaseProcess
 
 from tenacity import Retrying, stop_after_delay, wait_fixed
 
-from workloads.processes import _CTX, new_stop_event
+from workloads.processes import _CTX, StopFlag, new_stop_event
 
 
 def _spin(flag: object, started: object) -> None:
@@ -17,15 +18,20 @@ def _spin(flag: object, started: object) -> None:
         pass
 
 
-def test_a_killed_reader_does_not_block_the_others() -> None:
-    # The child reads the flag in a tight loop; with a lock-based event (the old
-    # multiprocessing.Event) a SIGKILL mid-read left the lock held, and the set() and
-    # repr() below blocked forever.
+def _spinning_child() -> tuple[StopFlag, BaseProcess]:
+    """A new flag and a child process that reads it in a tight loop until it is set."""
     flag = new_stop_event()
     started = _CTX.Event()
     child = _CTX.Process(target=_spin, args=(flag, started), daemon=True)
     child.start()
     assert started.wait(60)
+    return flag, child
+
+
+def test_a_killed_reader_does_not_block_the_others() -> None:
+    # With a lock-based event (the old multiprocessing.Event) a SIGKILL while the child was
+    # inside is_set() left the lock held, and the set() and repr() below blocked forever.
+    flag, child = _spinning_child()
     os.kill(child.pid, signal.SIGKILL)  # type: ignore[arg-type]
     child.join(10)
     assert child.exitcode == -signal.SIGKILL
@@ -44,11 +50,7 @@ def test_a_killed_reader_does_not_block_the_others() -> None:
 
 
 def test_children_see_the_flag_set() -> None:
-    flag = new_stop_event()
-    started = _CTX.Event()
-    child = _CTX.Process(target=_spin, args=(flag, started), daemon=True)
-    child.start()
-    assert started.wait(60)
+    flag, child = _spinning_child()
     assert child.is_alive() and not flag.is_set()
     flag.set()
     child.join(30)
