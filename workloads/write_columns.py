@@ -88,7 +88,8 @@ class ColumnRecorder(RecorderCounts):
 
     def refused(self, seq: int, partition: int, invoke_ns: int, err: KafkaError | None) -> None:
         """``produce()`` raised: the record never entered the client's queue (``fail``)."""
-        self.refused_seqs.add(seq)
+        if not self.first_invoke_ns:  # only needed until the first accepted one is known
+            self.refused_seqs.add(seq)
         self.invoked(seq, partition, invoke_ns)
         self._resolve(seq, time.time_ns(), FAIL, err.name() if err is not None else "_REFUSED")
 
@@ -154,7 +155,7 @@ class ColumnRecorder(RecorderCounts):
 
     def maybe_flush(self) -> None:
         """Writes a part file when a chunk is full or the flush interval has passed."""
-        n = len(self.res_seq) + len(self.other)
+        n = self.buffered
         if n and (n >= self.chunk_rows or self.writer.flush_due()):
             self.flush()
 
@@ -217,6 +218,7 @@ class ColumnRecorder(RecorderCounts):
         for seq in range(self.base, self.next_seq):
             if seq not in self.refused_seqs:
                 self.first_invoke_ns = self.inv_ns[seq - self.base]
+                self.refused_seqs.clear()
                 return
 
     def _tally(self, code: np.ndarray, complete: np.ndarray) -> None:
