@@ -128,13 +128,19 @@ def _node_ids(targets: tuple[Any, ...]) -> set[int]:
     return out
 
 
+def _observed_isr(parts: PartitionHistory, key: str, ts_ns: int) -> tuple[int, ...]:
+    state = parts.state_at(key, ts_ns - 1) or parts.state_at(key, ts_ns)
+    return state.isr if state is not None else ()
+
+
 def power_loss_coverage(
     events: list[Event], parts: PartitionHistory, partitions: list[str], brokers: int | None
 ) -> dict[str, int]:
     """Partitions whose every in-sync replica lost power together: key -> latest such time.
 
-    The ISR is the one observed just before the (first) crash of the group; a partition
-    without observations counts as covered only when every broker of the cluster lost power.
+    The ISR is the one the first crash of the group recorded from the cluster's metadata just
+    before it struck (``detail.isr_before``), else the one observed just before it; a partition
+    with neither counts as covered only when every broker of the cluster lost power.
     """
     crashes = [e for e in events if e.kind == "power-loss" and e.phase in ("start", "instant")]
     out: dict[str, int] = {}
@@ -143,13 +149,11 @@ def power_loss_coverage(
         hit: set[int] = set()
         for c in group:
             hit |= _node_ids(c.targets)
-        first = min(c.ts_ns for c in group)
+        first = min(group, key=lambda c: c.ts_ns)
+        recorded = first.detail.get("isr_before") or {}
         for key in partitions:
-            state = parts.state_at(key, first - 1) or parts.state_at(key, first)
-            if state is not None and state.isr:
-                covered = set(state.isr) <= hit
-            else:
-                covered = brokers is not None and len(hit) >= brokers
+            isr = recorded.get(key) or _observed_isr(parts, key, first.ts_ns)
+            covered = set(isr) <= hit if isr else (brokers is not None and len(hit) >= brokers)
             if covered:
                 out[key] = max(out.get(key, 0), e.ts_ns)
     return out

@@ -12,6 +12,11 @@ case of a power cut: in reality the kernel's writeback may already have put some
 unflushed tail on disk.
 
 The data volume is edited from the host (a local engine; root), while the container is down.
+
+The start event also records the ISR of every partition of the topic as the cluster reported it
+just before the first kill (``isr_before``): the checker excuses a loss only when the power
+loss hit the whole ISR, and this reading is milliseconds old where the observer's last sample
+can be a whole interval old (or missing, when its request went to the dying broker).
 """
 
 from __future__ import annotations
@@ -20,6 +25,8 @@ import struct
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from confluent_kafka import KafkaException
 
 from chaos.faults.base import FaultContext, FaultError
 from chaos.faults.process import Kill
@@ -111,6 +118,19 @@ def drop_unflushed(log_dir: Path) -> list[TruncatedPartition]:
     return out
 
 
+def isr_now(ctx: FaultContext) -> dict[str, list[int]]:
+    """``{"topic:partition": ISR}`` from the cluster's metadata now; empty when it cannot be
+    read quickly (the checker then falls back to the observer's samples)."""
+    try:
+        md = ctx.cluster.admin(timeout_ms=2000).list_topics(topic=ctx.topic, timeout=2)
+    except KafkaException:
+        return {}
+    t = md.topics.get(ctx.topic)
+    if t is None or t.error is not None:
+        return {}
+    return {f"{ctx.topic}:{p.id}": sorted(p.isrs) for p in t.partitions.values() if p.isrs}
+
+
 class PowerLoss(Kill):
     """Kill -9 plus the loss of unflushed data; ``stop`` restarts the node."""
 
@@ -119,6 +139,11 @@ class PowerLoss(Kill):
     def __init__(self, target: str = "random", wait_ready: bool = True) -> None:
         super().__init__(target, wait_ready)
         self.lost: dict[int, list[TruncatedPartition]] = {}
+        self.isr_before: dict[str, list[int]] = {}
+
+    def start(self, ctx: FaultContext) -> None:
+        self.isr_before = isr_now(ctx)
+        super().start(ctx)
 
     def _apply(self, ctx: FaultContext, nid: int) -> None:
         node = ctx.cluster.node(nid)
@@ -130,7 +155,10 @@ class PowerLoss(Kill):
             raise FaultError(f"power loss needs the data volume on this host: {e}") from e
 
     def _start_detail(self) -> dict[str, Any]:
-        return {"lost": self._lost_summary()}
+        detail: dict[str, Any] = {"lost": self._lost_summary()}
+        if self.isr_before:
+            detail["isr_before"] = self.isr_before
+        return detail
 
     def _lost_summary(self) -> dict[str, Any]:
         return {str(nid): {t.partition_dir: {"recovery_point": t.recovery_point,

@@ -59,6 +59,7 @@ def test_power_loss_drops_the_unflushed_tail_but_kill_does_not(cluster, ctx):
     before_power = end_offset(cluster, "solo")
     assert before_power == 1000
 
+    cluster.wait_partitions(ctx.topic, timeout_s=60)  # the fault records this topic's ISR
     power = PowerLoss(str(owner))
     power.start(ctx)
     power.stop(ctx)
@@ -67,3 +68,5 @@ def test_power_loss_drops_the_unflushed_tail_but_kill_does_not(cluster, ctx):
     assert after < before_power, f"power loss kept the whole log ({after} records)"
     start = next(e for e in events(ctx) if e["kind"] == "power-loss" and e["phase"] == "start")
     assert start["detail"]["lost"][str(owner)]["solo-0"]["removed_batches"] > 0
+    full = sorted(cluster.describe(ctx.topic)[0].replicas)
+    assert start["detail"]["isr_before"] == {f"{ctx.topic}:0": full}

@@ -39,6 +39,17 @@ def count(res: dict[str, Any], kind: str) -> int:
     return int(res["anomalies"][kind]["count"])
 
 
+def lost_explained(res: dict[str, Any]) -> str:
+    """The guarantee model's reason and the first unexcused lost writes, for a failure
+    message: enough to tell a checker gap from a real loss without the run directory."""
+    lost = res["anomalies"]["lost"]
+    keep = ("producer", "seq", "acked_offset", "complete_ns", "excused", "faults_at_ack",
+            "partition_state")
+    shown = [{k: e.get(k) for k in keep} for e in lost.get("examples", [])
+             if not e.get("excused")][:3]
+    return f"lost={lost['count']} excused={lost.get('excused', 0)}: {lost['why']}; {shown}"
+
+
 def assert_scenario_held(res: dict[str, Any]) -> None:
     """Mechanism observed (so not ``unknown``) and the scenario's own expectations met."""
     assert res["mechanism"]["observed"], res["mechanism"]
@@ -134,4 +145,5 @@ def test_last_replica_standing_per_version(tmp_path, version):
     if elr_default(version):
         assert count(res, "lost") == 0 and res["valid"] is True
     else:
-        assert count(res, "lost") > 0 and res["anomalies"]["lost"]["allowed"]
+        assert count(res, "lost") > 0
+        assert res["anomalies"]["lost"]["allowed"], lost_explained(res)
