@@ -77,14 +77,21 @@ class PartitionHistory:
         """First leader or epoch change after ``ts_ns``: when an unreplicated tail goes."""
         for c in self.between(key, ts_ns + 1, 2**63 - 1):
             if c.prev_leader is not None and (
-                c.leader != c.prev_leader or c.leader_epoch != c.prev_epoch
+                c.leader != c.prev_leader
+                or (c.prev_epoch is not None and c.leader_epoch != c.prev_epoch)
             ):
                 return c
         return None
 
 
 def collect_changes(obs: DataFrame) -> tuple[PartitionHistory, int]:
-    """Reduce observations to change rows on the cluster, bring those to the driver."""
+    """Reduce observations to change rows on the cluster, bring those to the driver.
+
+    The observer learns a partition's leader epoch from a ListOffsets answer that misses
+    about every other sample; a missing epoch means "not learned this time", so it is filled
+    with the last one learned under the same leader. Otherwise every sample would count as a
+    change (epoch 0, null, 0, …) and a null-to-known flip would look like a new leader term.
+    """
     order = Window.partitionBy("topic", "partition").orderBy("ts_ns")
     state = obs.where(F.col("ts_ns").isNotNull()).select(
         "ts_ns", "topic", "partition",
@@ -92,8 +99,16 @@ def collect_changes(obs: DataFrame) -> tuple[PartitionHistory, int]:
         F.array_sort(F.coalesce(F.col("isr"), F.array().cast("array<int>"))).alias("isr"),
         "leader_epoch",
     )
+    new_term = ~F.lag("leader").over(order).eqNullSafe(F.col("leader"))
+    terms = state.withColumn(
+        "term", F.sum(new_term.cast("int")).over(order.rowsBetween(Window.unboundedPreceding, 0))
+    )
+    in_term = Window.partitionBy("topic", "partition", "term").orderBy("ts_ns").rowsBetween(
+        Window.unboundedPreceding, 0)
+    filled = terms.withColumn("leader_epoch",
+                              F.last("leader_epoch", ignorenulls=True).over(in_term))
     with_prev = (
-        state.withColumn("prev_leader", F.lag("leader").over(order))
+        filled.withColumn("prev_leader", F.lag("leader").over(order))
         .withColumn("prev_isr", F.lag("isr").over(order))
         .withColumn("prev_epoch", F.lag("leader_epoch").over(order))
         .withColumn("first", F.lag("ts_ns").over(order).isNull())

@@ -115,7 +115,9 @@ def load_cluster_state(
             seg = Segment(start, end, leader, isr, None if epoch is None else int(epoch))
             if segments and (segments[-1].leader, segments[-1].isr) == (leader, isr):
                 prev = segments[-1]
-                segments[-1] = Segment(prev.start_s, end, leader, isr, seg.epoch)
+                # The observer misses the epoch in about every other sample: keep the known one.
+                epoch_now = seg.epoch if seg.epoch is not None else prev.epoch
+                segments[-1] = Segment(prev.start_s, end, leader, isr, epoch_now)
             else:
                 segments.append(seg)
         out.append(PartitionLane(topic, p, segments, replicas))

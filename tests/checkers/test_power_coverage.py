@@ -1,10 +1,12 @@
 """Which partitions a power loss covers (every in-sync replica lost power together): the
-checker's excuse for a loss under acks=all. Pure Python, no Spark."""
+checker's excuse for a loss under acks=all; and the change rows it reads the ISR from."""
 
 from __future__ import annotations
 
-from checkers.history import Event
-from checkers.observations import Change, PartitionHistory, power_loss_coverage
+import pytest
+
+from checkers.history import OBSERVATIONS_SCHEMA, Event
+from checkers.observations import Change, PartitionHistory, collect_changes, power_loss_coverage
 
 S = 1_000_000_000
 
@@ -53,3 +55,21 @@ def test_crashes_within_the_window_form_one_group_read_at_the_first() -> None:
     # Too far apart: separate crashes, and neither hit a whole ISR on its own.
     late = crash(20, [2], isr_before={"t:0": [1, 2]})
     assert power_loss_coverage([first, late], parts, ["t:0"], 3) == {}
+
+
+@pytest.mark.spark
+def test_epochs_the_observer_missed_are_not_changes(spark) -> None:  # type: ignore[no-untyped-def]
+    # The observer learns the epoch about every other sample: 0, null, 0, null…
+    rows = [(1, 1, [1, 2, 3], 0), (2, 1, [1, 2, 3], None), (3, 1, [1, 2, 3], 0),
+            (4, 1, [1], None), (5, 1, [1], 0), (6, -1, [1], None), (7, 1, [1], None),
+            (8, 1, [1, 2], 1), (9, 1, [1, 2], None)]
+    obs = spark.createDataFrame(
+        [(t * S, "t", 0, leader, isr, [1, 2, 3], epoch, None) for t, leader, isr, epoch in rows],
+        OBSERVATIONS_SCHEMA)
+    history, n = collect_changes(obs)
+    got = [(c.ts_ns // S, c.leader, list(c.isr), c.leader_epoch) for c in history.all]
+    assert got == [(1, 1, [1, 2, 3], 0), (4, 1, [1], 0), (6, -1, [1], None),
+                   (7, 1, [1], None), (8, 1, [1, 2], 1)] and n == 5
+    # The unreplicated tail goes at the next leader term, not at the next sample.
+    nxt = history.first_leadership_change_after("t:0", 1 * S)
+    assert nxt is not None and nxt.ts_ns == 6 * S

@@ -76,3 +76,20 @@ def test_leadership_segments_merge_equal_samples(hand_run: Path) -> None:
     assert lane.leader_changes == 2 and lane.min_isr == 1
     assert abs(lane.offline_s - 1.0) < 0.05
     assert state.brokers == [1, 2]
+
+
+def test_a_segment_keeps_the_epoch_a_later_sample_missed(tmp_path: Path) -> None:
+    # The observer learns the epoch in about every other sample; the segment's last sample
+    # has none, and the segment must still show the one learned before.
+    epochs = [4, None, 4, None]
+    table = pa.table({
+        "ts_ns": pa.array([T0 + i * S for i in range(4)], pa.int64()),
+        "topic": ["t"] * 4, "partition": pa.array([0] * 4, pa.int32()),
+        "leader": pa.array([1] * 4, pa.int32()),
+        "isr": pa.array([[1, 2]] * 4, pa.list_(pa.int32())),
+        "replicas": pa.array([[1, 2]] * 4, pa.list_(pa.int32())),
+        "leader_epoch": pa.array(epochs, pa.int32()),
+    })
+    pq.write_table(table, tmp_path / "obs.parquet")
+    [lane] = load_cluster_state(tmp_path / "obs.parquet", T0, 4.0).lanes
+    assert [(s.leader, s.isr, s.epoch) for s in lane.segments] == [(1, (1, 2), 4)]
