@@ -12,6 +12,7 @@ import contextlib
 from typing import Any
 
 import docker
+from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_fixed
 
 from chaos.faults import targets as tg
 from chaos.faults.base import BaseFault, FaultContext
@@ -94,6 +95,10 @@ class Stop(_NodeFault):
         _ensure_running(ctx, nid)
 
 
+def _freeze_failed(e: BaseException) -> bool:
+    return isinstance(e, docker.errors.APIError) and "unable to freeze" in str(e)
+
+
 class Pause(_NodeFault):
     """Freeze every process of the node (cgroup freezer); ``stop`` thaws it."""
 
@@ -101,8 +106,14 @@ class Pause(_NodeFault):
 
     def _apply(self, ctx: FaultContext, nid: int) -> None:
         node = ctx.cluster.node(nid)
-        if node.status() == "running":
-            node.pause()
+        # runc gives up ("unable to freeze") when the cgroup's tasks do not all freeze in
+        # time, e.g. one blocked in the kernel, and thaws it again; a moment later the freeze
+        # works. Seen once in nine full test suites (safe-config-chaos, a random pause).
+        for attempt in Retrying(stop=stop_after_attempt(5), wait=wait_fixed(0.5),
+                                retry=retry_if_exception(_freeze_failed), reraise=True):
+            with attempt:
+                if node.status() == "running":
+                    node.pause()
 
     def _undo(self, ctx: FaultContext, nid: int) -> None:
         node = ctx.cluster.node(nid)
