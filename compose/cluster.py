@@ -191,17 +191,18 @@ class KafkaCluster:
                     raise ClusterError(f"brokers {sorted(want - have)} not registered "
                                        f"within {timeout_s:.0f}s (have {sorted(have)})")
 
-    def describe(self, topic: str, admin: AdminClient | None = None) -> list[PartitionState]:
+    def describe(self, topic: str, admin: AdminClient | None = None,
+                 timeout_s: float = 5) -> list[PartitionState]:
         """Leader, replicas and ISR of each partition, from the cluster's metadata.
 
         Brokers learn of a new topic at slightly different times, so an unknown topic is
-        asked again for a few seconds before it counts as absent."""
+        asked again for up to ``timeout_s`` before it counts as absent."""
         admin = admin or self.admin()
         t = None
-        for attempt in Retrying(stop=stop_after_delay(5), wait=wait_fixed(0.2), reraise=True,
-                                retry=retry_if_exception_type(ClusterError)):
+        for attempt in Retrying(stop=stop_after_delay(timeout_s), wait=wait_fixed(0.2),
+                                reraise=True, retry=retry_if_exception_type(ClusterError)):
             with attempt:
-                md = admin.list_topics(topic=topic, timeout=5)
+                md = admin.list_topics(topic=topic, timeout=timeout_s)
                 t = md.topics.get(topic)
                 if t is None or t.error is not None:
                     raise ClusterError(

@@ -30,6 +30,7 @@ from confluent_kafka import KafkaException
 
 from chaos.faults.base import FaultContext, FaultError
 from chaos.faults.process import Kill
+from compose.cluster import ClusterError
 
 BATCH_HEADER = struct.Struct(">qi")  # baseOffset, batchLength
 LAST_OFFSET_DELTA_AT = 23  # baseOffset(8) length(4) epoch(4) magic(1) crc(4) attributes(2)
@@ -120,15 +121,12 @@ def drop_unflushed(log_dir: Path) -> list[TruncatedPartition]:
 
 def isr_now(ctx: FaultContext) -> dict[str, list[int]]:
     """``{"topic:partition": ISR}`` from the cluster's metadata now; empty when it cannot be
-    read quickly (the checker then falls back to the observer's samples)."""
+    read within 2 s (the checker then falls back to the observer's samples)."""
     try:
-        md = ctx.cluster.admin(timeout_ms=2000).list_topics(topic=ctx.topic, timeout=2)
-    except KafkaException:
+        parts = ctx.cluster.describe(ctx.topic, ctx.cluster.admin(timeout_ms=2000), timeout_s=2)
+    except (KafkaException, ClusterError):
         return {}
-    t = md.topics.get(ctx.topic)
-    if t is None or t.error is not None:
-        return {}
-    return {f"{ctx.topic}:{p.id}": sorted(p.isrs) for p in t.partitions.values() if p.isrs}
+    return {f"{p.topic}:{p.partition}": sorted(p.isr) for p in parts if p.isr}
 
 
 class PowerLoss(Kill):
