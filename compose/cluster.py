@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ipaddress
 import logging
+import random
 import time
 import uuid
 from base64 import urlsafe_b64encode
@@ -49,19 +50,49 @@ class PartitionState:
     isr: tuple[int, ...]
 
 
-def _free_subnet(client: docker.DockerClient) -> ipaddress.IPv4Network:
-    """A /24 no Docker network on this engine uses yet."""
+def _free_subnets(client: docker.DockerClient) -> list[ipaddress.IPv4Network]:
+    """The /24s of 172.24.0.0/13 that no Docker network on this engine uses yet."""
     used: list[ipaddress.IPv4Network] = []
     for n in client.networks.list():
         for cfg in (n.attrs.get("IPAM") or {}).get("Config") or []:
             if "Subnet" in cfg and ":" not in cfg["Subnet"]:
                 used.append(ipaddress.IPv4Network(cfg["Subnet"]))
-    for second in range(24, 32):
-        for third in range(0, 256):
-            cand = ipaddress.IPv4Network(f"172.{second}.{third}.0/24")
-            if not any(cand.overlaps(u) for u in used):
-                return cand
-    raise ClusterError("no free /24 subnet in 172.24.0.0/13 for the cluster network")
+    return [cand for second in range(24, 32) for third in range(0, 256)
+            if not any((cand := ipaddress.IPv4Network(f"172.{second}.{third}.0/24")).overlaps(u)
+                       for u in used)]
+
+
+#: How often a cluster tries another subnet when a concurrent start took the one it chose.
+NETWORK_ATTEMPTS = 8
+
+
+def create_network(client: docker.DockerClient, name: str,
+                   labels: dict[str, str]) -> docker.models.networks.Network:
+    """A labelled bridge network on a free /24, its gateway at .1.
+
+    Listing free subnets and creating the network are two steps: a cluster starting at the
+    same moment (another test session, a second run) can take the chosen /24 in between, and
+    the engine refuses with "Pool overlaps". Then the next free one is tried; candidates are
+    drawn at random so that concurrent starts rarely pick the same one to begin with.
+    """
+    rng = random.Random()
+    for attempt in range(NETWORK_ATTEMPTS):
+        free = _free_subnets(client)
+        if not free:
+            raise ClusterError("no free /24 subnet in 172.24.0.0/13 for the cluster network")
+        subnet = rng.choice(free[:64])
+        gateway = str(next(subnet.hosts()))
+        try:
+            return client.networks.create(
+                name, driver="bridge",
+                ipam=docker.types.IPAMConfig(pool_configs=[
+                    docker.types.IPAMPool(subnet=str(subnet), gateway=gateway)]),
+                labels=labels)
+        except docker.errors.APIError as e:
+            if "overlap" not in str(e).lower() or attempt == NETWORK_ATTEMPTS - 1:
+                raise
+            log.info("subnet %s was taken meanwhile (%s); trying another", subnet, e)
+    raise AssertionError("unreachable")
 
 
 def new_cluster_id() -> str:
@@ -107,15 +138,11 @@ class KafkaCluster:
     def start(self, ready_timeout_s: float = 120) -> None:
         cleanup.sweep_orphans(self.client)
         self.image = resolve_image(self.cfg.kafka_version, self.cfg.image)
-        subnet = _free_subnet(self.client)
+        self._network = create_network(self.client, self.network_name,
+                                       cleanup.labels(self.name, "network"))
+        subnet = ipaddress.IPv4Network(self._network.attrs["IPAM"]["Config"][0]["Subnet"])
         hosts = list(subnet.hosts())
         self.gateway_ip = str(hosts[0])
-        self._network = self.client.networks.create(
-            self.network_name, driver="bridge",
-            ipam=docker.types.IPAMConfig(pool_configs=[
-                docker.types.IPAMPool(subnet=str(subnet), gateway=str(hosts[0]))]),
-            labels=cleanup.labels(self.name, "network"),
-        )
         # Brokers at .11-.19, dedicated controllers at .111-.115 (hosts[i] is .i+1).
         ips = {nid: str(hosts[nid + 9]) for nid in self.cfg.node_ids}
         voters = ",".join(f"{v}@{ips[v]}:{CONTROLLER_PORT}" for v in self.cfg.controller_ids)
