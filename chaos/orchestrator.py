@@ -106,6 +106,11 @@ class Run:
     def setup(self) -> None:
         cfg = self.cfg
         self.events.phase("setup", "start")
+        if cfg.check:
+            # The checker's JVM starts while the cluster does, not after the drain.
+            from checkers import warm_up
+
+            warm_up(cfg.spark_master)
         broker_config = {**(FAST_FAULTS if cfg.fast_faults else {}), **cfg.broker_config}
         ccfg = ClusterConfig(brokers=cfg.brokers, controllers=cfg.controllers,
                              image=cfg.image, broker_config=broker_config)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import tempfile
 import threading
@@ -76,6 +77,10 @@ def build_session(master: str | None = None, shuffle_partitions: int | None = No
             .config("spark.sql.requireAllClusterKeysForCoPartition", "false")
             .config("spark.sql.session.timeZone", "UTC")
             .config("spark.sql.parquet.mergeSchema", "false")
+            # Shuffle files of a finished check are deleted only once the driver's GC has
+            # collected its plans; one JVM checks many runs (pytest, nightly), so collect
+            # often instead of every 30 min, or the scratch directory grows run after run.
+            .config("spark.cleaner.periodicGC.interval", "1min")
         )
         cores = _local_cores(master)
         if cores is not None:
@@ -94,3 +99,22 @@ def build_session(master: str | None = None, shuffle_partitions: int | None = No
         spark = builder.getOrCreate()
         spark.sparkContext.setLogLevel("ERROR")
         return spark
+
+
+def warm_up(master: str | None = None) -> threading.Thread:
+    """Starts the SparkSession in a background thread and returns the thread.
+
+    A run calls this while its cluster starts and its workload runs, so the JVM's start
+    (several seconds on a small machine) is not part of the check phase; ``build_session``
+    takes the same lock, so a check that begins early simply waits for it. A failure here
+    is left for the check itself to report.
+    """
+
+    def start() -> None:
+        # A failure is the check's to report: it builds the session again.
+        with contextlib.suppress(Exception):
+            build_session(master)
+
+    t = threading.Thread(target=start, name="kafka-chaos-spark-warm-up", daemon=True)
+    t.start()
+    return t

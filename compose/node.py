@@ -81,6 +81,10 @@ def _start_script(cluster_id: str) -> str:
     )
 
 
+#: Index files Kafka preallocates (segment.index.bytes) and can rebuild from the log.
+PREALLOCATED_SUFFIXES = (".index", ".timeindex")
+
+
 class KafkaNode:
     """A node's container, with the process-level operations faults need."""
 
@@ -179,7 +183,10 @@ class KafkaNode:
         return bytes(self.container.logs(stdout=True, stderr=True))
 
     def copy_data_dir(self, dest: Path) -> None:
-        """Copies the node's Kafka log directory out (works while stopped, and remotely)."""
+        """Copies the node's Kafka log directory out (works while stopped, and remotely),
+        without the offset and time indexes: Kafka preallocates them (10 MiB each per active
+        segment, sparse in the broker, whole in a copy) and rebuilds them from the segments,
+        which are all the divergence check reads."""
         dest.mkdir(parents=True, exist_ok=True)
         stream, _ = self.container.get_archive(DATA_DIR)
         buf = io.BytesIO(b"".join(stream))
@@ -187,6 +194,8 @@ class KafkaNode:
             prefix = Path(DATA_DIR).name + "/"
             for m in tar.getmembers():
                 if not m.name.startswith(prefix) or not (m.isfile() or m.isdir()):
+                    continue
+                if m.name.endswith(PREALLOCATED_SUFFIXES):
                     continue
                 m.name = m.name[len(prefix):]
                 tar.extract(m, dest, filter="data")
