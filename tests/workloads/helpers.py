@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import time
+from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.dataset as ds
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
 from tenacity import Retrying, stop_after_delay, wait_fixed
 
@@ -62,3 +65,47 @@ def read_topic(bootstrap: str, topic: str, partitions: int,
 
 def rows(table: pa.Table) -> list[dict[str, Any]]:
     return table.to_pylist()
+
+
+Identity = tuple[int, int]
+
+
+def acked_identities(writes: list[dict[str, Any]]) -> dict[Identity, tuple[int, int]]:
+    """{(producer, seq): (partition, offset)} of every acknowledged write."""
+    return {(w["producer"], w["seq"]): (w["partition"], w["offset"])
+            for w in writes if w["outcome"] == "ok"}
+
+
+def _seen_by_reader(run_dir: Path) -> dict[str, set[Identity]]:
+    table = ds.dataset(run_dir / "history" / "reads.parquet", format="parquet").to_table(
+        columns=["reader", "producer", "seq"])
+    out: dict[str, set[Identity]] = {}
+    for r in table.to_pylist():
+        out.setdefault(r["reader"], set()).add((r["producer"], r["seq"]))
+    return out
+
+
+def _reader_story(run_dir: Path, reader: str) -> str:
+    """What a reader did, for a failure message: its rebalance events, in order."""
+    path = run_dir / "history" / "events.jsonl"
+    events = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    mine = [f"{e['detail'].get('what')}@poll{e['detail'].get('poll')}:"
+            f"{e['detail'].get('partitions')}" for e in events
+            if e.get("kind") == "rebalance" and e["detail"].get("reader") == reader]
+    return f"rebalances of {reader}: {mine or 'none'}"
+
+
+def wait_read(run_dir: Path, wants: dict[str, set[Identity]], timeout_s: float = 90) -> None:
+    """Polls the flushed reads until every reader has read every identity it wants.
+
+    Live consumers run on their own clocks (a group consumer first has to join); a test that
+    stops them before they got there would test its own timing, not the consumer.
+    """
+    for attempt in Retrying(stop=stop_after_delay(timeout_s), wait=wait_fixed(0.5),
+                            reraise=True):
+        with attempt:
+            seen = _seen_by_reader(run_dir)
+            behind = {r: len(want - seen.get(r, set())) for r, want in wants.items()}
+            behind = {r: n for r, n in behind.items() if n}
+            assert not behind, (f"readers still missing records: {behind}; "
+                                + "; ".join(_reader_story(run_dir, r) for r in behind))
