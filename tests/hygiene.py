@@ -10,6 +10,10 @@ clusters, and proof that nothing of theirs is left behind.
 - After each ``cluster`` test (the ``no_leaks`` fixture, autouse): nothing labelled with the
   test is left except the session's shared clusters; those hold no iptables rule, qdisc or
   delayer of ours; no delayer process the test started still runs.
+- Tests marked ``nightly`` (long repetitions: a scenario again on another Kafka version, the
+  examples/ suite, which repeats catalogue scenarios tests/scenarios already runs) are
+  deselected from a plain ``pytest`` / ``make test`` (no paths given); ``--nightly`` (``make
+  nightly``) or naming them (``pytest examples/``) runs them.
 - At session end, after the shared clusters closed: nothing labelled with the session is
   left, and no test that is not marked ``cluster`` created a kafka-chaos container (Docker's
   event log says what was created, even if it was removed again). Either fails the session.
@@ -74,19 +78,42 @@ def _set_labels(state: _State, tid: str | None) -> None:
 
 
 # ------------------------------------------------------------------ hooks
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--nightly", action="store_true", default=False,
+                     help="also run the tests marked nightly (long repetitions; make nightly)")
+
+
 def pytest_configure(config: pytest.Config) -> None:
     state = _State(session="s" + secrets.token_hex(5), started=time.time())
     config.stash[_STATE] = state
     _ACTIVE.append(state)
-    config.add_cleanup(lambda: _ACTIVE.remove(state))
+    before = os.environ.get(ENV_EXTRA_LABELS)
+
+    def restore() -> None:  # a session run inside another (pytester) gives the labels back
+        _ACTIVE.remove(state)
+        if before is None:
+            os.environ.pop(ENV_EXTRA_LABELS, None)
+        else:
+            os.environ[ENV_EXTRA_LABELS] = before
+
+    config.add_cleanup(restore)
     _set_labels(state, None)
 
 
 @pytest.hookimpl(tryfirst=True)  # before ``-m`` deselects
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    examples = config.rootpath / "examples"
     for item in items:
         if CLUSTER_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.cluster)
+        if item.path.is_relative_to(examples):
+            item.add_marker(pytest.mark.nightly)  # not in the file: it is there to be copied
+    if config.getoption("--nightly") or config.args_source == pytest.Config.ArgsSource.ARGS:
+        return  # asked for, or named on the command line
+    nightly = [i for i in items if i.get_closest_marker("nightly") is not None]
+    if nightly:
+        config.hook.pytest_deselected(items=nightly)
+        items[:] = [i for i in items if i.get_closest_marker("nightly") is None]
 
 
 @pytest.hookimpl(wrapper=True)

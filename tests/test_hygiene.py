@@ -11,7 +11,6 @@ import docker
 import pytest
 
 pytest_plugins = ["pytester"]
-pytestmark = pytest.mark.cluster  # creates labelled Docker resources (no Kafka started)
 
 ROOT = Path(__file__).resolve().parents[1]
 SUITE = """
@@ -51,6 +50,7 @@ def suite(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.
     return pytester
 
 
+@pytest.mark.cluster  # creates labelled Docker resources (no Kafka started)
 def test_unmarked_container_fails_the_session_and_cluster_fixtures_are_marked(
         suite: pytest.Pytester) -> None:
     res = suite.runpytest_subprocess("-p", "tests.hygiene", "-m", "not cluster")
@@ -62,6 +62,7 @@ def test_unmarked_container_fails_the_session_and_cluster_fixtures_are_marked(
                               "container but is not marked cluster*"])
 
 
+@pytest.mark.cluster
 def test_a_leaked_network_fails_its_test_and_is_removed(
         suite: pytest.Pytester, docker_client: docker.DockerClient) -> None:
     res = suite.runpytest_subprocess("-p", "tests.hygiene", "-s", "-k", "network")
@@ -69,3 +70,23 @@ def test_a_leaked_network_fails_its_test_and_is_removed(
     res.stdout.fnmatch_lines(["*left behind by this test:*", "*network kc-hyg-*-net*"])
     name = res.stdout.str().split("NETWORK ", 1)[1].split()[0]
     assert not docker_client.networks.list(names=[name])
+
+
+def test_nightly_tests_run_only_when_asked_for_or_named(pytester: pytest.Pytester,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(
+        [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]))
+    pytester.makeini("[pytest]\nmarkers =\n    nightly: long\n    cluster: starts a cluster\n")
+    pytester.makepyfile(test_n="""
+import pytest
+
+@pytest.mark.nightly
+def test_long():
+    pass
+
+def test_short():
+    pass
+""")
+    pytester.runpytest("-p", "tests.hygiene").assert_outcomes(passed=1, deselected=1)
+    pytester.runpytest("-p", "tests.hygiene", "--nightly").assert_outcomes(passed=2)
+    pytester.runpytest("-p", "tests.hygiene", "test_n.py").assert_outcomes(passed=2)
