@@ -41,8 +41,8 @@ LABEL_SESSION = f"{LABEL}.session"
 LABEL_TEST = f"{LABEL}.test"
 
 # Fixtures whose setup starts a Kafka cluster (ours in tests/ and the pytest plugin's).
-CLUSTER_FIXTURES = frozenset({"cluster", "dcluster", "shared_cluster", "kafka_cluster",
-                              "chaos_run", "chaos_result"})
+CLUSTER_FIXTURES = frozenset({"cluster", "fault_cluster", "kafka_cluster", "chaos_run",
+                              "chaos_result"})
 DELAYER_EXIT_S = 10.0  # a delayer notices its parent's death through a pidfd, not at once
 
 
@@ -183,6 +183,7 @@ def no_leaks(request: pytest.FixtureRequest) -> Iterator[None]:
     problems += delayers_left(tid)
     if problems:
         remove(client, {LABEL_TEST: tid}, state.shared)
+        sweep_shared(client, state)
         pytest.fail("left behind by this test:\n  " + "\n  ".join(problems), pytrace=False)
 
 
@@ -256,6 +257,18 @@ def net_state_left(client, state: _State) -> list[str]:  # noqa: ANN001
         except NamespaceGone:
             continue  # stopped meanwhile: its rules went with it
     return out
+
+
+def sweep_shared(client, state: _State) -> None:  # noqa: ANN001
+    """Removes our rules, qdiscs and delayers from the shared clusters' running nodes."""
+    from chaos.net.netns import NamespaceGone, NetNS
+    from chaos.net.sweep import sweep
+
+    for c in client.containers.list(filters=_filters({LABEL_SESSION: state.session})):
+        pid = int((c.attrs.get("State") or {}).get("Pid") or 0)
+        if c.labels.get(LABEL_CLUSTER) in state.shared and pid:
+            with contextlib.suppress(NamespaceGone):
+                sweep(NetNS.from_pid(pid))
 
 
 def _environ(pid: int) -> bytes:

@@ -121,6 +121,14 @@ def _until_exit(proc: subprocess.Popen[str], lines: list[str], timeout_s: float)
         pytest.fail(f"the run did not stop within {timeout_s:.0f}s:\n" + "".join(lines))
 
 
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
 def _left(docker_client: docker.DockerClient, proc: subprocess.Popen[str]) -> list[str]:
     return left_behind(docker_client, {LABEL_OWNER: str(proc.pid)}, set())
 
@@ -151,6 +159,10 @@ def test_a_stopped_run_cleans_up_and_keeps_the_history(how, tmp_path, docker_cli
     if how != "sigint-twice":  # the second Ctrl-C may cut a teardown step short
         assert code == 2, output
     assert not _left(docker_client, proc), output
+    alive = _group_alive(proc.pid)
+    if alive:
+        os.killpg(proc.pid, signal.SIGKILL)
+    assert not alive, "workload processes outlived the run"
     run_dir = (tmp_path / "latest").resolve()
     assert table(run_dir / "history" / "writes.parquet").num_rows > 0
     assert any(e["kind"] == "interrupted" for e in events_of(run_dir))
@@ -163,9 +175,15 @@ def test_a_killed_run_is_swept_by_the_next_start(tmp_path, docker_client):
     try:
         proc.send_signal(signal.SIGKILL)
         _until_exit(proc, lines, 30)
+        # its workload processes (producers, consumers, observer) notice and end too
+        for attempt in Retrying(stop=stop_after_delay(30), wait=wait_fixed(0.5),
+                                reraise=True):
+            with attempt:
+                assert not _group_alive(proc.pid), "workload processes outlived the run"
     finally:
-        if proc.poll() is None:
+        if _group_alive(proc.pid):
             os.killpg(proc.pid, signal.SIGKILL)
+        if proc.poll() is None:
             proc.wait()
     assert _left(docker_client, proc), "a SIGKILLed run left nothing: this test tests nothing"
     sweep_orphans(docker_client)
