@@ -68,6 +68,6 @@ def test_power_loss_drops_the_unflushed_tail_but_kill_does_not(cluster, ctx):
     after = end_offset(cluster, solo)
     assert after < before_power, f"power loss kept the whole log ({after} records)"
     start = next(e for e in events(ctx) if e["kind"] == "power-loss" and e["phase"] == "start")
-    assert start["detail"]["lost"][str(owner)]["solo-0"]["removed_batches"] > 0
+    assert start["detail"]["lost"][str(owner)][f"{solo}-0"]["removed_batches"] > 0
     full = sorted(cluster.describe(ctx.topic)[0].replicas)
     assert start["detail"]["isr_before"] == {f"{ctx.topic}:0": full}
