@@ -129,6 +129,20 @@ def _group_alive(pgid: int) -> bool:
     return True
 
 
+def _group_ended(pgid: int, timeout_s: float) -> bool:
+    """Whether every process of the run's group (workload processes, multiprocessing's
+    resource tracker) ends within ``timeout_s``; what is left is killed."""
+    try:
+        for attempt in Retrying(stop=stop_after_delay(timeout_s), wait=wait_fixed(0.2),
+                                reraise=True):
+            with attempt:
+                assert not _group_alive(pgid)
+    except AssertionError:
+        os.killpg(pgid, signal.SIGKILL)
+        return False
+    return True
+
+
 def _left(docker_client: docker.DockerClient, proc: subprocess.Popen[str]) -> list[str]:
     return left_behind(docker_client, {LABEL_OWNER: str(proc.pid)}, set())
 
@@ -159,10 +173,7 @@ def test_a_stopped_run_cleans_up_and_keeps_the_history(how, tmp_path, docker_cli
     if how != "sigint-twice":  # the second Ctrl-C may cut a teardown step short
         assert code == 2, output
     assert not _left(docker_client, proc), output
-    alive = _group_alive(proc.pid)
-    if alive:
-        os.killpg(proc.pid, signal.SIGKILL)
-    assert not alive, "workload processes outlived the run"
+    assert _group_ended(proc.pid, 10), "workload processes outlived the run"
     run_dir = (tmp_path / "latest").resolve()
     assert table(run_dir / "history" / "writes.parquet").num_rows > 0
     assert any(e["kind"] == "interrupted" for e in events_of(run_dir))
@@ -177,16 +188,13 @@ def test_a_killed_run_is_swept_by_the_next_start(tmp_path, docker_client):
         _until_exit(proc, lines, 30)
         # at once: any other session's cluster start sweeps orphans too
         left = _left(docker_client, proc)
-        # its workload processes (producers, consumers, observer) notice and end too
-        for attempt in Retrying(stop=stop_after_delay(30), wait=wait_fixed(0.5),
-                                reraise=True):
-            with attempt:
-                assert not _group_alive(proc.pid), "workload processes outlived the run"
+        # its workload processes notice that their parent is gone and end too
+        ended = _group_ended(proc.pid, 30)
     finally:
-        if _group_alive(proc.pid):
-            os.killpg(proc.pid, signal.SIGKILL)
         if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
+    assert ended, "workload processes outlived the SIGKILLed run by 30 s"
     assert left, "a SIGKILLed run left nothing: this test tests nothing"
     sweep_orphans(docker_client)
     assert not _left(docker_client, proc)
