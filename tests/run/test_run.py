@@ -4,6 +4,7 @@ reads back; after SIGKILL the next start's sweep removes what the run left."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -138,7 +139,8 @@ def _group_ended(pgid: int, timeout_s: float) -> bool:
             with attempt:
                 assert not _group_alive(pgid)
     except AssertionError:
-        os.killpg(pgid, signal.SIGKILL)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(pgid, signal.SIGKILL)
         return False
     return True
 
