@@ -38,7 +38,10 @@ lint: venv
 bench: setup
 	$(BIN)/python -m bench
 
+# The long repetitions the suite leaves out (tests marked nightly: examples/, older Kafka
+# versions of the scenarios), then the nightly chaos matrix.
 nightly: setup
+	$(BIN)/python -m pytest --nightly -m nightly $(PYTEST_ARGS)
 	$(BIN)/python -m chaos.nightly $(NIGHTLY_ARGS)
 
 # Removes every container, network and volume kafka-chaos labelled (never anything else).

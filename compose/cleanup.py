@@ -24,11 +24,27 @@ LABEL_CLUSTER = f"{LABEL}.cluster"
 LABEL_OWNER = f"{LABEL}.owner-pid"
 LABEL_ROLE = f"{LABEL}.role"
 LABEL_NODE = f"{LABEL}.node"
+# ``io.kafka-chaos.<key>=<value>,...``: labels a caller adds to everything its process tree
+# starts, to find it again (the test suite tags each test's clusters and run subprocesses).
+ENV_EXTRA_LABELS = "KAFKA_CHAOS_EXTRA_LABELS"
+
+
+def extra_labels() -> dict[str, str]:
+    """The labels ``$KAFKA_CHAOS_EXTRA_LABELS`` asks for (keys outside ``io.kafka-chaos.``
+    are ignored: the core labels above are never overridden)."""
+    out: dict[str, str] = {}
+    for item in os.environ.get(ENV_EXTRA_LABELS, "").split(","):
+        key, sep, value = item.strip().partition("=")
+        if sep and key.startswith(f"{LABEL}.") and key not in (
+                LABEL_CLUSTER, LABEL_OWNER, LABEL_ROLE, LABEL_NODE):
+            out[key] = value
+    return out
 
 
 def labels(cluster: str, role: str, node: int | None = None) -> dict[str, str]:
     """The labels every resource of ``cluster`` carries."""
-    out = {LABEL: "1", LABEL_CLUSTER: cluster, LABEL_OWNER: str(os.getpid()), LABEL_ROLE: role}
+    out = {**extra_labels(), LABEL: "1", LABEL_CLUSTER: cluster, LABEL_OWNER: str(os.getpid()),
+           LABEL_ROLE: role}
     if node is not None:
         out[LABEL_NODE] = str(node)
     return out

@@ -1,6 +1,6 @@
 """A chaos test suite to copy: three real chaos runs against a local 3-broker Kafka cluster.
 
-Run it with ``pytest examples/`` (``make test`` runs it too). Each test starts its own
+Run it with ``pytest examples/`` (``make nightly`` runs it too). Each test starts its own
 cluster, writes sequenced records while faults hit the brokers, heals, drains every
 partition, checks the history with PySpark and writes an HTML report; the terminal summary
 lists each run's verdict, anomaly counts and report. Useful options:

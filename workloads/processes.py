@@ -3,14 +3,17 @@
 Each producer and each consumer is an OS process of its own (spawn context: no forked
 librdkafka state, no GIL shared with the orchestrator). They stop when the shared stop event
 is set; ``ProcessGroup.stop`` sets it, waits, and only then terminates (SIGTERM, which still
-writes the history) and finally kills stragglers.
+writes the history) and finally kills stragglers. They also stop when the process that
+started them is gone (a SIGKILLed orchestrator), instead of running out their duration.
 """
 
 from __future__ import annotations
 
 import logging
 import multiprocessing as mp
+import os
 import queue
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -25,6 +28,24 @@ from workloads.producer import producer_main
 log = logging.getLogger("kafka_chaos.workloads.processes")
 
 _CTX = mp.get_context("spawn")
+PARENT_CHECK_S = 0.5
+
+
+def _watch_parent(parent: int, stop_event: Any) -> None:
+    while not stop_event.is_set():
+        if os.getppid() != parent:  # reparented: the orchestrator died without stopping us
+            stop_event.set()
+            return
+        time.sleep(PARENT_CHECK_S)  # no handle on the parent's exit here: poll
+
+
+def _orphan_safe(parent: int, target: Callable[..., Any], stop_event: Any,
+                 *args: Any) -> None:
+    """Runs ``target(*args)``; sets ``stop_event`` (a normal stop: the history is written)
+    when the parent process ``parent`` is gone."""
+    threading.Thread(target=_watch_parent, args=(parent, stop_event), daemon=True,
+                     name="kc-parent-watch").start()
+    target(*args)
 
 
 class StopFlag:
@@ -123,8 +144,9 @@ def start_producers(run_dir: Path, bootstrap: str, topic: str, partitions: int,
     group = ProcessGroup(stop_event if stop_event is not None else new_stop_event(),
                          stats_queue=_CTX.Queue(), _key=lambda s: f"p{s['producer']}")
     for i in range(first_id, first_id + count):
-        p = _CTX.Process(target=producer_main, name=f"kc-producer-{i}", daemon=True,
-                         args=(Path(run_dir), bootstrap, topic, partitions, cfg, i,
+        p = _CTX.Process(target=_orphan_safe, name=f"kc-producer-{i}", daemon=True,
+                         args=(os.getpid(), producer_main, group.stop_event,
+                               Path(run_dir), bootstrap, topic, partitions, cfg, i,
                                group.stop_event, group.stats_queue))
         p.start()
         group.procs[f"p{i}"] = p
@@ -141,8 +163,9 @@ def start_consumers(run_dir: Path, bootstrap: str, topic: str, partitions: int,
     group = ProcessGroup(stop_event if stop_event is not None else new_stop_event(),
                          stats_queue=_CTX.Queue(), _key=lambda s: str(s["reader"]))
     for spec in specs:
-        p = _CTX.Process(target=consumer_main, name=f"kc-consumer-{spec.id}", daemon=True,
-                         args=(Path(run_dir), bootstrap, topic, partitions, cfg, spec,
+        p = _CTX.Process(target=_orphan_safe, name=f"kc-consumer-{spec.id}", daemon=True,
+                         args=(os.getpid(), consumer_main, group.stop_event,
+                               Path(run_dir), bootstrap, topic, partitions, cfg, spec,
                                group.stop_event, group.stats_queue))
         p.start()
         group.procs[spec.id] = p

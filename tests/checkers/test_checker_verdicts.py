@@ -57,9 +57,6 @@ def test_never_allowed_kinds() -> None:
         assert not rules(lax)[kind].allowed, kind
 
 
-pytestmark_spark = pytest.mark.spark
-
-
 @pytest.mark.spark
 def test_allowed_anomalies_leave_valid_true(check) -> None:  # type: ignore[no-untyped-def]
     h = History()

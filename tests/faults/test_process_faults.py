@@ -6,7 +6,7 @@ import json
 
 from chaos.faults.power import PowerLoss
 from chaos.faults.process import Kill, Pause
-from tests.faults.conftest import TOPIC, end_offset, produce, until
+from tests.faults.conftest import end_offset, produce, until
 
 
 def events(ctx) -> list[dict]:  # noqa: ANN001
@@ -14,15 +14,15 @@ def events(ctx) -> list[dict]:  # noqa: ANN001
 
 
 def test_kill_leader_moves_leadership_and_old_leader_rejoins_isr(cluster, ctx):
-    old = cluster.describe(TOPIC)[0].leader
+    old = cluster.describe(ctx.topic)[0].leader
     fault = Kill("leader:0")
     fault.start(ctx)
     assert fault.targets == [old]
-    until(15, lambda: cluster.describe(TOPIC)[0].leader not in (-1, old),
+    until(15, lambda: cluster.describe(ctx.topic)[0].leader not in (-1, old),
           "no new leader elected within 15 s")
     assert cluster.node(old).status() == "exited"
     fault.stop(ctx)
-    until(30, lambda: old in cluster.describe(TOPIC)[0].isr, "old leader did not rejoin ISR")
+    until(30, lambda: old in cluster.describe(ctx.topic)[0].isr, "old leader did not rejoin ISR")
     kinds = [(e["kind"], e["phase"], e["targets"]) for e in events(ctx)]
     assert kinds == [("kill", "start", [old]), ("kill", "end", [old])]
 
@@ -32,41 +32,42 @@ def test_paused_follower_leaves_isr_and_rejoins_after_resume(cluster, ctx):
     fault.start(ctx)
     (follower,) = fault.targets
     assert cluster.node(follower).status() == "paused"
-    until(20, lambda: follower not in cluster.describe(TOPIC)[0].isr,
+    until(20, lambda: follower not in cluster.describe(ctx.topic)[0].isr,
           "paused follower still in ISR after 20 s (replica.lag.time.max.ms=4 s)")
     fault.stop(ctx)
     fault.stop(ctx)  # idempotent
-    until(30, lambda: follower in cluster.describe(TOPIC)[0].isr,
+    until(30, lambda: follower in cluster.describe(ctx.topic)[0].isr,
           "resumed follower did not rejoin the ISR")
 
 
 def test_power_loss_drops_the_unflushed_tail_but_kill_does_not(cluster, ctx):
-    cluster.create_topic("solo", partitions=1, replication_factor=1)
-    (owner,) = cluster.describe("solo")[0].replicas
-    sent = produce(cluster.bootstrap_servers, "solo", 500)
+    solo = f"{ctx.topic}-solo"
+    cluster.create_topic(solo, partitions=1, replication_factor=1)
+    (owner,) = cluster.describe(solo)[0].replicas
+    sent = produce(cluster.bootstrap_servers, solo, 500)
     assert all(err is None for err, _, _ in sent)
-    before_kill = end_offset(cluster, "solo")
+    before_kill = end_offset(cluster, solo)
     assert before_kill == 500
 
     kill = Kill(str(owner))
     kill.start(ctx)
     kill.stop(ctx)
-    cluster.wait_partitions("solo", timeout_s=60)
-    assert end_offset(cluster, "solo") == before_kill, "kill -9 alone must lose nothing"
+    cluster.wait_partitions(solo, timeout_s=60)
+    assert end_offset(cluster, solo) == before_kill, "kill -9 alone must lose nothing"
 
-    sent = produce(cluster.bootstrap_servers, "solo", 500)
+    sent = produce(cluster.bootstrap_servers, solo, 500)
     assert all(err is None for err, _, _ in sent)
-    before_power = end_offset(cluster, "solo")
+    before_power = end_offset(cluster, solo)
     assert before_power == 1000
 
     cluster.wait_partitions(ctx.topic, timeout_s=60)  # the fault records this topic's ISR
     power = PowerLoss(str(owner))
     power.start(ctx)
     power.stop(ctx)
-    cluster.wait_partitions("solo", timeout_s=60)
-    after = end_offset(cluster, "solo")
+    cluster.wait_partitions(solo, timeout_s=60)
+    after = end_offset(cluster, solo)
     assert after < before_power, f"power loss kept the whole log ({after} records)"
     start = next(e for e in events(ctx) if e["kind"] == "power-loss" and e["phase"] == "start")
-    assert start["detail"]["lost"][str(owner)]["solo-0"]["removed_batches"] > 0
+    assert start["detail"]["lost"][str(owner)][f"{solo}-0"]["removed_batches"] > 0
     full = sorted(cluster.describe(ctx.topic)[0].replicas)
     assert start["detail"]["isr_before"] == {f"{ctx.topic}:0": full}

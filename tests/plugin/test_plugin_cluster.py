@@ -7,6 +7,9 @@ import re
 import docker
 import pytest
 
+from compose.cleanup import LABEL_CLUSTER
+from tests.hygiene import left_behind
+
 pytest_plugins = ["pytester"]
 
 
@@ -45,6 +48,5 @@ def test_same_cluster_in_the_session(kafka_cluster):
     found = re.search(r"CLUSTER (\w+)", res.stdout.str())
     assert found, res.stdout.str()
     name = found.group(1)
-    left = docker_client.containers.list(
-        all=True, filters={"label": f"io.kafka-chaos.cluster={name}"})
-    assert not left, [c.name for c in left]
+    # removed when the inner session ended, not only by the outer test's leak check
+    assert not left_behind(docker_client, {LABEL_CLUSTER: name}, set())

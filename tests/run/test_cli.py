@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import signal
 import subprocess
-import sys
 
 import pytest
 from confluent_kafka.admin import AdminClient
 
-CLI = [sys.executable, "-m", "chaos"]
+from tests.run.cli import CLI, start
 
 
 @pytest.mark.parametrize("args,reason", [
@@ -28,15 +27,15 @@ CLI = [sys.executable, "-m", "chaos"]
     (["report", "/nonexistent/run"], "neither a run directory"),
     (["cluster", "up", "--brokers", "0"], "--brokers"),
 ])
-def test_bad_input_is_one_line_and_exit_2(args, reason, tmp_path, docker_client):
-    before = {c.id for c in docker_client.containers.list(all=True)}
+def test_bad_input_is_one_line_and_exit_2(args, reason, tmp_path):
+    # (that no container was created is checked for every test not marked cluster, by
+    # tests/hygiene.py at the session's end)
     proc = subprocess.run([*CLI, *args, *(["--out", str(tmp_path)] if args[0] == "run" else [])],
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2, proc.stderr
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and reason in lines[0], proc.stderr
     assert not list(tmp_path.iterdir()), "a refused run must not create a run directory"
-    assert {c.id for c in docker_client.containers.list(all=True)} == before
 
 
 def test_unknown_option_in_config_file_is_refused(tmp_path):
@@ -57,9 +56,9 @@ def test_scenarios_lists_one_line_each():
 
 
 @pytest.mark.cluster
-def test_cluster_up_serves_clients_and_cleans_up_on_ctrl_c(docker_client):
-    proc = subprocess.Popen([*CLI, "cluster", "up", "--brokers", "3"], stdout=subprocess.PIPE,
-                            stderr=subprocess.DEVNULL, text=True)
+def test_cluster_up_serves_clients_and_cleans_up_on_ctrl_c():
+    proc = start(["cluster", "up", "--brokers", "3"], stdout=subprocess.PIPE,
+                 stderr=subprocess.DEVNULL)
     try:
         assert proc.stdout is not None
         line = ""
@@ -75,7 +74,4 @@ def test_cluster_up_serves_clients_and_cleans_up_on_ctrl_c(docker_client):
     finally:
         if proc.poll() is None:
             proc.kill()
-    assert proc.returncode == 0
-    left = docker_client.containers.list(all=True, filters={
-        "label": f"io.kafka-chaos.owner-pid={proc.pid}"})
-    assert not left
+    assert proc.returncode == 0  # and nothing left: tests/hygiene.py's no_leaks checks

@@ -1,16 +1,19 @@
 """`kafka-chaos run` end to end on a real cluster: the run directory matches the contract, and
-Ctrl-C stops a run quickly, cleans up, and leaves a history that reads back."""
+Ctrl-C, SIGTERM or a double Ctrl-C stop a run quickly, clean up, and leave a history that
+reads back; after SIGKILL the next start's sweep removes what the run left."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
 import subprocess
-import sys
+import threading
 import time
 from pathlib import Path
 
+import docker
 import pyarrow as pa
 import pyarrow.dataset as ds
 import pytest
@@ -18,6 +21,9 @@ from tenacity import Retrying, stop_after_delay, wait_fixed
 
 from chaos.config import RunConfig
 from chaos.orchestrator import run
+from compose.cleanup import LABEL_OWNER, sweep_orphans
+from tests.hygiene import left_behind
+from tests.run.cli import start
 
 pytestmark = pytest.mark.cluster
 
@@ -86,33 +92,111 @@ def test_run_with_faults_writes_a_contract_run_directory(tmp_path, docker_client
         acked = writes[(writes.partition == part) & (writes.outcome == "ok")]
         assert int(acked.offset.max()) < end
     assert (run_dir / "logs" / "node-1.log").stat().st_size > 0
-    assert not docker_client.containers.list(all=True, filters={
-        "label": f"io.kafka-chaos.owner-pid={os.getpid()}"})
+    # nothing of the run's cluster is left: tests/hygiene.py's no_leaks checks (every test)
 
 
-def test_sigint_stops_the_run_within_a_minute_and_keeps_the_history(tmp_path, docker_client):
-    cmd = [sys.executable, "-m", "chaos", "run", "--duration", "300", "--out", str(tmp_path),
-           "--faults", "kill,pause", "--fault-interval", "5", "--rate", "100"]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+def _start_run(tmp_path: Path, faults: str) -> tuple[subprocess.Popen[str], list[str]]:
+    """``kafka-chaos run`` for (at most) 300 s; returns once its first writes are flushed.
+    Its output is collected line by line in the returned list."""
+    proc = start(["run", "--duration", "300", "--out", str(tmp_path), "--faults", faults,
+                  "--fault-interval", "3", "--rate", "100"],
+                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    lines: list[str] = []
+    assert proc.stdout is not None
+    threading.Thread(target=lambda: lines.extend(proc.stdout), daemon=True).start()  # type: ignore[arg-type]
+    for attempt in Retrying(stop=stop_after_delay(180), wait=wait_fixed(0.5), reraise=True):
+        with attempt:
+            assert proc.poll() is None, "".join(lines)
+            parts = list((tmp_path / "latest" / "history" / "writes.parquet")
+                         .glob("part-*.parquet"))
+            assert parts, "no writes flushed yet"
+    return proc, lines
+
+
+def _until_exit(proc: subprocess.Popen[str], lines: list[str], timeout_s: float) -> int:
     try:
-        latest = tmp_path / "latest"
-        for attempt in Retrying(stop=stop_after_delay(180), wait=wait_fixed(1), reraise=True):
+        return proc.wait(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        pytest.fail(f"the run did not stop within {timeout_s:.0f}s:\n" + "".join(lines))
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def _group_ended(pgid: int, timeout_s: float) -> bool:
+    """Whether every process of the run's group (workload processes, multiprocessing's
+    resource tracker) ends within ``timeout_s``; what is left is killed."""
+    try:
+        for attempt in Retrying(stop=stop_after_delay(timeout_s), wait=wait_fixed(0.2),
+                                reraise=True):
             with attempt:
-                assert proc.poll() is None, proc.stdout.read() if proc.stdout else ""
-                parts = list((latest / "history" / "writes.parquet").glob("part-*.parquet"))
-                assert parts, "no writes flushed yet"
-        proc.send_signal(signal.SIGINT)
+                assert not _group_alive(pgid)
+    except AssertionError:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(pgid, signal.SIGKILL)
+        return False
+    return True
+
+
+def _left(docker_client: docker.DockerClient, proc: subprocess.Popen[str]) -> list[str]:
+    return left_behind(docker_client, {LABEL_OWNER: str(proc.pid)}, set())
+
+
+@pytest.mark.parametrize("how", ["sigint", "sigterm", "sigint-twice"])
+def test_a_stopped_run_cleans_up_and_keeps_the_history(how, tmp_path, docker_client):
+    """Ctrl-C, SIGTERM, and an impatient second Ctrl-C while it heals and tears down: the run
+    stops within a minute, leaves no container, network or volume (nor iptables rule, qdisc,
+    delayer: no_leaks), and the history written so far reads back."""
+    proc, lines = _start_run(tmp_path, "kill,pause")
+    try:
+        proc.send_signal(signal.SIGTERM if how == "sigterm" else signal.SIGINT)
+        if how == "sigint-twice":
+            for attempt in Retrying(stop=stop_after_delay(30), wait=wait_fixed(0.1),
+                                    reraise=True):
+                with attempt:  # the first one is being handled: teardown begins
+                    assert any(e["kind"] == "interrupted"
+                               for e in events_of((tmp_path / "latest").resolve()))
+            proc.send_signal(signal.SIGINT)
         t0 = time.monotonic()
-        output, _ = proc.communicate(timeout=60)
+        code = _until_exit(proc, lines, 60)
         assert time.monotonic() - t0 < 60
     finally:
         if proc.poll() is None:
-            proc.kill()
-    assert proc.returncode == 2, output
-    left = docker_client.containers.list(all=True, filters={
-        "label": f"io.kafka-chaos.owner-pid={proc.pid}"})
-    assert not left, f"containers left: {[c.name for c in left]}"
-    run_dir = latest.resolve()
-    writes = table(run_dir / "history" / "writes.parquet")
-    assert writes.num_rows > 0
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    output = "".join(lines)
+    if how != "sigint-twice":  # the second Ctrl-C may cut a teardown step short
+        assert code == 2, output
+    assert not _left(docker_client, proc), output
+    assert _group_ended(proc.pid, 10), "workload processes outlived the run"
+    run_dir = (tmp_path / "latest").resolve()
+    assert table(run_dir / "history" / "writes.parquet").num_rows > 0
     assert any(e["kind"] == "interrupted" for e in events_of(run_dir))
+
+
+def test_a_killed_run_is_swept_by_the_next_start(tmp_path, docker_client):
+    """SIGKILL mid-workload cannot clean up: the cluster stays until the next start sweeps
+    clusters whose owner process is gone (what KafkaCluster.start does first)."""
+    proc, lines = _start_run(tmp_path, "partition,pause")
+    try:
+        proc.send_signal(signal.SIGKILL)
+        _until_exit(proc, lines, 30)
+        # at once: any other session's cluster start sweeps orphans too
+        left = _left(docker_client, proc)
+        # its workload processes notice that their parent is gone and end too
+        ended = _group_ended(proc.pid, 30)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert ended, "workload processes outlived the SIGKILLed run by 30 s"
+    assert left, "a SIGKILLed run left nothing: this test tests nothing"
+    sweep_orphans(docker_client)
+    assert not _left(docker_client, proc)

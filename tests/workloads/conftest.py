@@ -17,6 +17,7 @@ import pytest
 
 from compose.cluster import KafkaCluster
 from compose.config import ClusterConfig
+from tests.hygiene import share
 
 BROKER_CONFIG = {
     # Short, so a killed or paused follower leaves the ISR quickly.
@@ -28,6 +29,7 @@ BROKER_CONFIG = {
 @pytest.fixture(scope="session")
 def cluster() -> Iterator[KafkaCluster]:
     with KafkaCluster(ClusterConfig(brokers=3, broker_config=BROKER_CONFIG)) as c:
+        share(c.name)
         yield c
 
 

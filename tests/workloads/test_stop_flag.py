@@ -1,15 +1,18 @@
-"""The workload's shared stop signal survives a process SIGKILLed while it looks at it."""
+"""The workload's shared stop signal survives a process SIGKILLed while it looks at it, and
+is set when the process that started the workload dies without setting it."""
 
 from __future__ import annotations
 
 import os
 import signal
 import threading
+import time
 from multiprocessing.process import BaseProcess
+from pathlib import Path
 
 from tenacity import Retrying, stop_after_delay, wait_fixed
 
-from workloads.processes import _CTX, StopFlag, new_stop_event
+from workloads.processes import _CTX, StopFlag, _orphan_safe, new_stop_event
 
 
 def _spin(flag: object, started: object) -> None:
@@ -55,3 +58,30 @@ def test_children_see_the_flag_set() -> None:
     flag.set()
     child.join(30)
     assert child.exitcode == 0
+
+
+def _wait_for_stop(flag: StopFlag, mark: str) -> None:
+    deadline = time.monotonic() + 60
+    while not flag.is_set() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    Path(mark).write_text("stopped" if flag.is_set() else "ran out its time")
+
+
+def _start_and_die(mark: str) -> None:
+    """Starts a workload-like process the way ProcessGroup does, then dies at once without
+    stopping it (os._exit: like SIGKILL, no cleanup runs)."""
+    flag = new_stop_event()
+    _CTX.Process(target=_orphan_safe, args=(os.getpid(), _wait_for_stop, flag, flag, mark)
+                 ).start()
+    os._exit(0)
+
+
+def test_workload_processes_stop_when_their_parent_dies(tmp_path: Path) -> None:
+    mark = tmp_path / "mark"
+    parent = _CTX.Process(target=_start_and_die, args=(str(mark),))
+    parent.start()
+    parent.join(60)
+    for attempt in Retrying(stop=stop_after_delay(30), wait=wait_fixed(0.1), reraise=True):
+        with attempt:
+            assert mark.exists(), "the orphaned process did not stop"
+    assert mark.read_text() == "stopped"
