@@ -7,9 +7,13 @@ import threading
 import uuid
 
 import docker
+import pytest
 
 from compose import cleanup
 from compose.cluster import create_network
+
+# Needs the Docker engine the cluster tests use; `-m "not cluster"` runs without one.
+pytestmark = pytest.mark.cluster
 
 
 def test_concurrent_cluster_networks_get_distinct_subnets() -> None:
