@@ -11,7 +11,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from chaos.config import FAULT_KINDS, RunConfig, RunConfigError
+from chaos.config import RunConfig, RunConfigError
+from contract.exit_codes import exit_code_of_results
+from contract.faults import RANDOM_FAULT_KINDS
 
 EXAMPLES = {
     "run": """examples:
@@ -99,7 +101,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--rate", type=float, help="records/s per producer (0: flat out)")
     r.add_argument("--duration", type=float, help="seconds of workload")
     r.add_argument("--record-size", type=int)
-    r.add_argument("--faults", help=f"comma list of {','.join(FAULT_KINDS)}, or none")
+    r.add_argument("--faults", help=f"comma list of {','.join(RANDOM_FAULT_KINDS)}, or none")
     r.add_argument("--fault-interval", type=float, help="seconds between fault starts")
     r.add_argument("--targets", help="comma list: random,leader,follower,controller,...")
     r.add_argument("--seed", type=int)
@@ -209,11 +211,11 @@ def cmd_run(args: argparse.Namespace) -> int:
         return 2
     from chaos.orchestrator import run
     from chaos.progress import Progress
-    from chaos.verdict import exit_code_of, print_verdict
+    from chaos.verdict import print_verdict
 
     outcome = run(cfg, scenario, progress=Progress())
     print_verdict(outcome)
-    return exit_code_of(outcome)
+    return exit_code_of_results(outcome.results)
 
 
 def cmd_check(args: argparse.Namespace) -> int:
@@ -221,11 +223,11 @@ def cmd_check(args: argparse.Namespace) -> int:
         print(f"kafka-chaos: error: {args.run_dir} is not a run directory (no history/)",
               file=sys.stderr)
         return 2
-    from checkers import check_run, exit_code
+    from checkers import check_run
 
     results = check_run(args.run_dir, spark_master=args.spark_master)
     print(f"valid: {results.get('valid')}  ({args.run_dir / 'results.json'})")
-    return int(exit_code(results))
+    return exit_code_of_results(results)
 
 
 def cmd_report(args: argparse.Namespace) -> int:

@@ -9,8 +9,8 @@ from typing import Any
 from chaos.faults import targets
 from compose.config import MAX_BROKERS
 from compose.image import SUPPORTED_VERSIONS
+from contract.faults import RANDOM_FAULT_KINDS
 
-FAULT_KINDS = ("kill", "stop", "pause", "partition", "slow", "power-loss")
 TOPIC = "chaos"
 
 
@@ -95,9 +95,12 @@ class RunConfig:
             raise bad(f"--duration must be 1..86400 s, got {self.duration}")
         if not 16 <= self.record_size <= 1_000_000:
             raise bad(f"--record-size must be 16..1000000 bytes, got {self.record_size}")
-        unknown = [f for f in self.faults if f not in FAULT_KINDS]
+        unknown = [f for f in self.faults if f not in RANDOM_FAULT_KINDS]
         if unknown:
-            raise bad(f"--faults: unknown kind {unknown[0]!r} (known: {', '.join(FAULT_KINDS)})")
+            known = ", ".join(RANDOM_FAULT_KINDS)
+            raise bad(f"--faults: unknown kind {unknown[0]!r} (known: {known})")
+        if "voter-partition" in self.faults and self.controllers < 3:
+            raise bad("--faults voter-partition needs --controllers 3 or 5 (a quorum to cut)")
         if self.fault_interval <= 0:
             raise bad(f"--fault-interval must be > 0 s, got {self.fault_interval}")
         for t in self.targets:

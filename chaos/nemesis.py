@@ -12,6 +12,7 @@ from typing import Any
 
 from chaos.faults.base import Fault, FaultContext, FaultError
 from chaos.faults.factory import make_fault
+from chaos.faults.quorum import VOTER_SHAPES
 from compose.cluster import ClusterError
 
 log = logging.getLogger("kafka_chaos.nemesis")
@@ -26,6 +27,8 @@ def random_fault(kind: str, target: str, ctx: FaultContext) -> Fault:
         if len(ctx.cluster.nodes) >= 4:
             shapes.append("ring")
         params["shape"] = ctx.rng.choice(shapes)
+    elif kind == "voter-partition":
+        params["shape"] = ctx.rng.choice(VOTER_SHAPES)
     elif kind == "slow":
         params = {"delay_ms": ctx.rng.choice([50, 100, 250]),
                   "jitter_ms": ctx.rng.choice([0, 10]),

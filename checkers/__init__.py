@@ -6,7 +6,8 @@ Public entry points (called by ``chaos/cli.py``):
 - :func:`exit_code` — 0 valid, 1 invalid, 2 unknown.
 """
 
-from .check import check_run, exit_code
-from .kinds import ANOMALY_KINDS, MAX_EXAMPLES
+from contract.anomalies import ANOMALY_KINDS, MAX_EXAMPLES
 
-__all__ = ["ANOMALY_KINDS", "MAX_EXAMPLES", "check_run", "exit_code"]
+from .check import check_run
+
+__all__ = ["ANOMALY_KINDS", "MAX_EXAMPLES", "check_run"]

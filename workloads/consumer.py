@@ -17,9 +17,10 @@ from typing import Any
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
 
+from contract.schemas import READS_SCHEMA
 from workloads.child_logging import configure_logging
 from workloads.config import ConsumerConfig, ConsumerSpec
-from workloads.history import READS_SCHEMA, ChunkedParquetWriter, EventLog, history_dir
+from workloads.history import ChunkedParquetWriter, EventLog, history_dir
 from workloads.record import decode
 
 log = logging.getLogger("kafka_chaos.workloads.consumer")

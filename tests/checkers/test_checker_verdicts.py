@@ -8,9 +8,10 @@ import os
 import pytest
 from checker_histories import History
 
-from checkers import check_run, exit_code
-from checkers.config import settings_from_run
+from checkers import check_run
 from checkers.guarantees import rules
+from contract.exit_codes import exit_code_of_results as exit_code
+from contract.settings import settings_from_run
 
 
 def _cfg(**sections: dict) -> dict:  # type: ignore[type-arg]

@@ -9,9 +9,12 @@ from typing import Any
 
 import pytest
 
+from chaos.config import RunConfig, RunConfigError
+from chaos.faults.factory import make_fault
 from chaos.orchestrator import run
 from chaos.scenarios import SCENARIOS
 from chaos.scenarios.operations import OPERATIONS, VoterPartition
+from contract.faults import FAULTS
 
 
 def run_scenario(name: str, tmp_path: Any, **overrides: Any) -> dict[str, Any]:
@@ -64,6 +67,18 @@ def test_voter_partition_shapes():
     with pytest.raises(ValueError):
         VoterPartition("everything")
     assert VoterPartition("voter-majority").describe()["shape"] == "voter-majority"
+
+
+def test_voter_partition_is_built_through_the_registry():
+    # The same factory serves scripts, TOML steps and --faults (contract.faults registry).
+    fault = make_fault("voter-partition", "controller", {"shape": "leader-from-voters"})
+    assert isinstance(fault, VoterPartition) and fault.kind == "voter-partition"
+    assert fault.shape == "leader-from-voters"
+    assert FAULTS["voter-partition"].closed_by == "heal"
+    assert "voter-partition" in RunConfig(faults=["voter-partition"], controllers=3).faults
+    RunConfig(faults=["voter-partition"], controllers=3).validate()
+    with pytest.raises(RunConfigError, match="--controllers 3 or 5"):
+        RunConfig(faults=["voter-partition"], controllers=0).validate()
 
 
 # ---------------------------------------------------------------------- real runs
