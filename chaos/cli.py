@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
@@ -142,25 +143,26 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 # ---------------------------------------------------------------------- run options
-RUN_FIELDS = ("brokers", "controllers", "partitions", "replication_factor", "min_insync",
-              "unclean", "acks", "idempotence", "transactions", "producers", "consumers",
-              "consumer_mode", "isolation_level", "rate", "duration", "record_size",
-              "fault_interval", "seed", "kafka_version", "image", "out", "check", "report")
+KAFKA_TABLES = ("broker_config", "topic_config", "producer_config", "consumer_config")
+#: RunConfig fields the run command reads in its own way (lists, K=V pairs) or not at all.
+SPECIAL_FIELDS = frozenset({"scenario", "faults", "targets", "spark_master", *KAFKA_TABLES})
 
 
 def run_overrides(args: argparse.Namespace, file_opts: dict[str, Any]) -> dict[str, Any]:
-    """Options from a TOML config file, then the command line on top."""
-    from dataclasses import fields
+    """Options from a TOML config file, then the command line on top.
 
+    Every RunConfig field with a same-named option is taken as given (the dataclass is the
+    one list of fields); the special ones are parsed below.
+    """
     known = {f.name for f in fields(RunConfig)}
     out: dict[str, Any] = {k.replace("-", "_"): v for k, v in file_opts.items()}
     unknown = sorted(set(out) - known)
     if unknown:
         raise RunConfigError(f"--config: unknown run option {unknown[0]!r}")
-    for f in RUN_FIELDS:
-        v = getattr(args, f, None)
+    for name in sorted(known - SPECIAL_FIELDS):
+        v = getattr(args, name, None)
         if v is not None:
-            out[f] = v
+            out[name] = v
     if getattr(args, "spark_master", None):
         out["spark_master"] = args.spark_master
     if args.faults is not None:
@@ -168,7 +170,7 @@ def run_overrides(args: argparse.Namespace, file_opts: dict[str, Any]) -> dict[s
             x.strip() for x in args.faults.split(",") if x.strip()]
     if args.targets is not None:
         out["targets"] = [x.strip() for x in args.targets.split(",") if x.strip()]
-    for key in ("broker_config", "topic_config", "producer_config", "consumer_config"):
+    for key in KAFKA_TABLES:
         pairs = getattr(args, key)
         if pairs:
             out[key] = {**out.get(key, {}), **dict(pairs)}
