@@ -14,6 +14,7 @@ from chaos.faults.base import Fault, FaultContext, FaultError
 from chaos.faults.factory import make_fault
 from chaos.faults.quorum import VOTER_SHAPES
 from compose.cluster import ClusterError
+from contract.events import INSTANT, NEMESIS_ERROR
 
 log = logging.getLogger("kafka_chaos.nemesis")
 
@@ -87,7 +88,7 @@ class Nemesis:
 
     def note(self, msg: str) -> None:
         self.errors.append(msg)
-        self.ctx.events.emit("nemesis-error", "instant", [], {"message": msg})
+        self.ctx.events.emit(NEMESIS_ERROR, INSTANT, [], {"message": msg})
 
     def wait(self, seconds: float) -> bool:
         """Waits up to ``seconds``; True if the run was told to stop meanwhile."""

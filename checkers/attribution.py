@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from contract.events import Event
+from contract.events import INSTANT, PHASE, Event
 from contract.windows import fault_windows
 
 from .observations import PartitionHistory, tp_key
@@ -21,7 +21,7 @@ class Attributor:
 
     def __init__(self, events: list[Event], parts: PartitionHistory):
         self.faults = fault_windows(events)
-        self.instants = [e for e in events if e.kind != "phase" and e.phase == "instant"]
+        self.instants = [e for e in events if e.kind != PHASE and e.phase == INSTANT]
         self.parts = parts
 
     def active(self, ts_ns: int | None) -> list[dict[str, Any]]:

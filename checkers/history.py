@@ -21,7 +21,7 @@ from pyspark.sql.types import (
 )
 
 from contract import schemas
-from contract.events import Event, parse_events
+from contract.events import END, PHASE, Event, parse_events
 
 from .runfiles import RunDir
 
@@ -99,7 +99,7 @@ def phase_window(events: list[Event], name: str) -> tuple[int | None, int | None
     """(start, end) ns of a run phase such as ``workload``, None where not recorded."""
     start = end = None
     for e in events:
-        if e.kind == "phase" and e.name == name:
+        if e.kind == PHASE and e.name == name:
             if e.phase == "start" and start is None:
                 start = e.ts_ns
             elif e.phase == "end":
@@ -111,6 +111,6 @@ def drain_end(events: list[Event]) -> Event | None:
     """The drain's end event (the last one, if the drain ran twice)."""
     found = None
     for e in events:
-        if e.kind == "phase" and e.phase == "end" and e.name == "drain":
+        if e.kind == PHASE and e.phase == END and e.name == "drain":
             found = e
     return found

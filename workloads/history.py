@@ -17,6 +17,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from contract.events import PHASE
+
 
 def now_ns() -> int:
     return time.time_ns()
@@ -135,7 +137,7 @@ class EventLog:
 
     def phase(self, name: str, phase: str, **detail: Any) -> dict[str, Any]:
         """A run phase event (setup, workload, heal, drain, check)."""
-        return self.emit("phase", phase, [], {"name": name, **detail})
+        return self.emit(PHASE, phase, [], {"name": name, **detail})
 
     def close(self) -> None:
         with self._lock:

@@ -22,6 +22,7 @@ from chaos.scenarios.base import Expect, Scenario
 from chaos.scenarios.script_steps import isr_full, preferred_leaders, wait_until
 from compose.cluster import ClusterError
 from compose.config import CLIENT_PORT
+from contract.events import CONTROLLER_CHANGE, INSTANT, PREFERRED_LEADERS
 
 # How long a restarted node may take to rejoin every ISR on a loaded 2-core machine.
 CATCH_UP_S = 60.0
@@ -160,7 +161,7 @@ def controller_script(nem: Any) -> None:
         return new is not None
 
     if wait_until(nem, elected, 30, "a new active controller", every_s=1.0):
-        ctx.events.emit("controller-change", "instant", [old, seen["new"]],
+        ctx.events.emit(CONTROLLER_CHANGE, INSTANT, [old, seen["new"]],
                         {"from": old, "to": seen["new"]})
     # Leadership must move now, decided by the new controller alone: the isolated broker
     # misses its heartbeats, is fenced, and partition 0 gets a leader from its ISR.
@@ -215,7 +216,7 @@ CONTROLLER_PARTITION = Scenario(
     settle_s=5.0,
     expect=no_loss_expect,
     mechanism=[{"kind": "fault", "fault": "partition"},
-               {"kind": "fault", "fault": "controller-change"},
+               {"kind": "fault", "fault": CONTROLLER_CHANGE},
                {"kind": "leader-changed"}],
 )
 
@@ -237,7 +238,7 @@ def restore_preferred_leaders(nem: Any, timeout_s: float = 20.0) -> bool:
         how = f"kafka-leader-election.sh (exit {code}): {out.strip()[-200:]}"
         if not wait_until(nem, preferred_leaders, timeout_s, "preferred-leaders (election)"):
             return False
-    ctx.events.emit("preferred-leaders", "instant", [],
+    ctx.events.emit(PREFERRED_LEADERS, INSTANT, [],
                     {"how": how, "seconds": round(time.monotonic() - t0, 2)})
     return True
 
@@ -278,7 +279,7 @@ ROLLING_RESTART = Scenario(
     settle_s=5.0,
     expect=no_loss_expect,
     mechanism=[{"kind": "fault", "fault": "stop"}, {"kind": "leader-changed"},
-               {"kind": "fault", "fault": "preferred-leaders"}],
+               {"kind": "fault", "fault": PREFERRED_LEADERS}],
 )
 
 
