@@ -11,11 +11,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from chaos.faults.base import Fault
+from chaos.faults.base import Fault, FaultContext
 from chaos.faults.network import Partition, Slow
 from chaos.faults.power import PowerLoss
 from chaos.faults.process import Kill, Pause, Stop
-from chaos.faults.quorum import VoterPartition
+from chaos.faults.quorum import VOTER_SHAPES, VoterPartition
 from contract.faults import FAULTS
 
 
@@ -42,6 +42,32 @@ BUILDERS: dict[str, Callable[[str, dict[str, Any]], Fault]] = {
 }
 # Every registered kind can be built, and nothing is built that the registry does not know.
 assert set(BUILDERS) == set(FAULTS), sorted(set(BUILDERS) ^ set(FAULTS))
+
+
+def _partition_params(ctx: FaultContext) -> dict[str, Any]:
+    shapes = ["isolate", "halves", "leader-followers", "one-way", "client"]
+    if len(ctx.cluster.brokers) >= 3:
+        shapes.append("bridge")
+    if len(ctx.cluster.nodes) >= 4:
+        shapes.append("ring")
+    return {"shape": ctx.rng.choice(shapes)}
+
+
+#: kind -> how the random nemesis draws its parameters (kinds without one take defaults).
+DRAWS: dict[str, Callable[[FaultContext], dict[str, Any]]] = {
+    "partition": _partition_params,
+    "voter-partition": lambda ctx: {"shape": ctx.rng.choice(VOTER_SHAPES)},
+    "slow": lambda ctx: {"delay_ms": ctx.rng.choice([50, 100, 250]),
+                         "jitter_ms": ctx.rng.choice([0, 10]),
+                         "loss": ctx.rng.choice([0.0, 0.0, 0.05])},
+}
+assert set(DRAWS) <= set(FAULTS)
+
+
+def draw_params(kind: str, ctx: FaultContext) -> dict[str, Any]:
+    """Parameters for a random fault of ``kind``, drawn from ``ctx.rng``."""
+    draw = DRAWS.get(kind)
+    return draw(ctx) if draw is not None else {}
 
 
 def make_fault(kind: str, target: str, params: dict[str, Any] | None = None) -> Fault:
