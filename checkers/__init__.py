@@ -2,8 +2,9 @@
 
 Public entry points (called by ``chaos/cli.py``):
 
-- :func:`check_run` — check a run directory, write and return results.json;
-- :func:`exit_code` — 0 valid, 1 invalid, 2 unknown.
+- :func:`check_run` — check a run directory, write and return results.json.
+
+Its exit code is ``contract.exit_codes.exit_code_of_results`` (0 valid, 1 invalid, 2 unknown).
 """
 
 from contract.anomalies import ANOMALY_KINDS, MAX_EXAMPLES
