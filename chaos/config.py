@@ -10,6 +10,7 @@ from chaos.faults import targets
 from compose.config import MAX_BROKERS
 from compose.image import SUPPORTED_VERSIONS
 from contract.faults import RANDOM_FAULT_KINDS
+from contract.settings import normalise_acks
 
 TOPIC = "chaos"
 
@@ -75,11 +76,12 @@ class RunConfig:
         if not 1 <= self.min_insync <= self.replication_factor:
             raise bad(f"--min-insync must be 1..{self.replication_factor} (the replication "
                       f"factor), got {self.min_insync}")
-        if self.acks not in ("0", "1", "all", "-1"):
+        acks = normalise_acks(self.acks) if isinstance(self.acks, str) else None
+        if acks is None:
             raise bad(f"--acks must be 0, 1 or all, got {self.acks!r}")
-        if self.transactions and self.acks not in ("all", "-1"):
+        if self.transactions and acks != "all":
             raise bad("--transactions needs --acks all")
-        if self.idempotence and self.acks not in ("all", "-1"):
+        if self.idempotence and acks != "all":
             raise bad("--idempotence needs --acks all")
         if not 1 <= self.producers <= 64:
             raise bad(f"--producers must be 1..64, got {self.producers}")

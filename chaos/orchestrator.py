@@ -25,6 +25,7 @@ from compose.cleanup import signals_raise
 from compose.cluster import KafkaCluster
 from compose.config import FAST_FAULTS, ClusterConfig
 from contract.events import INSTANT, INTERRUPTED, RUN_ERROR
+from contract.settings import normalise_acks
 from workloads import (
     ConsumerConfig,
     ConsumerSpec,
@@ -56,7 +57,7 @@ class RunOutcome:
 
 def _producer_config(cfg: RunConfig) -> ProducerConfig:
     return ProducerConfig(
-        acks="all" if cfg.acks == "-1" else cfg.acks,  # type: ignore[arg-type]
+        acks=normalise_acks(cfg.acks) or cfg.acks,  # type: ignore[arg-type]
         enable_idempotence=cfg.idempotence, rate=cfg.rate, record_size=cfg.record_size,
         duration_s=cfg.duration, transactional=cfg.transactions, seed=cfg.seed,
         extra=dict(cfg.producer_config))

@@ -92,12 +92,17 @@ def transactions_enabled(run: dict[str, Any]) -> bool:
     return bool(producer.get("transactional.id")) or _truthy(flag, False)
 
 
-def _acks(producer: dict[str, Any]) -> str:
-    raw = raw_acks(producer)
-    text = str(DEFAULT_ACKS if raw is None else raw).strip().lower()
+def normalise_acks(value: Any) -> str | None:
+    """``"all"`` for all or -1 (the same setting), ``"0"``/``"1"``; None for anything else."""
+    text = str(value).strip().lower()
     if text in ("all", "-1"):
         return "all"
-    return text if text in ("0", "1") else "all"
+    return text if text in ("0", "1") else None
+
+
+def _acks(producer: dict[str, Any]) -> str:
+    raw = raw_acks(producer)
+    return normalise_acks(DEFAULT_ACKS if raw is None else raw) or DEFAULT_ACKS
 
 
 def settings_from_run(run: dict[str, Any]) -> Settings:

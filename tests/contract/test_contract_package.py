@@ -11,7 +11,7 @@ from contract.anomalies import ANOMALY_KINDS, DEFINITIONS, MEANINGS, REPORT_ORDE
 from contract.conditions import ConditionError, holds, normalise_condition
 from contract.exit_codes import exit_code_of_results, exit_code_of_valid
 from contract.faults import CLOSERS, FAULT_KINDS, FAULTS, fault_css, fault_css_rules
-from contract.settings import settings_from_run
+from contract.settings import normalise_acks, settings_from_run
 
 
 def test_importing_the_contract_loads_nothing_heavy() -> None:
@@ -72,3 +72,15 @@ def test_settings_defaults_and_transactions() -> None:
     t = settings_from_run({"producer_config": {"transactional.id": "t", "acks": "-1"},
                            "workload": {"transactions": {"enabled": False}}})
     assert t.transactional and t.idempotence and t.acks == "all"
+
+
+def test_acks_minus_one_is_all_everywhere() -> None:
+    from chaos.config import RunConfig, RunConfigError
+
+    assert [normalise_acks(v) for v in ("all", "-1", " ALL ", "1", "0", "2", None)] == [
+        "all", "all", "all", "1", "0", None, None]
+    RunConfig(acks="-1", transactions=True).validate()  # -1 is acks=all
+    with pytest.raises(RunConfigError, match="--transactions needs --acks all"):
+        RunConfig(acks="1", transactions=True).validate()
+    with pytest.raises(RunConfigError, match="--acks must be 0, 1 or all"):
+        RunConfig(acks="2").validate()
