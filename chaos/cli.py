@@ -8,10 +8,13 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
-from chaos.config import FAULT_KINDS, RunConfig, RunConfigError
+from chaos.config import RunConfig, RunConfigError
+from contract.exit_codes import exit_code_of_results
+from contract.faults import RANDOM_FAULT_KINDS
 
 EXAMPLES = {
     "run": """examples:
@@ -99,7 +102,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--rate", type=float, help="records/s per producer (0: flat out)")
     r.add_argument("--duration", type=float, help="seconds of workload")
     r.add_argument("--record-size", type=int)
-    r.add_argument("--faults", help=f"comma list of {','.join(FAULT_KINDS)}, or none")
+    r.add_argument("--faults", help=f"comma list of {','.join(RANDOM_FAULT_KINDS)}, or none")
     r.add_argument("--fault-interval", type=float, help="seconds between fault starts")
     r.add_argument("--targets", help="comma list: random,leader,follower,controller,...")
     r.add_argument("--seed", type=int)
@@ -140,25 +143,26 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 # ---------------------------------------------------------------------- run options
-RUN_FIELDS = ("brokers", "controllers", "partitions", "replication_factor", "min_insync",
-              "unclean", "acks", "idempotence", "transactions", "producers", "consumers",
-              "consumer_mode", "isolation_level", "rate", "duration", "record_size",
-              "fault_interval", "seed", "kafka_version", "image", "out", "check", "report")
+KAFKA_TABLES = ("broker_config", "topic_config", "producer_config", "consumer_config")
+#: RunConfig fields the run command reads in its own way (lists, K=V pairs) or not at all.
+SPECIAL_FIELDS = frozenset({"scenario", "faults", "targets", "spark_master", *KAFKA_TABLES})
 
 
 def run_overrides(args: argparse.Namespace, file_opts: dict[str, Any]) -> dict[str, Any]:
-    """Options from a TOML config file, then the command line on top."""
-    from dataclasses import fields
+    """Options from a TOML config file, then the command line on top.
 
+    Every RunConfig field with a same-named option is taken as given (the dataclass is the
+    one list of fields); the special ones are parsed below.
+    """
     known = {f.name for f in fields(RunConfig)}
     out: dict[str, Any] = {k.replace("-", "_"): v for k, v in file_opts.items()}
     unknown = sorted(set(out) - known)
     if unknown:
         raise RunConfigError(f"--config: unknown run option {unknown[0]!r}")
-    for f in RUN_FIELDS:
-        v = getattr(args, f, None)
+    for name in sorted(known - SPECIAL_FIELDS):
+        v = getattr(args, name, None)
         if v is not None:
-            out[f] = v
+            out[name] = v
     if getattr(args, "spark_master", None):
         out["spark_master"] = args.spark_master
     if args.faults is not None:
@@ -166,7 +170,7 @@ def run_overrides(args: argparse.Namespace, file_opts: dict[str, Any]) -> dict[s
             x.strip() for x in args.faults.split(",") if x.strip()]
     if args.targets is not None:
         out["targets"] = [x.strip() for x in args.targets.split(",") if x.strip()]
-    for key in ("broker_config", "topic_config", "producer_config", "consumer_config"):
+    for key in KAFKA_TABLES:
         pairs = getattr(args, key)
         if pairs:
             out[key] = {**out.get(key, {}), **dict(pairs)}
@@ -209,11 +213,11 @@ def cmd_run(args: argparse.Namespace) -> int:
         return 2
     from chaos.orchestrator import run
     from chaos.progress import Progress
-    from chaos.verdict import exit_code_of, print_verdict
+    from chaos.verdict import print_verdict
 
     outcome = run(cfg, scenario, progress=Progress())
     print_verdict(outcome)
-    return exit_code_of(outcome)
+    return exit_code_of_results(outcome.results)
 
 
 def cmd_check(args: argparse.Namespace) -> int:
@@ -221,11 +225,11 @@ def cmd_check(args: argparse.Namespace) -> int:
         print(f"kafka-chaos: error: {args.run_dir} is not a run directory (no history/)",
               file=sys.stderr)
         return 2
-    from checkers import check_run, exit_code
+    from checkers import check_run
 
     results = check_run(args.run_dir, spark_master=args.spark_master)
     print(f"valid: {results.get('valid')}  ({args.run_dir / 'results.json'})")
-    return int(exit_code(results))
+    return exit_code_of_results(results)
 
 
 def cmd_report(args: argparse.Namespace) -> int:

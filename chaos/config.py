@@ -9,8 +9,9 @@ from typing import Any
 from chaos.faults import targets
 from compose.config import MAX_BROKERS
 from compose.image import SUPPORTED_VERSIONS
+from contract.faults import RANDOM_FAULT_KINDS
+from contract.settings import normalise_acks
 
-FAULT_KINDS = ("kill", "stop", "pause", "partition", "slow", "power-loss")
 TOPIC = "chaos"
 
 
@@ -75,11 +76,12 @@ class RunConfig:
         if not 1 <= self.min_insync <= self.replication_factor:
             raise bad(f"--min-insync must be 1..{self.replication_factor} (the replication "
                       f"factor), got {self.min_insync}")
-        if self.acks not in ("0", "1", "all", "-1"):
+        acks = normalise_acks(self.acks) if isinstance(self.acks, str) else None
+        if acks is None:
             raise bad(f"--acks must be 0, 1 or all, got {self.acks!r}")
-        if self.transactions and self.acks not in ("all", "-1"):
+        if self.transactions and acks != "all":
             raise bad("--transactions needs --acks all")
-        if self.idempotence and self.acks not in ("all", "-1"):
+        if self.idempotence and acks != "all":
             raise bad("--idempotence needs --acks all")
         if not 1 <= self.producers <= 64:
             raise bad(f"--producers must be 1..64, got {self.producers}")
@@ -95,9 +97,12 @@ class RunConfig:
             raise bad(f"--duration must be 1..86400 s, got {self.duration}")
         if not 16 <= self.record_size <= 1_000_000:
             raise bad(f"--record-size must be 16..1000000 bytes, got {self.record_size}")
-        unknown = [f for f in self.faults if f not in FAULT_KINDS]
+        unknown = [f for f in self.faults if f not in RANDOM_FAULT_KINDS]
         if unknown:
-            raise bad(f"--faults: unknown kind {unknown[0]!r} (known: {', '.join(FAULT_KINDS)})")
+            known = ", ".join(RANDOM_FAULT_KINDS)
+            raise bad(f"--faults: unknown kind {unknown[0]!r} (known: {known})")
+        if "voter-partition" in self.faults and self.controllers < 3:
+            raise bad("--faults voter-partition needs --controllers 3 or 5 (a quorum to cut)")
         if self.fault_interval <= 0:
             raise bad(f"--fault-interval must be > 0 s, got {self.fault_interval}")
         for t in self.targets:

@@ -11,26 +11,15 @@ from collections.abc import Callable
 from typing import Any
 
 from chaos.faults.base import Fault, FaultContext, FaultError
-from chaos.faults.factory import make_fault
+from chaos.faults.factory import draw_params, make_fault
 from compose.cluster import ClusterError
+from contract.events import INSTANT, NEMESIS_ERROR
 
 log = logging.getLogger("kafka_chaos.nemesis")
 
 def random_fault(kind: str, target: str, ctx: FaultContext) -> Fault:
     """A fault of ``kind`` aimed at ``target``, its shape/parameters drawn from ctx.rng."""
-    params: dict[str, Any] = {}
-    if kind == "partition":
-        shapes = ["isolate", "halves", "leader-followers", "one-way", "client"]
-        if len(ctx.cluster.brokers) >= 3:
-            shapes.append("bridge")
-        if len(ctx.cluster.nodes) >= 4:
-            shapes.append("ring")
-        params["shape"] = ctx.rng.choice(shapes)
-    elif kind == "slow":
-        params = {"delay_ms": ctx.rng.choice([50, 100, 250]),
-                  "jitter_ms": ctx.rng.choice([0, 10]),
-                  "loss": ctx.rng.choice([0.0, 0.0, 0.05])}
-    return make_fault(kind, target, params)
+    return make_fault(kind, target, draw_params(kind, ctx))
 
 
 class Nemesis:
@@ -84,7 +73,7 @@ class Nemesis:
 
     def note(self, msg: str) -> None:
         self.errors.append(msg)
-        self.ctx.events.emit("nemesis-error", "instant", [], {"message": msg})
+        self.ctx.events.emit(NEMESIS_ERROR, INSTANT, [], {"message": msg})
 
     def wait(self, seconds: float) -> bool:
         """Waits up to ``seconds``; True if the run was told to stop meanwhile."""

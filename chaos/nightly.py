@@ -28,6 +28,7 @@ from typing import Any
 
 from chaos.plugin_matrix import cell_id, cells
 from chaos.plugin_result import ChaosResult, Miss, scenario_misses
+from contract import exit_codes
 
 RANDOM_FAULTS = "random-faults"  # the row of the matrix's configuration cells
 
@@ -177,9 +178,14 @@ def junit(outcomes: list[CellOutcome], seconds: float) -> bytes:
     return ET.tostring(suites, encoding="utf-8", xml_declaration=True)
 
 
-def exit_code(outcomes: list[CellOutcome]) -> int:
+def matrix_exit_code(outcomes: list[CellOutcome]) -> int:
+    """1 when a cell failed its expectations, 2 when one could not decide (or none ran)."""
     statuses = {o.status for o in outcomes}
-    return 1 if "failed" in statuses else 2 if "error" in statuses or not outcomes else 0
+    if "failed" in statuses:
+        return exit_codes.INVALID
+    if "error" in statuses or not outcomes:
+        return exit_codes.UNKNOWN
+    return exit_codes.VALID
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -235,7 +241,7 @@ def main(argv: list[str] | None = None, runner: Runner = _orchestrator) -> int:
         for m in o.misses:
             print(f"          {m}")
     print(f"matrix report: {index}\njunit: {junit_path}")
-    return exit_code(outcomes)
+    return matrix_exit_code(outcomes)
 
 
 if __name__ == "__main__":

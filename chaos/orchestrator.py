@@ -24,6 +24,8 @@ from chaos.scenarios.base import Scenario
 from compose.cleanup import signals_raise
 from compose.cluster import KafkaCluster
 from compose.config import FAST_FAULTS, ClusterConfig
+from contract.events import INSTANT, INTERRUPTED, RUN_ERROR
+from contract.settings import normalise_acks
 from workloads import (
     ConsumerConfig,
     ConsumerSpec,
@@ -55,7 +57,7 @@ class RunOutcome:
 
 def _producer_config(cfg: RunConfig) -> ProducerConfig:
     return ProducerConfig(
-        acks="all" if cfg.acks == "-1" else cfg.acks,  # type: ignore[arg-type]
+        acks=normalise_acks(cfg.acks) or cfg.acks,  # type: ignore[arg-type]
         enable_idempotence=cfg.idempotence, rate=cfg.rate, record_size=cfg.record_size,
         duration_s=cfg.duration, transactional=cfg.transactions, seed=cfg.seed,
         extra=dict(cfg.producer_config))
@@ -243,12 +245,12 @@ def run(cfg: RunConfig, scenario: Scenario | None = None,
             out.completed = True
     except (KeyboardInterrupt, SystemExit) as e:
         out.interrupted = True
-        r.events.emit("interrupted", "instant", [], {"signal": type(e).__name__})
+        r.events.emit(INTERRUPTED, INSTANT, [], {"signal": type(e).__name__})
         r.step("interrupted: healing and cleaning up (history so far is kept)")
     except Exception as e:  # noqa: BLE001 - recorded; the run dir stays checkable
         out.error = f"{type(e).__name__}: {e}"
         log.exception("run failed")
-        r.events.emit("run-error", "instant", [], {"error": out.error})
+        r.events.emit(RUN_ERROR, INSTANT, [], {"error": out.error})
         r.step(f"run failed: {out.error}")
     finally:
         r.phase("teardown")

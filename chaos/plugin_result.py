@@ -12,17 +12,13 @@ that loading the plugin costs unrelated test runs nothing.
 from __future__ import annotations
 
 import json
-import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-_COND = re.compile(r"^\s*(==|!=|>=|<=|>|<)?\s*(-?\d+)\s*$")
-_OPS: dict[str, Callable[[int, int], bool]] = {
-    "==": lambda a, n: a == n, "!=": lambda a, n: a != n, ">": lambda a, n: a > n,
-    ">=": lambda a, n: a >= n, "<": lambda a, n: a < n, "<=": lambda a, n: a <= n,
-}
+from contract.conditions import holds, normalise_condition
+
 VERDICT_LABEL = {True: "valid", False: "INVALID", "unknown": "unknown"}
 
 
@@ -150,22 +146,6 @@ class ChaosResult:
 
 
 # ---------------------------------------------------------------------- expectations
-def normalise_condition(cond: Any) -> str:
-    """``0`` → ``==0``; ``">0"`` stays; anything else is refused with the reason."""
-    if isinstance(cond, bool) or not isinstance(cond, int | str):
-        raise ValueError(f"an anomaly condition is a count or a string like '>0', got {cond!r}")
-    m = _COND.match(str(cond))
-    if not m:
-        raise ValueError(f"cannot read anomaly condition {cond!r} (use 0, '==0', '>0', '<=5')")
-    return f"{m.group(1) or '=='}{int(m.group(2))}"
-
-
-def holds(cond: str, actual: int) -> bool:
-    m = _COND.match(cond)
-    assert m, cond
-    return _OPS[m.group(1) or "=="](actual, int(m.group(2)))
-
-
 @dataclass
 class Miss:
     """One expectation the run did not meet."""

@@ -16,14 +16,6 @@ def _paint(text: str, valid: Any) -> str:
     return f"{_COLOURS.get(valid, '')}{text}\033[0m"
 
 
-def exit_code_of(outcome: RunOutcome) -> int:
-    """0 valid, 1 invalid, 2 unknown or error (interrupted runs are unknown)."""
-    if outcome.results is None:
-        return 2
-    valid = outcome.results.get("valid")
-    return 0 if valid is True else 1 if valid is False else 2
-
-
 def print_verdict(outcome: RunOutcome) -> None:
     res = outcome.results or {}
     valid = res.get("valid", "unknown")

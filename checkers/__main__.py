@@ -5,7 +5,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .check import check_run, exit_code
+from contract.exit_codes import exit_code_of_results
+
+from .check import check_run
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -23,7 +25,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {results['error']}", file=sys.stderr)
     for reason in results.get("unknown_reasons", []):
         print(f"unknown: {reason}")
-    return exit_code(results)
+    return exit_code_of_results(results)
 
 
 if __name__ == "__main__":

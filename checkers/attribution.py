@@ -3,10 +3,11 @@ and when it went missing, and what its partition's leader/ISR/epoch did around t
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
-from .history import Event
+from contract.events import INSTANT, PHASE, Event
+from contract.windows import fault_windows
+
 from .observations import PartitionHistory, tp_key
 
 #: Instant events (a kill, a restart) this close to a moment are reported with it.
@@ -15,80 +16,19 @@ INSTANT_WINDOW_NS = 5_000_000_000
 CHANGE_WINDOW_NS = 10_000_000_000
 MAX_CHANGES_PER_EXAMPLE = 12
 
-# Instant events that end a fault begun by another instant event on the same targets.
-_ENDS: dict[str, tuple[str, ...]] = {
-    "start": ("kill", "stop", "power-loss"),
-    "resume": ("pause",),
-    "heal": ("partition", "slow"),
-}
-
-
-@dataclass(frozen=True)
-class Fault:
-    """A fault's active interval (``end_ns`` None: never ended)."""
-
-    kind: str
-    targets: tuple[Any, ...]
-    start_ns: int
-    end_ns: int | None
-    detail: dict[str, Any]
-
-    def brief(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"kind": self.kind, "targets": list(self.targets),
-                               "start_ns": self.start_ns, "end_ns": self.end_ns}
-        if self.detail:
-            out["detail"] = self.detail
-        return out
-
-
-def fault_intervals(events: list[Event]) -> list[Fault]:
-    """Pair start/end events (and kill→start, pause→resume, partition→heal instants)."""
-    faults: list[Fault] = []
-    open_: list[tuple[Event, list[int | None]]] = []  # event, [end]
-    for e in events:
-        if e.kind == "phase":
-            continue
-        if e.phase == "start":
-            open_.append((e, [None]))
-            continue
-        if e.phase == "end":
-            same = [o for o in open_ if o[0].kind == e.kind and o[1][0] is None]
-            exact = [o for o in same if o[0].targets == e.targets] or same
-            if exact:
-                exact[0][1][0] = e.ts_ns
-            continue
-        # instant
-        closes = _ENDS.get(e.kind)
-        if closes:
-            for o in open_:
-                if o[0].kind in closes and o[1][0] is None and (
-                    e.kind == "heal" or not e.targets or set(o[0].targets) & set(e.targets)
-                ):
-                    o[1][0] = e.ts_ns
-        if e.kind in ("kill", "stop", "power-loss", "pause", "partition", "slow"):
-            open_.append((e, [None]))
-    for e, end in open_:
-        faults.append(Fault(e.kind, e.targets, e.ts_ns, end[0], e.detail))
-    faults.sort(key=lambda f: f.start_ns)
-    return faults
-
-
 class Attributor:
     """Answers "what was going on" for a moment and a partition."""
 
     def __init__(self, events: list[Event], parts: PartitionHistory):
-        self.faults = fault_intervals(events)
-        self.instants = [e for e in events if e.kind != "phase" and e.phase == "instant"]
+        self.faults = fault_windows(events)
+        self.instants = [e for e in events if e.kind != PHASE and e.phase == INSTANT]
         self.parts = parts
 
     def active(self, ts_ns: int | None) -> list[dict[str, Any]]:
         """Faults active at ``ts_ns`` and instant events within a few seconds of it."""
         if ts_ns is None:
             return []
-        out = [
-            f.brief() for f in self.faults
-            if f.start_ns <= ts_ns and (f.end_ns is None or f.end_ns >= ts_ns)
-        ]
+        out = [f.brief() for f in self.faults if f.active_at(ts_ns)]
         for e in self.instants:
             if abs(e.ts_ns - ts_ns) <= INSTANT_WINDOW_NS:
                 b = e.brief()

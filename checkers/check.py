@@ -12,10 +12,13 @@ from typing import Any
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 
+from contract.anomalies import ANOMALY_KINDS, DEFINITIONS, UNITS
+from contract.results import RESULTS_FILE
+from contract.settings import Settings, settings_from_run
+
 from . import guarantees
 from .attribution import Attributor
 from .collect import Findings, attach_reads, collect_findings
-from .config import Settings, settings_from_run
 from .divergence import check_divergence
 from .examples import build_example
 from .history import (
@@ -29,7 +32,6 @@ from .history import (
     phase_window,
 )
 from .identity import IdentityInputs, identity_anomalies, identity_table, reorder_anomalies
-from .kinds import ANOMALY_KINDS, DEFINITIONS, UNITS
 from .observations import PartitionHistory, collect_changes, power_loss_coverage
 from .positions import position_anomalies
 from .runfiles import RunDir, is_uri
@@ -37,17 +39,7 @@ from .session import build_session
 from .stats import read_summary, timeseries, write_summary
 from .verdict import expectations, mechanism, verdict
 
-RESULTS = "results.json"
-
-
-def exit_code(results: dict[str, Any]) -> int:
-    """0 when valid is true, 1 when false, 2 when unknown (or anything else)."""
-    valid = results.get("valid")
-    if valid is True:
-        return 0
-    if valid is False:
-        return 1
-    return 2
+RESULTS = RESULTS_FILE
 
 
 @dataclass(frozen=True)
@@ -296,4 +288,4 @@ def check_run(run_dir: str | os.PathLike[str], spark_master: str | None = None) 
     return results
 
 
-__all__ = ["check_run", "exit_code", "find_anomalies"]
+__all__ = ["check_run", "find_anomalies"]

@@ -14,7 +14,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.window import Window
 
-from .kinds import MAX_EXAMPLES
+from contract.anomalies import MAX_EXAMPLES
 
 READS_PER_EXAMPLE = 8
 IDENTITY_KINDS = {"lost", "unseen", "duplicate", "offset-mismatch", "reorder",

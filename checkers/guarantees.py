@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .config import Settings
-from .kinds import ANOMALY_KINDS
+from contract.anomalies import ANOMALY_KINDS
+from contract.settings import Settings
 
 #: librdkafka errors after which an idempotent producer may bump its epoch and resend
 #: (confluentinc/librdkafka#4953): duplicates then come from the client, not from Kafka.
@@ -96,8 +96,11 @@ NEVER: dict[str, str] = {
 
 def rules(s: Settings, epoch_bump_errors: int = 0) -> dict[str, Rule]:
     """The rule for every kind under settings ``s``."""
+    lost = lost_rule(s)
     out: dict[str, Rule] = {
-        "lost": lost_rule(s),
+        "lost": lost,
+        # DESIGN.md §4: a reused offset is the trace a lost tail leaves in a live reader.
+        "reused-offset": Rule(lost.allowed, "as for lost: " + lost.why),
         "duplicate": duplicate_rule(s, epoch_bump_errors),
         "reorder": reorder_rule(s),
         "poll-skip": POLL_RULE,

@@ -1,12 +1,12 @@
 """Loading a run's history: the Parquet (or JSON-lines) tables as Spark DataFrames with the
-contract's column types, and events.jsonl as small Python objects."""
+contract's column types (contract.schemas, as Spark schemas), and the run phases of
+events.jsonl (parsed by contract.events)."""
 
 from __future__ import annotations
 
-import json
-from dataclasses import dataclass, field
-from typing import Any, overload
+from typing import overload
 
+import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import (
@@ -20,52 +20,34 @@ from pyspark.sql.types import (
     StructType,
 )
 
+from contract import schemas
+from contract.events import END, PHASE, Event, parse_events
+
 from .runfiles import RunDir
 
-WRITES_SCHEMA = StructType(
-    [
-        StructField("op_id", LongType()),
-        StructField("producer", IntegerType()),
-        StructField("seq", LongType()),
-        StructField("topic", StringType()),
-        StructField("partition", IntegerType()),
-        StructField("invoke_ns", LongType()),
-        StructField("complete_ns", LongType()),
-        StructField("outcome", StringType()),
-        StructField("offset", LongType()),
-        StructField("error", StringType()),
-        StructField("txn", StringType()),
-        StructField("txn_outcome", StringType()),
-    ]
-)
+__all__ = ["OBSERVATIONS_SCHEMA", "READS_SCHEMA", "WRITES_SCHEMA", "Event", "drain_end",
+           "load_table", "parse_events", "phase_window", "spark_schema"]
 
-READS_SCHEMA = StructType(
-    [
-        StructField("reader", StringType()),
-        StructField("mode", StringType()),
-        StructField("poll", LongType()),
-        StructField("read_ns", LongType()),
-        StructField("topic", StringType()),
-        StructField("partition", IntegerType()),
-        StructField("offset", LongType()),
-        StructField("producer", IntegerType()),
-        StructField("seq", LongType()),
-        StructField("valid", BooleanType()),
-    ]
-)
+_SCALARS: dict[str, DataType] = {
+    "int32": IntegerType(), "int64": LongType(), "string": StringType(), "bool": BooleanType(),
+}
 
-OBSERVATIONS_SCHEMA = StructType(
-    [
-        StructField("ts_ns", LongType()),
-        StructField("topic", StringType()),
-        StructField("partition", IntegerType()),
-        StructField("leader", IntegerType()),
-        StructField("isr", ArrayType(IntegerType())),
-        StructField("replicas", ArrayType(IntegerType())),
-        StructField("leader_epoch", IntegerType()),
-        StructField("high_watermark", LongType()),
-    ]
-)
+
+def spark_type(t: pa.DataType) -> DataType:
+    """The Spark type of a contract column's pyarrow type (the types the history uses)."""
+    if pa.types.is_list(t):
+        return ArrayType(spark_type(t.value_type))
+    return _SCALARS[str(t)]
+
+
+def spark_schema(schema: pa.Schema) -> StructType:
+    """A contract table's schema (contract.schemas) as a Spark schema, all nullable."""
+    return StructType([StructField(f.name, spark_type(f.type)) for f in schema])
+
+
+WRITES_SCHEMA = spark_schema(schemas.WRITES_SCHEMA)
+READS_SCHEMA = spark_schema(schemas.READS_SCHEMA)
+OBSERVATIONS_SCHEMA = spark_schema(schemas.OBSERVATIONS_SCHEMA)
 
 
 def _conform(df: DataFrame, schema: StructType) -> DataFrame:
@@ -113,64 +95,11 @@ def load_table(spark: SparkSession, run: RunDir, name: str, schema: StructType, 
     return None if absent_as_none else spark.createDataFrame([], schema)
 
 
-@dataclass(frozen=True)
-class Event:
-    """One line of events.jsonl."""
-
-    ts_ns: int
-    kind: str
-    phase: str
-    targets: tuple[Any, ...] = ()
-    detail: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def name(self) -> str | None:
-        """The phase name for ``kind == "phase"`` events."""
-        value = self.detail.get("name")
-        return str(value) if value is not None else None
-
-    def brief(self) -> dict[str, Any]:
-        """A JSON-ready summary for examples."""
-        out: dict[str, Any] = {"kind": self.kind, "phase": self.phase, "ts_ns": self.ts_ns,
-                               "targets": list(self.targets)}
-        if self.detail:
-            out["detail"] = self.detail
-        return out
-
-
-def parse_events(text: str | None) -> tuple[list[Event], int]:
-    """Events sorted by time, and the number of lines that did not parse (torn last line)."""
-    events: list[Event] = []
-    bad = 0
-    for line in (text or "").splitlines():
-        line = line.strip()
-        if not line:
-            continue
-        try:
-            obj = json.loads(line)
-            targets = obj.get("targets") or []
-            if not isinstance(targets, list):
-                targets = [targets]
-            events.append(
-                Event(
-                    ts_ns=int(obj["ts_ns"]),
-                    kind=str(obj.get("kind", "")),
-                    phase=str(obj.get("phase", "instant")),
-                    targets=tuple(targets),
-                    detail=obj.get("detail") if isinstance(obj.get("detail"), dict) else {},
-                )
-            )
-        except (ValueError, KeyError, TypeError):
-            bad += 1
-    events.sort(key=lambda e: e.ts_ns)
-    return events, bad
-
-
 def phase_window(events: list[Event], name: str) -> tuple[int | None, int | None]:
     """(start, end) ns of a run phase such as ``workload``, None where not recorded."""
     start = end = None
     for e in events:
-        if e.kind == "phase" and e.name == name:
+        if e.kind == PHASE and e.name == name:
             if e.phase == "start" and start is None:
                 start = e.ts_ns
             elif e.phase == "end":
@@ -182,6 +111,6 @@ def drain_end(events: list[Event]) -> Event | None:
     """The drain's end event (the last one, if the drain ran twice)."""
     found = None
     for e in events:
-        if e.kind == "phase" and e.phase == "end" and e.name == "drain":
+        if e.kind == PHASE and e.phase == END and e.name == "drain":
             found = e
     return found

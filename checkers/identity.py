@@ -17,7 +17,8 @@ from typing import Any
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from .config import READ_COMMITTED, Settings
+from contract.settings import READ_COMMITTED, Settings
+
 from .rows import anomaly_rows
 
 # Outcome ranks: when one identity has several attempts, the strongest outcome wins.

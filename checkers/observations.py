@@ -12,7 +12,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.window import Window
 
-from .history import Event
+from contract.events import Event
 
 #: At most this many change rows are brought to the driver (they are few: one per election
 #: or ISR change, not one per sample).

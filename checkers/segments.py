@@ -21,7 +21,6 @@ LOG_OVERHEAD = 12  # baseOffset + batchLength precede the part batchLength count
 
 COMPRESSION_NONE, COMPRESSION_GZIP = 0, 1
 CONTROL_FLAG = 0x20
-TRANSACTIONAL_FLAG = 0x10
 
 
 @dataclass(frozen=True)

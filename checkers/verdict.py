@@ -3,13 +3,12 @@
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
-from .history import Event
-from .observations import PartitionHistory
+from contract.conditions import ConditionError, parse_condition
+from contract.events import Event
 
-_COND = re.compile(r"^\s*(==|>=|<=|>|<|!=)\s*(-?\d+)\s*$")
+from .observations import PartitionHistory
 
 
 def verdict(anomalies: dict[str, dict[str, Any]], unknown_reasons: list[str]) -> bool | str:
@@ -21,17 +20,6 @@ def verdict(anomalies: dict[str, dict[str, Any]], unknown_reasons: list[str]) ->
     return True
 
 
-def _check(cond: str, actual: int) -> bool | None:
-    m = _COND.match(str(cond))
-    if not m:
-        return None
-    op, n = m.group(1), int(m.group(2))
-    return {
-        "==": actual == n, "!=": actual != n, ">": actual > n, ">=": actual >= n,
-        "<": actual < n, "<=": actual <= n,
-    }[op]
-
-
 def expectations(expect: dict[str, Any], valid: bool | str,
                  anomalies: dict[str, dict[str, Any]]) -> dict[str, Any]:
     """Compare a scenario's ``expect`` with the results."""
@@ -41,10 +29,12 @@ def expectations(expect: dict[str, Any], valid: bool | str,
                         "met": valid == expect["valid"]})
     for kind, cond in (expect.get("anomalies") or {}).items():
         actual = anomalies.get(kind, {}).get("count", 0)
-        met = _check(cond, actual)
-        details.append({"what": f"{kind} {cond}", "actual": actual,
-                        "met": bool(met) if met is not None else False,
-                        **({"error": "cannot parse condition"} if met is None else {})})
+        try:
+            met, error = parse_condition(cond).holds(actual), None
+        except ConditionError:
+            met, error = False, "cannot parse condition"
+        details.append({"what": f"{kind} {cond}", "actual": actual, "met": met,
+                        **({"error": error} if error else {})})
     return {"met": all(d["met"] for d in details), "details": details}
 
 

@@ -214,9 +214,8 @@ def _inputs_hash(base_tag: str, version: str) -> str:
     return _sha(*parts)
 
 
-def image_tag_for(version: str, client: docker.DockerClient | None = None) -> str:
-    """The tag the local build of ``version`` has (without building anything)."""
-    client = client or docker.from_env()
+def image_tag_for(version: str) -> str:
+    """The tag the local build of ``version`` has (without building or asking Docker)."""
     src = read_apt_source()
     base_tag = f"kafka-chaos/base:{_sha(src.suite, ','.join(BASE_PACKAGES), 'v1')}"
     return f"kafka-chaos/kafka:{version}-{_inputs_hash(base_tag, version)}"

@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.dataset as ds
 
 
@@ -88,14 +87,6 @@ def count_rows(path: Path) -> int:
     """How many rows a Parquet dataset holds (from metadata; cheap on big runs)."""
     data = dataset(path)
     return 0 if data is None else data.count_rows()
-
-
-def column_min_max(table: pa.Table, column: str) -> tuple[int, int] | None:
-    """Min and max of an integer column, ignoring nulls; None when there are no values."""
-    if table.num_rows == 0 or table.column(column).null_count == table.num_rows:
-        return None
-    mm = pc.min_max(table.column(column))
-    return int(mm["min"].as_py()), int(mm["max"].as_py())
 
 
 def column_bounds(path: Path, column: str) -> tuple[int, int] | None:

@@ -15,9 +15,9 @@ from typing import Any
 from .offset_map import identity_of
 from .timeline import Timeline
 
-TIME_KEYS = ("complete_ns", "ack_ns", "acked_ns", "ack_time_ns", "invoke_ns", "ts_ns",
-             "read_ns")
-RECORD_KEYS = ("producer", "seq", "topic", "partition", "faults", "records", "replicas",
+#: When an example's write was acknowledged (results.json examples; contract.results).
+ACK_KEY = "complete_ns"
+RECORD_KEYS = ("producer", "seq", "topic", "partition", "records", "replicas",
                "faults_at_ack", "faults_at_missing", "summary", "reads", "partition_changes",
                "partition_state", "missing_ns", "event_ns", "outcome", "definition")
 
@@ -58,8 +58,6 @@ def _fmt_record(ex: dict[str, Any]) -> str:
         if isinstance(ex.get(key), dict):
             who = "" if key == "records" else "replica "
             return ", ".join(f"{who}{k}: {_short(v)}" for k, v in ex[key].items())
-    if isinstance(ex.get("record"), str):
-        return str(ex["record"])
     return "—"
 
 
@@ -71,8 +69,6 @@ def _fmt_time(ns: int, tl: Timeline) -> tuple[str, str]:
 def _fault_label(f: Any) -> str:
     if not isinstance(f, dict):
         return str(f)
-    if f.get("label"):
-        return str(f["label"])
     targets = f.get("targets") or []
     names = ",".join(map(str, targets)) if isinstance(targets, list) else str(targets)
     return f"{f.get('kind', '?')} {names}".strip()
@@ -86,25 +82,22 @@ def format_example(ex: dict[str, Any], tl: Timeline) -> ExampleRow:
         f"{k.replace('_', ' ')} {', '.join(map(str, v)) if isinstance(v, list) else v}"
         for k, v in ex.items() if "offset" in k
     ) or "—"
-    ts_key = next((k for k in TIME_KEYS if isinstance(ex.get(k), int)), None)
+    ack = ex.get(ACK_KEY) if isinstance(ex.get(ACK_KEY), int) else None
     when, when_title, faults, source = "—", "", "", "checker"
-    if ts_key:
-        when, when_title = _fmt_time(int(ex[ts_key]), tl)
-        if ts_key not in ("complete_ns", "ack_ns", "acked_ns", "ack_time_ns"):
-            when_title += f" ({ts_key})"
-    listed = next((ex[k] for k in ("faults_at_ack", "faults") if isinstance(ex.get(k), list)),
-                  None)
+    if ack is not None:
+        when, when_title = _fmt_time(ack, tl)
+    listed = ex.get("faults_at_ack") if isinstance(ex.get("faults_at_ack"), list) else None
     if listed is not None:
         faults = ", ".join(_fault_label(f) for f in listed) or "none"
         missing = ex.get("faults_at_missing")
         if isinstance(missing, list) and missing and missing != listed:
             faults += "; when it went missing: " + ", ".join(_fault_label(f) for f in missing)
-    elif ts_key:
+    elif ack is not None:
         numbered = {id(f): i for i, f in enumerate(tl.faults, 1)}
-        active = tl.faults_at(int(ex[ts_key]))
+        active = tl.faults_at(ack)
         faults = ", ".join(f"F{numbered[id(f)]} {f.label}" for f in active) or "none"
         source = "events"
-    skip = set(RECORD_KEYS) | set(TIME_KEYS) | {"record"}
+    skip = set(RECORD_KEYS) | {ACK_KEY}
     rest = {k: v for k, v in ex.items() if k not in skip and "offset" not in k
             and v not in (None, False, [], {})}
     detail = json.dumps(rest, default=str, separators=(", ", ": ")) if rest else ""

@@ -14,13 +14,15 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
-from .summary import ANOMALY_MEANING, AnomalyRow, Verdict
+from contract.anomalies import MEANINGS
+
+from .summary import AnomalyRow, Verdict
 
 MAX_EXAMPLES_IN_XML = 10
 
 
 def _examples_text(row: AnomalyRow) -> str:
-    lines = [f"{row.count} {row.kind}: {ANOMALY_MEANING.get(row.kind, '')}".rstrip(": ")]
+    lines = [f"{row.count} {row.kind}: {MEANINGS.get(row.kind, '')}".rstrip(": ")]
     if row.why:
         lines.append(f"guarantee: {row.why}")
     for ex in row.examples[:MAX_EXAMPLES_IN_XML]:

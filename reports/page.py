@@ -15,6 +15,8 @@ from typing import Any
 import jinja2
 from markupsafe import Markup
 
+from contract.faults import fault_css_rules
+
 from . import svg
 
 
@@ -33,7 +35,8 @@ def environment() -> jinja2.Environment:
         trim_blocks=True,
         lstrip_blocks=True,
     )
-    env.globals["inline_css"] = lambda: Markup(_static("report.css"))
+    # The fault colours are the registry's (contract.faults), so a new kind needs no CSS.
+    env.globals["inline_css"] = lambda: Markup(_static("report.css") + fault_css_rules())
     # "</script" inside the script would end it early; the source never contains it.
     env.globals["inline_js"] = lambda: Markup(_static("report.js").replace("</", "<\\/"))
     env.filters["num"] = lambda v: f"{v:,}" if isinstance(v, int) else v

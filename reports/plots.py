@@ -12,13 +12,13 @@ from collections.abc import Sequence
 
 from markupsafe import Markup
 
+from contract.faults import FAULTS, fault_css
+
 from . import svg
 from .cluster_state import ClusterState
 from .throughput import WriteSeries
 from .timeline import Timeline
 
-FAULT_CSS = {"kill": "f-kill", "stop": "f-kill", "pause": "f-pause", "partition": "f-part",
-             "slow": "f-slow", "power-loss": "f-power"}
 BROKER_COLORS = ("#2563eb", "#d97706", "#7c3aed", "#0891b2", "#db2777", "#65a30d", "#475569")
 
 
@@ -29,12 +29,11 @@ def fault_bands(tl: Timeline) -> list[svg.Band]:
         a, b = tl.rel_s(f.start_ns), tl.rel_s(f.end_ns)
         until = f"{b:.1f}s" if f.ended else "the end of the run (never ended)"
         tip = f"F{i}: {f.label} from {a:.1f}s to {until}"
-        out.append(svg.Band(a, b, f"F{i}", tip, FAULT_CSS.get(f.kind, "f-other")))
+        out.append(svg.Band(a, b, f"F{i}", tip, fault_css(f.kind)))
     for e in tl.instants:
         t = tl.rel_s(e["ts_ns"])
         label = f"{e.get('kind')} {','.join(map(str, e.get('targets') or []))}".strip()
-        out.append(svg.Band(t, t, "", f"{label} at {t:.1f}s", FAULT_CSS.get(
-            str(e.get("kind")), "f-other")))
+        out.append(svg.Band(t, t, "", f"{label} at {t:.1f}s", fault_css(str(e.get("kind")))))
     return out
 
 
@@ -69,14 +68,18 @@ def fault_lane(tl: Timeline) -> Markup:
         for i in fault_ids:
             f = tl.faults[i]
             x0, x1 = frame.x(tl.rel_s(f.start_ns)), frame.x(tl.rel_s(f.end_ns))
-            css = FAULT_CSS.get(f.kind, "f-other") + ("" if f.ended else " open")
+            css = fault_css(f.kind) + ("" if f.ended else " open")
             s.add(f'<g class="fault {css}"><title>F{i + 1}: {svg.esc(f.label)} '
                   f'{tl.rel_s(f.start_ns):.1f}s – {tl.rel_s(f.end_ns):.1f}s'
                   f'{"" if f.ended else " (never ended)"}</title><rect x="{x0:.1f}" y="{yr}" '
                   f'width="{max(x1 - x0, 2):.1f}" height="{row_h - 4}" rx="2"/>'
                   f'<text x="{x0 + 3:.1f}" y="{yr + 11}">F{i + 1}</text></g>')
-    legend_items = [(c, k) for k, c in FAULT_CSS.items()
-                    if any(f.kind == k for f in tl.faults) and k != "stop"]
+    shown = {f.kind for f in tl.faults}
+    legend: dict[str, str] = {}  # one swatch per colour: kill and stop share one
+    for kind, spec in FAULTS.items():
+        if kind in shown:
+            legend.setdefault(spec.css, kind)
+    legend_items = list(legend.items())
     svg.legend(s, frame, legend_items)
     return s.render()
 

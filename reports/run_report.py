@@ -13,18 +13,21 @@ import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from markupsafe import Markup
+
+from contract.anomalies import MEANINGS
+from contract.results import Results
 
 from . import offset_map, plots
 from .cluster_state import load_cluster_state
 from .datasets import column_bounds, count_rows, load_events, load_json
-from .examples import TIME_KEYS, format_example
+from .examples import ACK_KEY, format_example
 from .junit import junit_xml, write_junit
 from .page import render_template, write_atomic
-from .summary import ANOMALY_MEANING, AnomalyRow, anomaly_rows, settings, verdict
-from .throughput import anomaly_counts_from_checker, from_checker, from_history
+from .summary import AnomalyRow, anomaly_rows, settings, verdict
+from .throughput import from_checker, from_history
 from .timeline import Timeline, build_timeline
 
 MAX_LOG_LINKS = 40
@@ -83,14 +86,10 @@ def _file_links(run_dir: Path) -> tuple[list[FileLink], list[FileLink]]:
 
 
 def _anomaly_series(
-    results: dict[str, Any] | None, rows: list[AnomalyRow], tl: Timeline, bucket_s: float,
-    checker_t: list[float] | None,
+    rows: list[AnomalyRow], tl: Timeline, bucket_s: float,
 ) -> tuple[list[float], dict[str, list[float]], float, str]:
-    """Lost/unseen per bucket: the checker's counts if it gave them, else its examples'."""
+    """Lost/unseen per bucket, from the examples the checker kept (when each was acked)."""
     kinds = ("lost", "unseen")
-    from_results = anomaly_counts_from_checker(results, kinds)
-    if from_results and checker_t:
-        return checker_t, from_results, bucket_s, ""
     nb = max(1, int(tl.duration_s // bucket_s) + 1)
     t = [i * bucket_s for i in range(nb)]
     counts = {k: [0.0] * nb for k in kinds}
@@ -100,9 +99,8 @@ def _anomaly_series(
             continue
         total += r.count
         for ex in r.examples:
-            key = next((k for k in TIME_KEYS if isinstance(ex.get(k), int)), None)
-            if key:
-                i = min(max(int(tl.rel_s(ex[key]) // bucket_s), 0), nb - 1)
+            if isinstance(ex.get(ACK_KEY), int):
+                i = min(max(int(tl.rel_s(ex[ACK_KEY]) // bucket_s), 0), nb - 1)
                 counts[r.kind][i] += 1
                 shown += 1
     note = (f"Drawn from the {shown} examples the checker kept, of {total:,} (results.json has "
@@ -127,14 +125,12 @@ def build_context(run_dir: Path) -> dict[str, Any]:
     rows = anomaly_rows(results)
     v = verdict(results, rows)
     bands = plots.fault_bands(tl)
-    series = from_checker(results, tl.t0_ns) or from_history(
+    series = from_checker(cast("Results | None", results), tl.t0_ns) or from_history(
         history / "writes.parquet", tl.t0_ns, duration)
     focus = {(str(ex.get("topic", "")), int(ex["partition"])) for r in rows if r.count
              for ex in r.examples if ex.get("partition") is not None}
     state = load_cluster_state(history / "observations.parquet", tl.t0_ns, duration, focus)
-    at, acounts, abucket, anote = _anomaly_series(
-        results, rows, tl, series.bucket_s,
-        series.t if series.source == "checker" else None)
+    at, acounts, abucket, anote = _anomaly_series(rows, tl, series.bucket_s)
     maps = offset_map.plan_maps(rows)
     offset_map.fill_maps(maps, history, rows)
     history_links, log_links = _file_links(run_dir)
@@ -151,7 +147,7 @@ def build_context(run_dir: Path) -> dict[str, Any]:
         "stats": stats,
         "writes": stats.get("writes") or {},
         "anomalies": rows,
-        "meaning": ANOMALY_MEANING,
+        "meaning": MEANINGS,
         "examples": {r.kind: [format_example(ex, tl) for ex in r.examples] for r in rows},
         "timeline": tl,
         "faults": list(enumerate(tl.faults, 1)),

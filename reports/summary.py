@@ -11,36 +11,17 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-# DESIGN.md §4: the anomaly kinds, in the order a reader cares about them.
-ANOMALY_KINDS = (
-    "lost",
-    "unseen",
-    "divergence",
-    "inconsistent-offset",
-    "offset-mismatch",
-    "failed-visible",
-    "aborted-read",
-    "unexpected",
-    "duplicate",
-    "reorder",
-    "poll-skip",
-    "nonmonotonic-poll",
+from contract.anomalies import MEANINGS, REPORT_ORDER
+from contract.settings import (
+    DEFAULT_ACKS,
+    DEFAULT_IDEMPOTENCE,
+    DEFAULT_ISOLATION,
+    DEFAULT_MIN_INSYNC,
+    DEFAULT_UNCLEAN,
+    raw_acks,
+    topic_settings,
+    transactions_enabled,
 )
-
-ANOMALY_MEANING = {
-    "lost": "acknowledged write never read, in a partition the drain read completely",
-    "unseen": "acknowledged write never read, in a partition the drain could not finish",
-    "duplicate": "one record read at two or more distinct offsets",
-    "inconsistent-offset": "one offset read with two different records",
-    "offset-mismatch": "acknowledged offset differs from where the record was read",
-    "reorder": "two writes of one producer stored against their sequence order",
-    "failed-visible": "a write reported as failed was read",
-    "unexpected": "a record no attempt produced, or one that does not decode",
-    "poll-skip": "consecutive polls jumped over offsets that exist",
-    "nonmonotonic-poll": "consecutive polls went backwards",
-    "aborted-read": "a read_committed reader saw an aborted transaction's record",
-    "divergence": "two replicas hold different records at the same offset",
-}
 
 
 @dataclass(frozen=True)
@@ -66,7 +47,7 @@ class AnomalyRow:
     @property
     def meaning(self) -> str:
         """What the kind means: the checker's definition, else DESIGN.md §4's, shortened."""
-        return self.definition or ANOMALY_MEANING.get(self.kind, "")
+        return self.definition or MEANINGS.get(self.kind, "")
 
     @property
     def status(self) -> str:
@@ -110,15 +91,11 @@ def settings(run: dict[str, Any]) -> list[Setting]:
     """The configuration that matters for durability, defaults filled in and marked."""
     cluster = run.get("cluster") or {}
     workload = run.get("workload") or {}
-    broker = run.get("broker_config") or {}
-    topic = {**broker, **(run.get("topic_config") or {})}  # topic config overrides broker's
+    topic = topic_settings(run)
     producer = run.get("producer_config") or {}
     consumer = run.get("consumer_config") or {}
     faults = run.get("faults") or {}
     versions = run.get("versions") or {}
-    txn = (workload.get("transactions") or {}).get("enabled")
-    if txn is None:
-        txn = bool(producer.get("transactional.id"))
 
     def s(name: str, value: Any, default: Any = None) -> Setting:
         if value is None:
@@ -131,12 +108,13 @@ def settings(run: dict[str, Any]) -> list[Setting]:
         s("brokers", cluster.get("brokers")),
         s("partitions", workload.get("partitions")),
         s("replication.factor", rf),
-        s("min.insync.replicas", topic.get("min.insync.replicas"), 1),
-        s("unclean.leader.election", topic.get("unclean.leader.election.enable"), False),
-        s("acks", producer.get("acks", producer.get("request.required.acks")), "all"),
-        s("enable.idempotence", producer.get("enable.idempotence"), False),
-        s("transactions", txn),
-        s("isolation.level", consumer.get("isolation.level"), "read_committed"),
+        s("min.insync.replicas", topic.get("min.insync.replicas"), DEFAULT_MIN_INSYNC),
+        s("unclean.leader.election", topic.get("unclean.leader.election.enable"),
+          DEFAULT_UNCLEAN),
+        s("acks", raw_acks(producer), DEFAULT_ACKS),
+        s("enable.idempotence", producer.get("enable.idempotence"), DEFAULT_IDEMPOTENCE),
+        s("transactions", transactions_enabled(run)),
+        s("isolation.level", consumer.get("isolation.level"), DEFAULT_ISOLATION),
         s("faults", faults.get("kinds") if faults else None, []),
         s("fault interval (s)", faults.get("interval_s") if faults else None),
         s("duration (s)", workload.get("duration_s")),
@@ -151,10 +129,10 @@ def _pair(a: Any, b: Any) -> str | None:
 
 
 def anomaly_rows(results: dict[str, Any] | None) -> list[AnomalyRow]:
-    """Every anomaly kind (contract order first, then any extra the checker reported)."""
+    """Every anomaly kind (the report's order first, then any extra the checker reported)."""
     anomalies = (results or {}).get("anomalies") or {}
     guarantees = (results or {}).get("guarantees") or {}
-    kinds = list(ANOMALY_KINDS) + sorted(k for k in anomalies if k not in ANOMALY_KINDS)
+    kinds = list(REPORT_ORDER) + sorted(k for k in anomalies if k not in REPORT_ORDER)
     rows = []
     for kind in kinds:
         a = anomalies.get(kind) or {}

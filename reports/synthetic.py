@@ -18,6 +18,8 @@ from typing import Any
 
 import numpy as np
 
+from contract.anomalies import ANOMALY_KINDS
+
 from . import synthetic_cluster as cluster
 from . import synthetic_history as hist
 
@@ -133,9 +135,7 @@ def make_results(
               "inconsistent-offset": (len(truth.inconsistent), False, inc_ex),
               "divergence": (len(truth.divergence), False, truth.divergence[:32])}
     anomalies: dict[str, Any] = {}
-    for kind in ("lost", "unseen", "duplicate", "inconsistent-offset", "offset-mismatch",
-                 "reorder", "failed-visible", "unexpected", "poll-skip", "nonmonotonic-poll",
-                 "aborted-read", "divergence"):
+    for kind in ANOMALY_KINDS:
         count, allowed, examples = counts.get(kind, (0, kind in ("duplicate", "reorder")
                                                      and not spec.idempotence, []))
         anomalies[kind] = {"count": count, "allowed": allowed, "examples": examples}

@@ -16,11 +16,13 @@ from typing import Any
 import numpy as np
 import pyarrow.compute as pc
 
+from contract.results import Results
+from contract.schemas import OUTCOMES
+
 from .datasets import read_table
 
 MAX_BUCKETS = 600
 NICE_WIDTHS_S = (1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600)
-OUTCOMES = ("ok", "fail", "info")
 PERCENTILES = ("p50", "p99", "max")
 
 
@@ -96,78 +98,45 @@ def _percentiles(bucket: np.ndarray, values: np.ndarray, nb: int) -> dict[str, l
     return out
 
 
-def _column(ts: Any, *names: str) -> list[Any] | None:
-    """A column of the checker's timeseries, as dict-of-lists or list-of-rows."""
-    for name in names:
-        if isinstance(ts, dict) and isinstance(ts.get(name), list):
-            return list(ts[name])
-        if isinstance(ts, list) and ts and isinstance(ts[0], dict) and name in ts[0]:
-            return [row.get(name) for row in ts]
-    return None
+def from_checker(results: Results | None, t0_ns: int) -> WriteSeries | None:
+    """The checker's ``results["timeseries"]`` (contract.results.Timeseries) as a WriteSeries,
+    or None when the checker gave none.
 
-
-def _rows_of(ts: Any) -> Any:
-    """The checker's series itself, unwrapped from ``{"points": [...]}`` and the like."""
-    if isinstance(ts, dict):
-        for key in ("points", "rows", "data"):
-            if isinstance(ts.get(key), list):
-                return ts[key]
-    return ts
-
-
-def from_checker(results: dict[str, Any] | None, t0_ns: int) -> WriteSeries | None:
-    """The checker's ``results["timeseries"]`` as a WriteSeries, or None if absent or unusable.
-
-    Accepts rows (``{"points": [{"t_s": 0, "ok": 5, "latency_p99_ms": 3.1}, ...]}``, the
-    checker's form, with ``t0_ns`` and ``bucket_s`` beside them) or columns
-    (``{"t_s": [...], "ok": [...]}``); time as seconds since ``t0_ns`` or as ``ts_ns``.
-    Missing buckets (the checker lists only non-empty ones) become zero counts and gaps.
+    The checker lists only non-empty buckets, as rows under ``points`` with ``t_s`` seconds
+    since its own ``t0_ns``; missing buckets become zero counts and gaps.
     """
-    raw: Any = (results or {}).get("timeseries")
-    ts = _rows_of(raw)
-    if not ts:
+    raw = results.get("timeseries") if results else None
+    if not raw or not raw.get("points"):
         return None
-    secs = _column(ts, "t_s", "t", "second", "sec")
-    if secs is None:
-        ns = _column(ts, "ts_ns", "t_ns", "bucket_ns")
-        if ns is None:
-            return None
-        secs = [(v - t0_ns) / 1e9 for v in ns]
-    elif isinstance(raw, dict) and isinstance(raw.get("t0_ns"), int):
-        shift = (raw["t0_ns"] - t0_ns) / 1e9  # the checker's origin may be its first write
-        secs = [s + shift for s in secs]
-    counts = {o: _column(ts, o, f"{o}_count", f"writes_{o}") for o in OUTCOMES}
-    if counts["ok"] is None:
-        return None
-    width = float(raw.get("bucket_s") or 0) if isinstance(raw, dict) else 0.0
-    if width <= 0:
-        steps = [b - a for a, b in zip(secs, secs[1:], strict=False) if b > a]
-        width = min(steps) if steps else 1.0
+    points = raw["points"]
+    shift = (raw["t0_ns"] - t0_ns) / 1e9  # the checker's origin may be its first write
+    secs = [p["t_s"] + shift for p in points]
+    width = float(raw["bucket_s"])
     # Lay the buckets on a dense grid so that empty buckets read as zero, not as a ramp.
-    origin = secs[0] if secs else 0.0
-    n = int(round((secs[-1] - origin) / width)) + 1 if secs else 0
+    origin = secs[0]
+    n = int(round((secs[-1] - origin) / width)) + 1
     slots = [int(round((s - origin) / width)) for s in secs]
     grid_t = [origin + i * width for i in range(n)]
 
-    def dense(values: list[Any] | None, fill: Any) -> list[Any]:
+    def dense(values: list[Any], fill: Any) -> list[Any]:
         out = [fill] * n
-        for slot, v in zip(slots, values or [], strict=False):
+        for slot, v in zip(slots, values, strict=True):
             if 0 <= slot < n:
                 out[slot] = v if v is not None else fill
         return out
 
+    counts = {"ok": [p["ok"] for p in points], "fail": [p["fail"] for p in points],
+              "info": [p["info"] for p in points]}
     rate = {o: [float(v) / width for v in dense(counts[o], 0)] for o in OUTCOMES}
-    lat: dict[str, list[float | None]] = {}
-    for o in OUTCOMES:
-        for p in PERCENTILES:
-            names = [f"{o}_{p}_ms", f"{o}.{p}", f"latency_{o}_{p}_ms"]
-            if o == "ok":
-                names += [f"{p}_ms", f"latency_{p}_ms"]
-            col = _column(ts, *names)
-            if col is not None:
-                lat[f"{o}.{p}"] = [None if v is None else float(v) for v in dense(col, None)]
-    series = WriteSeries(width, grid_t, rate, lat, source="checker")
-    return downsample(series)
+    # The checker measures the latency of acknowledged writes only.
+    latency = {"p50": [p["latency_p50_ms"] for p in points],
+               "p99": [p["latency_p99_ms"] for p in points],
+               "max": [p["latency_max_ms"] for p in points]}
+    lat: dict[str, list[float | None]] = {
+        f"ok.{q}": [None if v is None else float(v) for v in dense(latency[q], None)]
+        for q in PERCENTILES
+    }
+    return downsample(WriteSeries(width, grid_t, rate, lat, source="checker"))
 
 
 def downsample(s: WriteSeries) -> WriteSeries:
@@ -195,15 +164,3 @@ def downsample(s: WriteSeries) -> WriteSeries:
         {n: merge(v, "max") for n, v in s.latency_ms.items()},  # max keeps the tail honest
         s.source,
     )
-
-
-def anomaly_counts_from_checker(
-    results: dict[str, Any] | None, kinds: tuple[str, ...]
-) -> dict[str, list[float]] | None:
-    """Per-bucket counts of anomaly kinds if the checker's timeseries carries them."""
-    ts = _rows_of((results or {}).get("timeseries"))
-    if not ts:
-        return None
-    out = {k: _column(ts, k, f"{k}_count") for k in kinds}
-    found = {k: [float(x or 0) for x in v] for k, v in out.items() if v is not None}
-    return found or None

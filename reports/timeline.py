@@ -1,7 +1,8 @@
 """Fault windows, run phases and the run's time span, from ``history/events.jsonl``.
 
 Every plot of a report shares one time axis (seconds since the run started) and shades the
-same fault windows, so the windows are computed once, here.
+same fault windows, so the windows are computed once, here, by the contract's pairing
+(``contract.windows.fault_windows``, the one the checker attributes anomalies with).
 """
 
 from __future__ import annotations
@@ -9,9 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-# Faults recorded as two instant events rather than a start/end pair: the second one closes the
-# window the first opened, on the same targets (or on all targets when it names none).
-CLOSING_KIND = {"pause": "resume", "kill": "start", "stop": "start", "partition": "heal"}
+from contract.events import END, INSTANT, PHASE, START, Event
+from contract.windows import fault_windows, is_window_event
 
 
 @dataclass(frozen=True)
@@ -74,85 +74,51 @@ class Timeline:
         return found[-1] if found else None
 
 
-def _targets(event: dict[str, Any]) -> tuple[str, ...]:
-    raw = event.get("targets") or []
-    if not isinstance(raw, list):
-        raw = [raw]
-    return tuple(str(t) for t in raw)
+def _event(raw: dict[str, Any]) -> Event | None:
+    try:
+        return Event.from_json(raw)
+    except (KeyError, TypeError, ValueError, AttributeError):
+        return None
 
 
 def build_timeline(
     events: list[dict[str, Any]], data_t0_ns: int | None, data_t1_ns: int | None
 ) -> Timeline:
-    """Pair start/end events per (kind, targets) into windows; phases likewise by name.
+    """The contract's fault windows (open ones drawn to the run's end), phases paired by name,
+    and the instant events that are not part of a window (drawn as markers).
 
     ``data_t0_ns``/``data_t1_ns`` bound the history's own timestamps so that the axis covers
     writes recorded outside any event (or a run with no events at all).
     """
-    stamps = [e["ts_ns"] for e in events]
+    parsed = [(e, ev) for e in events if (ev := _event(e)) is not None]
+    parsed.sort(key=lambda pair: pair[1].ts_ns)
+    stamps = [ev.ts_ns for _, ev in parsed]
     stamps += [t for t in (data_t0_ns, data_t1_ns) if t is not None]
     t0 = min(stamps) if stamps else 0
     t1 = max(stamps) if stamps else 0
 
-    faults: list[FaultWindow] = []
+    faults = [
+        FaultWindow(kind=w.kind, targets=tuple(str(t) for t in w.targets), start_ns=w.start_ns,
+                    end_ns=max(w.end_ns if w.end_ns is not None else t1, w.start_ns),
+                    ended=w.ended, detail=w.detail)
+        for w in fault_windows(ev for _, ev in parsed)
+    ]
     phases: list[Phase] = []
+    open_phases: dict[str, Event] = {}
     instants: list[dict[str, Any]] = []
-    open_faults: dict[tuple[str, tuple[str, ...]], list[dict[str, Any]]] = {}
-    open_phases: dict[str, dict[str, Any]] = {}
-
-    def close(start: dict[str, Any], end_ns: int, ended: bool) -> None:
-        faults.append(
-            FaultWindow(
-                kind=str(start.get("kind")),
-                targets=_targets(start),
-                start_ns=start["ts_ns"],
-                end_ns=max(end_ns, start["ts_ns"]),
-                ended=ended,
-                detail=start.get("detail") or {},
-            )
-        )
-
-    for e in sorted(events, key=lambda e: e["ts_ns"]):
-        kind, phase = str(e.get("kind", "?")), e.get("phase", "instant")
-        raw_detail = e.get("detail")
-        detail: dict[str, Any] = raw_detail if isinstance(raw_detail, dict) else {}
-        if kind == "phase":
-            name = str(detail.get("name", "?"))
-            if phase == "start":
-                open_phases[name] = e
-            elif phase == "end":
+    for raw, ev in parsed:
+        if ev.kind == PHASE:
+            name = ev.name or "?"
+            if ev.phase == START:
+                open_phases[name] = ev
+            elif ev.phase == END:
                 start = open_phases.pop(name, None)
-                phases.append(
-                    Phase(name, start["ts_ns"] if start else t0, e["ts_ns"], {**detail})
-                )
-            continue
-        key = (kind, _targets(e))
-        if phase == "start":
-            open_faults.setdefault(key, []).append(e)
-        elif phase == "end":
-            stack = open_faults.get(key)
-            if stack:
-                close(stack.pop(0), e["ts_ns"], True)
-        else:
-            if kind not in CLOSING_KIND and kind not in CLOSING_KIND.values():
-                instants.append(e)  # e.g. a power-loss: a moment, drawn as a marker
-            closers = [k for k, v in CLOSING_KIND.items() if v == kind]
-            opened = [
-                k for k in open_faults
-                if k[0] in closers and open_faults[k] and (not key[1] or k[1] == key[1])
-            ]
-            for k in opened:
-                while open_faults[k]:
-                    close(open_faults[k].pop(0), e["ts_ns"], True)
-            if kind in CLOSING_KIND:
-                # An instant fault opens a window its closing event ends (pause ... resume).
-                open_faults.setdefault(key, []).append(e)
-
-    for stack in open_faults.values():
-        for start in stack:
-            close(start, t1, False)
+                phases.append(Phase(name, start.ts_ns if start else t0, ev.ts_ns,
+                                    {**ev.detail}))
+        elif ev.phase == INSTANT and not is_window_event(ev):
+            instants.append(raw)  # e.g. a situation or a nemesis error: a moment, a marker
     for name, start in open_phases.items():
-        phases.append(Phase(name, start["ts_ns"], t1, start.get("detail") or {}))
+        phases.append(Phase(name, start.ts_ns, t1, start.detail))
     faults.sort(key=lambda f: (f.start_ns, f.kind))
     phases.sort(key=lambda p: p.start_ns)
     return Timeline(t0, t1, faults, phases, instants)

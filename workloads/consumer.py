@@ -17,9 +17,11 @@ from typing import Any
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
 
+from contract.events import INSTANT, REBALANCE
+from contract.schemas import READS_SCHEMA
 from workloads.child_logging import configure_logging
 from workloads.config import ConsumerConfig, ConsumerSpec
-from workloads.history import READS_SCHEMA, ChunkedParquetWriter, EventLog, history_dir
+from workloads.history import ChunkedParquetWriter, EventLog, history_dir
 from workloads.record import decode
 
 log = logging.getLogger("kafka_chaos.workloads.consumer")
@@ -94,7 +96,7 @@ class ConsumerProcess:
                                   on_revoke=self._on_revoke, on_lost=self._on_lost)
 
     def _rebalance(self, what: str, parts: list[TopicPartition]) -> None:
-        self.events.emit("rebalance", "instant", [], {
+        self.events.emit(REBALANCE, INSTANT, [], {
             "reader": self.spec.id, "what": what, "poll": self.reads.polls,
             "partitions": [f"{tp.topic}:{tp.partition}" for tp in parts]})
 

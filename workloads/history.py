@@ -17,45 +17,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-WRITES_SCHEMA = pa.schema([
-    ("op_id", pa.int64()),
-    ("producer", pa.int32()),
-    ("seq", pa.int64()),
-    ("topic", pa.string()),
-    ("partition", pa.int32()),
-    ("invoke_ns", pa.int64()),
-    ("complete_ns", pa.int64()),
-    ("outcome", pa.string()),
-    ("offset", pa.int64()),
-    ("error", pa.string()),
-    ("txn", pa.string()),
-    ("txn_outcome", pa.string()),
-])
-
-READS_SCHEMA = pa.schema([
-    ("reader", pa.string()),
-    ("mode", pa.string()),
-    ("poll", pa.int64()),
-    ("read_ns", pa.int64()),
-    ("topic", pa.string()),
-    ("partition", pa.int32()),
-    ("offset", pa.int64()),
-    ("producer", pa.int32()),
-    ("seq", pa.int64()),
-    ("valid", pa.bool_()),
-])
-
-OBSERVATIONS_SCHEMA = pa.schema([
-    ("ts_ns", pa.int64()),
-    ("topic", pa.string()),
-    ("partition", pa.int32()),
-    ("leader", pa.int32()),
-    ("isr", pa.list_(pa.int32())),
-    ("replicas", pa.list_(pa.int32())),
-    ("leader_epoch", pa.int32()),
-    ("high_watermark", pa.int64()),
-    ("log_end_offsets", pa.list_(pa.int64())),
-])
+from contract.events import PHASE
 
 
 def now_ns() -> int:
@@ -175,7 +137,7 @@ class EventLog:
 
     def phase(self, name: str, phase: str, **detail: Any) -> dict[str, Any]:
         """A run phase event (setup, workload, heal, drain, check)."""
-        return self.emit("phase", phase, [], {"name": name, **detail})
+        return self.emit(PHASE, phase, [], {"name": name, **detail})
 
     def close(self) -> None:
         with self._lock:

@@ -24,7 +24,8 @@ from confluent_kafka import KafkaException
 from confluent_kafka import TopicPartition as TP
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
-from workloads.history import OBSERVATIONS_SCHEMA, ChunkedParquetWriter, history_dir, now_ns
+from contract.schemas import OBSERVATIONS_SCHEMA
+from workloads.history import ChunkedParquetWriter, history_dir, now_ns
 
 log = logging.getLogger("kafka_chaos.workloads.observer")
 

@@ -48,8 +48,3 @@ def classify(err: KafkaError | None) -> str:
     if err is None:
         return OK
     return FAIL if err.code() in DEFINITE_FAILURES else INFO
-
-
-def classify_code(code: int) -> str:
-    """Like :func:`classify`, from a bare error code."""
-    return FAIL if code in DEFINITE_FAILURES else INFO

@@ -23,7 +23,8 @@ import numpy as np
 import pyarrow as pa
 from confluent_kafka import KafkaError, Message
 
-from workloads.history import WRITES_SCHEMA, ChunkedParquetWriter, history_dir
+from contract.schemas import WRITES_SCHEMA
+from workloads.history import ChunkedParquetWriter, history_dir
 from workloads.outcomes import FAIL, INFO, OK, classify
 from workloads.write_recorder import RecorderCounts
 

@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 from confluent_kafka import KafkaError, Message
 
-from workloads.history import WRITES_SCHEMA, ChunkedParquetWriter, history_dir
+from contract.schemas import WRITES_SCHEMA
+from workloads.history import ChunkedParquetWriter, history_dir
 from workloads.outcomes import FAIL, INFO, OK, classify
 
 if TYPE_CHECKING:

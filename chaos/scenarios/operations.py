@@ -14,14 +14,16 @@ from typing import Any
 
 from chaos.config import RunConfig
 from chaos.faults.base import FaultContext, FaultError
-from chaos.faults.network import CLIENT, Partition, cluster_nodes, node_name
+from chaos.faults.network import Partition
 from chaos.faults.power import PowerLoss, read_checkpoint
 from chaos.faults.process import Kill, Stop
-from chaos.net import PartitionSpec
+from chaos.faults.quorum import VoterPartition
 from chaos.scenarios.base import Expect, Scenario
 from chaos.scenarios.script_steps import isr_full, preferred_leaders, wait_until
 from compose.cluster import ClusterError
 from compose.config import CLIENT_PORT
+from contract.events import CONTROLLER_CHANGE, INSTANT, PREFERRED_LEADERS
+from contract.settings import normalise_acks
 
 # How long a restarted node may take to rejoin every ISR on a loaded 2-core machine.
 CATCH_UP_S = 60.0
@@ -29,7 +31,7 @@ CATCH_UP_S = 60.0
 
 def safe(cfg: RunConfig) -> bool:
     """The configuration under which Kafka promises no acknowledged write is lost."""
-    return cfg.acks in ("all", "-1") and cfg.min_insync >= 2 and not cfg.unclean \
+    return normalise_acks(cfg.acks) == "all" and cfg.min_insync >= 2 and not cfg.unclean \
         and cfg.replication_factor >= 3
 
 
@@ -90,7 +92,7 @@ def power_loss_expect(cfg: RunConfig, _version: str) -> Expect:
     if cfg.consumers > 0:
         return {"anomalies": {"divergence": "==0"}}
     anomalies = {"divergence": "==0", "inconsistent-offset": "==0"}
-    if cfg.acks in ("all", "-1") and "segment.ms" in cfg.topic_config:
+    if normalise_acks(cfg.acks) == "all" and "segment.ms" in cfg.topic_config:
         anomalies["lost"] = ">0"
     return {"valid": True, "anomalies": anomalies}
 
@@ -134,47 +136,6 @@ ALL_REPLICAS_POWER_LOSS = Scenario(
 
 
 # ---------------------------------------------------------------------- controller-partition
-class VoterPartition(Partition):
-    """A partition of the KRaft controller quorum (dedicated controllers).
-
-    ``leader-from-voters``: the active controller is cut from the other voters only; brokers
-    still reach it, so it must notice it lost the quorum and resign (KAFKA-15489).
-    ``voter-minority``: one voter that is not the active controller is cut from every node.
-    ``voter-majority``: a majority of the voters, the active one among them, are each cut
-    from every node: no quorum remains, so no metadata change can be made until healed.
-    """
-
-    VOTER_SHAPES = ("leader-from-voters", "voter-minority", "voter-majority")
-
-    def __init__(self, shape: str) -> None:
-        if shape not in self.VOTER_SHAPES:
-            raise ValueError(f"unknown voter partition {shape!r}")
-        super().__init__("isolate", "controller")
-        self.shape = shape
-
-    def spec(self, ctx: FaultContext) -> PartitionSpec:
-        voters = list(ctx.cluster.cfg.controller_ids)
-        if len(voters) < 3:
-            raise FaultError("a quorum partition needs 3 or more controllers")
-        nodes = cluster_nodes(ctx)
-        names = [n.name for n in nodes if n.name != CLIENT]
-        active = ctx.cluster.active_controller()
-        others = [v for v in voters if v != active]
-        if self.shape == "leader-from-voters":
-            self.targets = [active]
-            return PartitionSpec.cut_from(nodes, node_name(active),
-                                          [node_name(v) for v in others])
-        if self.shape == "voter-minority":
-            chosen = [ctx.rng.choice(others)]
-        else:
-            chosen = [active] + others[: len(voters) // 2]
-        self.targets = sorted(chosen)
-        cut = {node_name(v) for v in chosen}
-        return PartitionSpec.custom(
-            nodes, {(a, b) for a in cut for b in names if a != b}
-            | {(b, a) for a in cut for b in names if a != b}, shape=self.shape)
-
-
 def _new_controller(ctx: FaultContext, old: int) -> int | None:
     try:
         now = ctx.cluster.active_controller()
@@ -201,7 +162,7 @@ def controller_script(nem: Any) -> None:
         return new is not None
 
     if wait_until(nem, elected, 30, "a new active controller", every_s=1.0):
-        ctx.events.emit("controller-change", "instant", [old, seen["new"]],
+        ctx.events.emit(CONTROLLER_CHANGE, INSTANT, [old, seen["new"]],
                         {"from": old, "to": seen["new"]})
     # Leadership must move now, decided by the new controller alone: the isolated broker
     # misses its heartbeats, is fenced, and partition 0 gets a leader from its ISR.
@@ -256,7 +217,7 @@ CONTROLLER_PARTITION = Scenario(
     settle_s=5.0,
     expect=no_loss_expect,
     mechanism=[{"kind": "fault", "fault": "partition"},
-               {"kind": "fault", "fault": "controller-change"},
+               {"kind": "fault", "fault": CONTROLLER_CHANGE},
                {"kind": "leader-changed"}],
 )
 
@@ -278,7 +239,7 @@ def restore_preferred_leaders(nem: Any, timeout_s: float = 20.0) -> bool:
         how = f"kafka-leader-election.sh (exit {code}): {out.strip()[-200:]}"
         if not wait_until(nem, preferred_leaders, timeout_s, "preferred-leaders (election)"):
             return False
-    ctx.events.emit("preferred-leaders", "instant", [],
+    ctx.events.emit(PREFERRED_LEADERS, INSTANT, [],
                     {"how": how, "seconds": round(time.monotonic() - t0, 2)})
     return True
 
@@ -319,7 +280,7 @@ ROLLING_RESTART = Scenario(
     settle_s=5.0,
     expect=no_loss_expect,
     mechanism=[{"kind": "fault", "fault": "stop"}, {"kind": "leader-changed"},
-               {"kind": "fault", "fault": "preferred-leaders"}],
+               {"kind": "fault", "fault": PREFERRED_LEADERS}],
 )
 
 

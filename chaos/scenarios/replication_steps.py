@@ -20,11 +20,11 @@ from confluent_kafka import KafkaException
 
 from chaos.faults.base import Fault, FaultError
 from compose.cluster import ClusterError, PartitionState
+from contract.events import SITUATION
 
 log = logging.getLogger("kafka_chaos.scenarios")
 
 #: Event kind (and ``fault`` mechanism name) marking a verified precondition.
-SITUATION = "situation"
 SITUATION_MECHANISM: dict[str, Any] = {"kind": "fault", "fault": SITUATION}
 
 

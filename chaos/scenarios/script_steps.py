@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from chaos.faults.base import Fault, FaultContext, FaultError
-from chaos.faults.factory import FAULT_PARAMS, make_fault
+from chaos.faults.factory import make_fault
 from compose.cluster import ClusterError, PartitionState
 
 log = logging.getLogger("kafka_chaos.scenarios")
@@ -83,7 +83,6 @@ def wait_until(nemesis: Any, cond: Condition, timeout_s: float, what: str,
 
 
 # ---------------------------------------------------------------------- the step language
-FAULTS = tuple(FAULT_PARAMS)  # kinds a step may start, each with explicit parameters
 #: condition name -> the parameters it takes (beyond ``timeout``)
 CONDITIONS: dict[str, tuple[str, ...]] = {
     "isr-size": ("partition", "size"), "isr-full": (), "preferred-leaders": (),

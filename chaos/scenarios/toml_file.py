@@ -27,11 +27,12 @@ The format (``examples/scenarios.toml`` is a complete example)::
 
     [[scenario.steps]]                   # optional: a scripted sequence (else the
     action = "start"                     # random faults of config.faults run)
-    fault = "kill"                       # kill stop pause power-loss partition slow
-    target = "leader:0"                  # as for --targets
+    fault = "kill"                       # a kind of contract.faults: kill stop pause
+    target = "leader:0"                  # power-loss partition slow voter-partition
     as = "k1"                            # the name a later stop uses
     # partition: shape = "isolate" (and peer = "2" for one-way);
-    # slow: delay_ms, jitter_ms, loss (0..1), rate_kbit
+    # slow: delay_ms, jitter_ms, loss (0..1), rate_kbit;
+    # voter-partition: shape = "voter-minority" | "voter-majority" | "leader-from-voters"
 
     [[scenario.steps]]
     action = "wait-until"                # polls the cluster every 0.5 s
@@ -66,18 +67,15 @@ from typing import Any
 
 from chaos.config import RunConfig, RunConfigError
 from chaos.faults import targets
-from chaos.faults.factory import FAULT_PARAMS
 from chaos.faults.network import SHAPES
+from chaos.faults.quorum import VOTER_SHAPES
 from chaos.scenarios.base import Scenario
 from chaos.scenarios.script_steps import CONDITIONS, Step, run_steps
+from contract.anomalies import ANOMALY_KINDS
+from contract.conditions import ConditionError, normalise_condition
+from contract.faults import FAULTS
 
 NAME = re.compile(r"^[a-z0-9][a-z0-9-]{0,63}$")
-CONDITION = re.compile(r"^\s*(==|!=|>=|<=|>|<)\s*\d+\s*$")
-#: Anomaly names of DESIGN.md §4 (a contract, so spelled out here rather than imported from
-#: the checker, which would pull in Spark).
-ANOMALIES = ("lost", "unseen", "duplicate", "inconsistent-offset", "offset-mismatch", "reorder",
-             "failed-visible", "unexpected", "poll-skip", "nonmonotonic-poll", "aborted-read",
-             "divergence")
 MECHANISMS: dict[str, tuple[str, ...]] = {
     "fault": ("fault",), "isr-shrunk-to": ("size",), "leader-changed": (),
     "leader-epoch-increased": (), "offline": (), "stale-leader-elected": (),
@@ -248,14 +246,16 @@ def _expect(table: Any) -> dict[str, Any]:
     anomalies = table.get("anomalies", {})
     if not isinstance(anomalies, dict):
         raise _Bad("expect.anomalies must be a table such as { lost = \"==0\" }")
+    conds: dict[str, str] = {}
     for kind, cond in anomalies.items():
-        if kind not in ANOMALIES:
+        if kind not in ANOMALY_KINDS:
             raise _Bad(f"expect.anomalies: unknown anomaly {kind!r}")
-        if not isinstance(cond, str) or not CONDITION.match(cond):
-            raise _Bad(f"expect.anomalies.{kind}: {cond!r} is not a condition like \"==0\" "
-                       "or \">0\"")
-    if anomalies:
-        out["anomalies"] = dict(anomalies)
+        try:
+            conds[kind] = normalise_condition(cond)
+        except ConditionError as e:
+            raise _Bad(f"expect.anomalies.{kind}: {e}") from None
+    if conds:
+        out["anomalies"] = conds
     return out
 
 
@@ -315,17 +315,18 @@ def _step(s: dict[str, Any], active: set[str]) -> Step:
         raise _Bad(f"action must be one of {', '.join(_STEP_KEYS)}")
     if action == "start":
         fault = s.get("fault")
-        if fault not in FAULT_PARAMS:
-            raise _Bad(f"fault must be one of {', '.join(FAULT_PARAMS)}")
-        _only(s, (*_STEP_KEYS["start"], *FAULT_PARAMS[fault]), f"a start of {fault}")
+        if fault not in FAULTS:
+            raise _Bad(f"fault must be one of {', '.join(FAULTS)}")
+        _only(s, (*_STEP_KEYS["start"], *FAULTS[fault].params), f"a start of {fault}")
         target = s.get("target", "random")
         try:
             targets.validate(str(target))
         except ValueError as e:
             raise _Bad(str(e)) from None
-        params = {k: s[k] for k in FAULT_PARAMS[fault] if k in s}
-        if "shape" in params and params["shape"] not in SHAPES:
-            raise _Bad(f"shape must be one of {', '.join(SHAPES)}")
+        params = {k: s[k] for k in FAULTS[fault].params if k in s}
+        shapes = VOTER_SHAPES if fault == "voter-partition" else SHAPES
+        if "shape" in params and params["shape"] not in shapes:
+            raise _Bad(f"shape must be one of {', '.join(shapes)}")
         for k in ("delay_ms", "jitter_ms", "loss", "rate_kbit"):
             if k in params and (isinstance(params[k], bool)
                                 or not isinstance(params[k], (int, float)) or params[k] < 0):

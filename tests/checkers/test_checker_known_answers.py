@@ -14,7 +14,8 @@ import pytest
 from checker_histories import History
 from checker_segments import batch, write_log
 
-from checkers import ANOMALY_KINDS, check_run, exit_code
+from checkers import ANOMALY_KINDS, check_run
+from contract.exit_codes import exit_code_of_results as exit_code
 
 pytestmark = pytest.mark.spark
 

@@ -9,9 +9,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from checkers.check import find_anomalies
-from checkers.config import Settings
 from checkers.history import READS_SCHEMA, WRITES_SCHEMA
 from checkers.identity import IdentityInputs
+from contract.settings import Settings
 
 pytestmark = pytest.mark.spark
 

@@ -1,10 +1,9 @@
-"""Pure helpers of the stats and attribution (no Spark)."""
+"""Pure helpers of the stats and event parsing (no Spark); fault windows: tests/contract."""
 
 from __future__ import annotations
 
-from checkers.attribution import fault_intervals
-from checkers.history import Event, parse_events
 from checkers.stats import _gaps, _percentile
+from contract.events import parse_events
 
 S = 1_000_000_000
 
@@ -31,15 +30,3 @@ def test_torn_last_line_ignored() -> None:
     text = '{"ts_ns": 2, "kind": "kill", "phase": "instant", "targets": [1]}\n{"ts_ns": 1, "ki'
     events, bad = parse_events(text)
     assert [e.kind for e in events] == ["kill"] and bad == 1
-
-
-def test_fault_intervals_pair_starts_ends_and_instants() -> None:
-    events = [
-        Event(10, "pause", "start", (2,)), Event(20, "pause", "end", (2,)),
-        Event(30, "kill", "instant", (1,)), Event(40, "start", "instant", (1,)),
-        Event(50, "partition", "instant", (1, 2)), Event(60, "heal", "instant", ()),
-        Event(70, "kill", "instant", (3,)),
-    ]
-    got = [(f.kind, f.start_ns, f.end_ns) for f in fault_intervals(events)]
-    assert got == [("pause", 10, 20), ("kill", 30, 40), ("partition", 50, 60),
-                   ("kill", 70, None)]

@@ -64,7 +64,8 @@ def test_epochs_the_observer_missed_are_not_changes(spark) -> None:  # type: ign
             (4, 1, [1], None), (5, 1, [1], 0), (6, -1, [1], None), (7, 1, [1], None),
             (8, 1, [1, 2], 1), (9, 1, [1, 2], None)]
     obs = spark.createDataFrame(
-        [(t * S, "t", 0, leader, isr, [1, 2, 3], epoch, None) for t, leader, isr, epoch in rows],
+        [(t * S, "t", 0, leader, isr, [1, 2, 3], epoch, None, None)
+         for t, leader, isr, epoch in rows],
         OBSERVATIONS_SCHEMA)
     history, n = collect_changes(obs)
     got = [(c.ts_ns // S, c.leader, list(c.isr), c.leader_epoch) for c in history.all]

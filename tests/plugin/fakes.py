@@ -14,9 +14,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-KINDS = ("lost", "unseen", "duplicate", "inconsistent-offset", "offset-mismatch", "reorder",
-         "failed-visible", "unexpected", "poll-skip", "nonmonotonic-poll", "aborted-read",
-         "divergence")
+from contract.anomalies import ANOMALY_KINDS as KINDS
 
 
 def write_run(run_dir: Path, *, counts: dict[str, int] | None = None,

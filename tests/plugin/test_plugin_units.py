@@ -11,25 +11,9 @@ import time
 import pytest
 
 from chaos.plugin_matrix import cell_id, cells
-from chaos.plugin_result import ChaosResult, Expectation, holds, normalise_condition
+from chaos.plugin_result import ChaosResult, Expectation
 from chaos.progress import Progress, bar
 from tests.plugin.fakes import write_run
-
-
-@pytest.mark.parametrize(("cond", "norm"), [(0, "==0"), ("0", "==0"), (">0", ">0"),
-                                            (" <= 5 ", "<=5"), ("!=3", "!=3")])
-def test_conditions(cond: object, norm: str) -> None:
-    assert normalise_condition(cond) == norm
-
-
-@pytest.mark.parametrize("bad", [True, 1.5, "some", ">", None])
-def test_bad_conditions(bad: object) -> None:
-    with pytest.raises(ValueError):
-        normalise_condition(bad)
-
-
-def test_holds() -> None:
-    assert holds(">0", 1) and not holds(">0", 0) and holds("==0", 0) and holds("<=2", 2)
 
 
 def test_expectation_misses(tmp_path) -> None:

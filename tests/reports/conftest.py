@@ -15,6 +15,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from contract.anomalies import ANOMALY_KINDS
 from reports.synthetic import Fault, SyntheticSpec, write_synthetic_run
 
 S = 1_000_000_000
@@ -93,10 +94,7 @@ def write_hand_run(run_dir: Path, results: dict | None) -> Path:
 
 
 def hand_results() -> dict:
-    kinds = ["lost", "unseen", "duplicate", "inconsistent-offset", "offset-mismatch", "reorder",
-             "failed-visible", "unexpected", "poll-skip", "nonmonotonic-poll", "aborted-read",
-             "divergence"]
-    anomalies = {k: {"count": 0, "allowed": False, "examples": []} for k in kinds}
+    anomalies = {k: {"count": 0, "allowed": False, "examples": []} for k in ANOMALY_KINDS}
     anomalies["lost"] = {"count": 1, "allowed": False, "examples": [
         {"producer": 0, "seq": 4, "topic": "t", "partition": 0, "acked_offset": 4,
          "complete_ns": T0 + 5 * S + 5_000_000}]}

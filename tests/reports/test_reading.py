@@ -66,11 +66,15 @@ def test_fault_windows_pair_per_kind_and_targets() -> None:
 
 
 def test_instant_pause_resume_pair_into_a_window_and_data_extends_the_span() -> None:
+    # The contract's pairing (contract.windows): an instant power-loss opens a window that a
+    # restart ("start") of the node ends, as for kill; never restarted, it lasts to the end.
     tl = build_timeline([ev(2, "pause", "instant", ["n2"]), ev(6, "resume", "instant", ["n2"]),
-                         ev(7, "power-loss", "instant", ["n1"])], T0, T0 + 20 * S)
-    assert [(f.label, tl.rel_s(f.start_ns), tl.rel_s(f.end_ns)) for f in tl.faults] == [
-        ("pause n2", 2, 6)]
-    assert [e["kind"] for e in tl.instants] == ["power-loss"]
+                         ev(7, "power-loss", "instant", ["n1"]),
+                         ev(8, "situation", "instant", ["n3"], what="isr shrunk")],
+                        T0, T0 + 20 * S)
+    assert [(f.label, tl.rel_s(f.start_ns), tl.rel_s(f.end_ns), f.ended)
+            for f in tl.faults] == [("pause n2", 2, 6, True), ("power-loss n1", 7, 20, False)]
+    assert [e["kind"] for e in tl.instants] == ["situation"]
     assert tl.duration_s == 20
 
 

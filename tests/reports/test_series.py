@@ -39,21 +39,36 @@ def test_bucket_width_keeps_plots_small() -> None:
         assert duration / bucket_width(duration) <= MAX_BUCKETS
 
 
-def test_checker_series_is_used_in_rows_or_columns_and_downsampled() -> None:
-    rows = [{"t_s": i, "ok": 10, "fail": 1, "info": 0, "ok_p99_ms": float(i)} for i in range(5)]
-    s = from_checker({"timeseries": rows}, T0)
+def _checker_series(ok: list[int], p99: list[float | None] | None = None,
+                    t0_ns: int = T0) -> dict:
+    """results["timeseries"] in the checker's form (contract.results.Timeseries)."""
+    p99 = p99 if p99 is not None else [None] * len(ok)
+    points = [{"t_s": float(i), "ok": n, "fail": 1, "info": 0, "reads": 0,
+               "latency_p50_ms": None, "latency_p99_ms": q, "latency_max_ms": q}
+              for i, (n, q) in enumerate(zip(ok, p99, strict=True))]
+    return {"timeseries": {"t0_ns": t0_ns, "bucket_s": 1.0, "columns": [], "points": points}}
+
+
+def test_checker_series_is_used_shifted_to_the_run_origin_and_downsampled() -> None:
+    s = from_checker(_checker_series([10] * 5, [float(i) for i in range(5)], T0 + 2 * S), T0)
     assert s is not None and s.source == "checker" and s.rate["ok"] == [10.0] * 5
+    assert s.t[0] == 2.0 and s.rate["fail"] == [1.0] * 5
     assert s.latency_ms["ok.p99"] == [0, 1, 2, 3, 4]
-    cols = {"ts_ns": [T0 + i * S for i in range(2000)], "ok": [5] * 2000}
-    s = from_checker({"timeseries": cols}, T0)
+    s = from_checker(_checker_series([5] * 2000), T0)
     assert s is not None and len(s.t) <= MAX_BUCKETS and s.rate["ok"][0] == 5.0
-    assert from_checker({}, T0) is None and from_checker({"timeseries": {"x": []}}, T0) is None
+    assert from_checker({}, T0) is None and from_checker(_checker_series([]), T0) is None
+
+
+def test_checker_series_gaps_are_zero_not_a_ramp() -> None:
+    series = _checker_series([4, 4])
+    series["timeseries"]["points"][1]["t_s"] = 3.0  # buckets 1 and 2 had no write
+    s = from_checker(series, T0)
+    assert s is not None and s.rate["ok"] == [4.0, 0.0, 0.0, 4.0]
 
 
 @given(st.lists(st.integers(0, 1000), min_size=1, max_size=5000))
 def test_downsample_keeps_the_mean_rate_and_the_worst_tail(values: list[int]) -> None:
-    s = from_checker({"timeseries": {"t_s": list(range(len(values))), "ok": values,
-                                     "ok_p99_ms": values}}, T0)
+    s = from_checker(_checker_series(values, [float(v) for v in values]), T0)
     assert s is not None
     d = downsample(s)
     assert len(d.t) <= MAX_BUCKETS

@@ -5,13 +5,20 @@ results.json. Plus pure tests of what each scenario declares per configuration."
 from __future__ import annotations
 
 import json
+import random
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
+from chaos.config import RunConfig, RunConfigError
+from chaos.faults.factory import draw_params, make_fault
+from chaos.faults.quorum import VOTER_SHAPES
+from chaos.nemesis import random_fault
 from chaos.orchestrator import run
 from chaos.scenarios import SCENARIOS
 from chaos.scenarios.operations import OPERATIONS, VoterPartition
+from contract.faults import FAULTS
 
 
 def run_scenario(name: str, tmp_path: Any, **overrides: Any) -> dict[str, Any]:
@@ -64,6 +71,29 @@ def test_voter_partition_shapes():
     with pytest.raises(ValueError):
         VoterPartition("everything")
     assert VoterPartition("voter-majority").describe()["shape"] == "voter-majority"
+
+
+def test_voter_partition_is_built_through_the_registry():
+    # The same factory serves scripts, TOML steps and --faults (contract.faults registry).
+    fault = make_fault("voter-partition", "controller", {"shape": "leader-from-voters"})
+    assert isinstance(fault, VoterPartition) and fault.kind == "voter-partition"
+    assert fault.shape == "leader-from-voters"
+    assert FAULTS["voter-partition"].closed_by == "heal"
+    assert "voter-partition" in RunConfig(faults=["voter-partition"], controllers=3).faults
+    RunConfig(faults=["voter-partition"], controllers=3).validate()
+    with pytest.raises(RunConfigError, match="--controllers 3 or 5"):
+        RunConfig(faults=["voter-partition"], controllers=0).validate()
+
+
+def test_random_parameters_are_drawn_per_registry_kind():
+    ctx = SimpleNamespace(cluster=SimpleNamespace(brokers=[1, 2, 3], nodes={1: 0, 2: 0, 3: 0}),
+                          rng=random.Random(3))
+    assert draw_params("voter-partition", ctx)["shape"] in VOTER_SHAPES  # type: ignore[arg-type]
+    assert draw_params("partition", ctx)["shape"] != "ring"  # type: ignore[arg-type]
+    assert set(draw_params("slow", ctx)) == {"delay_ms", "jitter_ms", "loss"}  # type: ignore[arg-type]
+    assert draw_params("kill", ctx) == {}  # type: ignore[arg-type]
+    fault = random_fault("voter-partition", "controller", ctx)  # type: ignore[arg-type]
+    assert isinstance(fault, VoterPartition)
 
 
 # ---------------------------------------------------------------------- real runs

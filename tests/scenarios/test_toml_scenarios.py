@@ -119,7 +119,7 @@ BAD = {
     "expect anomaly": ('[[scenario]]\nname = "a"\nsummary = "s"\n[scenario.expect]\n'
                        'anomalies = { lots = "==0" }', "unknown anomaly 'lots'"),
     "expect condition": ('[[scenario]]\nname = "a"\nsummary = "s"\n[scenario.expect]\n'
-                         'anomalies = { lost = "zero" }', "not a condition"),
+                         'anomalies = { lost = "zero" }', "cannot read anomaly condition"),
     "mechanism kind": ('[[scenario]]\nname = "a"\nsummary = "s"\n[[scenario.mechanism]]\n'
                        'kind = "magic"', "mechanism[1]: kind must be"),
     "mechanism param": ('[[scenario]]\nname = "a"\nsummary = "s"\n[[scenario.mechanism]]\n'
@@ -135,6 +135,9 @@ BAD = {
                     'action = "start"\nfault = "kill"\ntarget = "boss"', "unknown target"),
     "step shape": ('[[scenario]]\nname = "a"\nsummary = "s"\n[[scenario.steps]]\n'
                    'action = "start"\nfault = "partition"\nshape = "star"', "shape must be"),
+    "voter shape": ('[[scenario]]\nname = "a"\nsummary = "s"\n[[scenario.steps]]\n'
+                    'action = "start"\nfault = "voter-partition"\nshape = "isolate"',
+                    "shape must be one of leader-from-voters"),
     "stop unknown": ('[[scenario]]\nname = "a"\nsummary = "s"\n[[scenario.steps]]\n'
                      'action = "stop"\nref = "k9"', "no earlier start named"),
     "wait seconds": ('[[scenario]]\nname = "a"\nsummary = "s"\n[[scenario.steps]]\n'
@@ -270,3 +273,25 @@ def test_steps_run_in_order_and_poll_conditions(tmp_path):
     assert nem.calls[-1] == "end kill"
     assert nem.looks == 3  # polled until the ISR shrank to 2 or less, then went on
     assert not [c for c in nem.calls if c.startswith("note")]
+
+
+def test_a_toml_step_reaches_the_voter_partition_through_the_registry(tmp_path):
+    text = """
+    [[scenario]]
+    name = "quorum-cut"
+    summary = "a majority of the voters cut"
+    [scenario.config]
+    controllers = 3
+    [[scenario.steps]]
+    action = "start"
+    fault = "voter-partition"
+    shape = "voter-majority"
+    target = "controller"
+    as = "cut"
+    [[scenario.steps]]
+    action = "stop"
+    ref = "cut"
+    """
+    sc = load_scenarios(write(tmp_path, text))["quorum-cut"]
+    start = sc.script.steps[0]  # type: ignore[union-attr]
+    assert (start.fault, start.params) == ("voter-partition", {"shape": "voter-majority"})

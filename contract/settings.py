@@ -1,5 +1,6 @@
-"""The settings of run.json that the guarantee model needs, with Kafka's and librdkafka's
-defaults for missing keys (docs/CONVENTIONS.md)."""
+"""The settings of run.json (DESIGN.md §3) with Kafka's and librdkafka's defaults for missing
+keys (docs/CONVENTIONS.md): what the checker's guarantee model reads and what the report shows
+as "in force"."""
 
 from __future__ import annotations
 
@@ -8,6 +9,14 @@ from typing import Any
 
 READ_COMMITTED = "read_committed"
 READ_UNCOMMITTED = "read_uncommitted"
+
+#: The defaults in force when run.json leaves a setting unset (Kafka's, and librdkafka's for
+#: the clients: its ``enable.idempotence`` is false and its consumer reads committed).
+DEFAULT_ACKS = "all"
+DEFAULT_MIN_INSYNC = 1
+DEFAULT_UNCLEAN = False
+DEFAULT_IDEMPOTENCE = False
+DEFAULT_ISOLATION = READ_COMMITTED
 
 
 def _truthy(value: Any, default: bool) -> bool:
@@ -39,14 +48,14 @@ def _version_tuple(text: str | None) -> tuple[int, ...]:
 class Settings:
     """What the checker reads from run.json."""
 
-    acks: str = "all"  # "all", "1" or "0"
-    min_insync: int = 1
+    acks: str = DEFAULT_ACKS  # "all", "1" or "0"
+    min_insync: int = DEFAULT_MIN_INSYNC
     replication_factor: int | None = None
-    unclean: bool = False
-    idempotence: bool = False
+    unclean: bool = DEFAULT_UNCLEAN
+    idempotence: bool = DEFAULT_IDEMPOTENCE
     transactional: bool = False
     kafka_version: str | None = None
-    default_isolation: str = READ_COMMITTED
+    default_isolation: str = DEFAULT_ISOLATION
     reader_isolation: dict[str, str] = field(default_factory=dict)
     reader_modes: dict[str, str] = field(default_factory=dict)
     brokers: int | None = None
@@ -66,12 +75,34 @@ class Settings:
         return not version or version >= (3, 9)
 
 
-def _acks(producer: dict[str, Any]) -> str:
-    raw = producer.get("acks", producer.get("request.required.acks", "all"))
-    text = str(raw).strip().lower()
+def raw_acks(producer: dict[str, Any]) -> Any:
+    """The producer's acks as run.json states it (either of librdkafka's names), or None."""
+    return producer.get("acks", producer.get("request.required.acks"))
+
+
+def topic_settings(run: dict[str, Any]) -> dict[str, Any]:
+    """The broker's settings overridden by the topic's (a topic setting wins)."""
+    return {**(run.get("broker_config") or {}), **(run.get("topic_config") or {})}
+
+
+def transactions_enabled(run: dict[str, Any]) -> bool:
+    """Transactional producers: a transactional.id is set or the workload enables them."""
+    flag = ((run.get("workload") or {}).get("transactions") or {}).get("enabled")
+    producer = run.get("producer_config") or {}
+    return bool(producer.get("transactional.id")) or _truthy(flag, False)
+
+
+def normalise_acks(value: Any) -> str | None:
+    """``"all"`` for all or -1 (the same setting), ``"0"``/``"1"``; None for anything else."""
+    text = str(value).strip().lower()
     if text in ("all", "-1"):
         return "all"
-    return text if text in ("0", "1") else "all"
+    return text if text in ("0", "1") else None
+
+
+def _acks(producer: dict[str, Any]) -> str:
+    raw = raw_acks(producer)
+    return normalise_acks(DEFAULT_ACKS if raw is None else raw) or DEFAULT_ACKS
 
 
 def settings_from_run(run: dict[str, Any]) -> Settings:
@@ -87,11 +118,9 @@ def settings_from_run(run: dict[str, Any]) -> Settings:
     def topic_or_broker(key: str) -> Any:
         return topic.get(key, broker.get(key))
 
-    transactional = bool(producer.get("transactional.id")) or _truthy(
-        (workload.get("transactions") or {}).get("enabled"), False
-    )
-    idempotence = _truthy(producer.get("enable.idempotence"), False) or transactional
-    default_iso = str(consumer.get("isolation.level", READ_COMMITTED)).strip().lower()
+    transactional = transactions_enabled(run)
+    idempotence = _truthy(producer.get("enable.idempotence"), DEFAULT_IDEMPOTENCE) or transactional
+    default_iso = str(consumer.get("isolation.level", DEFAULT_ISOLATION)).strip().lower()
     reader_iso: dict[str, str] = {}
     reader_modes: dict[str, str] = {}
     for c in workload.get("consumers") or []:
@@ -109,11 +138,12 @@ def settings_from_run(run: dict[str, Any]) -> Settings:
         reader_iso["drain"] = str(drain["isolation_level"]).strip().lower()
     return Settings(
         acks=_acks(producer),
-        min_insync=_int(topic_or_broker("min.insync.replicas"), 1) or 1,
+        min_insync=_int(topic_or_broker("min.insync.replicas"), DEFAULT_MIN_INSYNC)
+        or DEFAULT_MIN_INSYNC,
         replication_factor=_int(
             topic.get("replication.factor", broker.get("default.replication.factor")), None
         ),
-        unclean=_truthy(topic_or_broker("unclean.leader.election.enable"), False),
+        unclean=_truthy(topic_or_broker("unclean.leader.election.enable"), DEFAULT_UNCLEAN),
         idempotence=idempotence,
         transactional=transactional,
         kafka_version=versions.get("kafka") or cluster.get("kafka_version"),

@@ -1,0 +1,109 @@
+"""The anomaly kinds of DESIGN.md §4 (names are contract): definitions, units, and the
+short meanings and order the report shows them in."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class AnomalyKind:
+    """One anomaly kind: what it is (``definition``, in results.json), what one unit of its
+    count is (``unit``), and a short meaning for tables (``meaning``)."""
+
+    kind: str
+    definition: str
+    unit: str
+    meaning: str
+
+
+#: Every anomaly kind, in the order results.json lists them.
+ANOMALIES: dict[str, AnomalyKind] = {a.kind: a for a in (
+    AnomalyKind(
+        "lost",
+        "an acknowledged write never read by any reader, in a partition the final drain "
+        "read completely",
+        "acknowledged writes",
+        "acknowledged write never read, in a partition the drain read completely"),
+    AnomalyKind(
+        "unseen",
+        "an acknowledged write never read, in a partition the drain could not read "
+        "completely",
+        "acknowledged writes",
+        "acknowledged write never read, in a partition the drain could not finish"),
+    AnomalyKind(
+        "duplicate",
+        "one write (producer, seq) read at two or more distinct offsets",
+        "writes (identities) read at 2+ distinct offsets",
+        "one record read at two or more distinct offsets"),
+    AnomalyKind(
+        "inconsistent-offset",
+        "one offset read with two different records (readers disagree about the log)",
+        "offsets (topic, partition, offset)",
+        "one offset read with two different records"),
+    AnomalyKind(
+        "offset-mismatch",
+        "an acknowledged write with a reported offset was read, but never at that offset",
+        "acknowledged writes",
+        "acknowledged offset differs from where the record was read"),
+    AnomalyKind(
+        "reorder",
+        "two acknowledged writes of one producer to one partition stored in the opposite "
+        "order of their seq",
+        "acknowledged writes stored after a higher seq of the same producer",
+        "two writes of one producer stored against their sequence order"),
+    AnomalyKind(
+        "failed-visible",
+        "a write reported as definitely failed was read",
+        "failed writes",
+        "a write reported as failed was read"),
+    AnomalyKind(
+        "unexpected",
+        "a record read that no attempt produced, or whose value does not decode",
+        "distinct records read (offset, value) that no attempt produced",
+        "a record no attempt produced, or one that does not decode"),
+    AnomalyKind(
+        "poll-skip",
+        "a consumer's consecutive reads of a partition jumped over offsets that exist",
+        "consumer reads that followed a jump",
+        "consecutive polls jumped over offsets that exist"),
+    AnomalyKind(
+        "nonmonotonic-poll",
+        "a consumer's consecutive reads of a partition went backwards",
+        "consumer reads that went backwards",
+        "consecutive polls went backwards"),
+    AnomalyKind(
+        "aborted-read",
+        "a read_committed reader saw a record of an aborted transaction",
+        "reads",
+        "a read_committed reader saw an aborted transaction's record"),
+    AnomalyKind(
+        "reused-offset",
+        "a live reader saw a record at an offset that, after a truncation of that partition, "
+        "now holds another record (the vanished tail's offsets were reused)",
+        "offsets (topic, partition, offset) read with a record that later vanished",
+        "an offset read live now holds another record (truncated tail reused)"),
+    AnomalyKind(
+        "divergence",
+        "two replicas of a partition hold different records at the same offset",
+        "offsets (topic, partition, offset) where replicas differ",
+        "two replicas hold different records at the same offset"),
+)}
+
+#: Every anomaly kind, in the order results.json lists them.
+ANOMALY_KINDS: tuple[str, ...] = tuple(ANOMALIES)
+
+#: The order a report reader cares about: losses and broken logs first.
+REPORT_ORDER: tuple[str, ...] = (
+    "lost", "unseen", "divergence", "reused-offset", "inconsistent-offset", "offset-mismatch",
+    "failed-visible", "aborted-read", "unexpected", "duplicate", "reorder", "poll-skip",
+    "nonmonotonic-poll",
+)
+
+#: Maximum number of examples kept per kind (counts stay exact).
+MAX_EXAMPLES = 32
+
+#: kind -> unit / definition / short meaning (views of :data:`ANOMALIES`).
+UNITS: dict[str, str] = {k: a.unit for k, a in ANOMALIES.items()}
+DEFINITIONS: dict[str, str] = {k: a.definition for k, a in ANOMALIES.items()}
+MEANINGS: dict[str, str] = {k: a.meaning for k, a in ANOMALIES.items()}

@@ -1,0 +1,96 @@
+"""The event record of ``history/events.jsonl`` and its kinds (DESIGN.md §3).
+
+One JSON object per line: ``{"ts_ns", "kind", "phase", "targets", "detail"}``. Fault kinds
+are listed in :mod:`contract.faults`; the other kinds any stage writes are named here.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+#: ``phase`` values: a window opens (start), closes (end), or a moment (instant).
+START, END, INSTANT = "start", "end", "instant"
+
+#: A run phase (setup, workload, heal, drain, check): ``detail.name`` says which.
+PHASE = "phase"
+RUN_PHASES: tuple[str, ...] = ("setup", "workload", "heal", "drain", "check")
+
+#: A fault that could not be applied: ``detail = {"fault": kind, "error": "..."}``.
+FAULT_ERROR = "fault-error"
+#: A copy of the replicas' data (for the divergence check) failed.
+COLLECT_ERROR = "collect-error"
+#: The random nemesis itself failed (its message in ``detail.message``).
+NEMESIS_ERROR = "nemesis-error"
+#: A scenario verified the situation it set up (``detail.what``).
+SITUATION = "situation"
+#: A subscribe-mode consumer's partitions were reassigned.
+REBALANCE = "rebalance"
+#: The KRaft controller moved; preferred leaders were elected.
+CONTROLLER_CHANGE = "controller-change"
+PREFERRED_LEADERS = "preferred-leaders"
+#: The run was interrupted (Ctrl-C) or failed.
+INTERRUPTED = "interrupted"
+RUN_ERROR = "run-error"
+
+#: Every kind other than the faults' own (contract.faults.FAULTS) and their closers.
+OTHER_KINDS: tuple[str, ...] = (
+    PHASE, FAULT_ERROR, COLLECT_ERROR, NEMESIS_ERROR, SITUATION, REBALANCE, CONTROLLER_CHANGE,
+    PREFERRED_LEADERS, INTERRUPTED, RUN_ERROR,
+)
+
+
+@dataclass(frozen=True)
+class Event:
+    """One line of events.jsonl."""
+
+    ts_ns: int
+    kind: str
+    phase: str
+    targets: tuple[Any, ...] = ()
+    detail: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def name(self) -> str | None:
+        """The phase name for ``kind == "phase"`` events."""
+        value = self.detail.get("name")
+        return str(value) if value is not None else None
+
+    def brief(self) -> dict[str, Any]:
+        """A JSON-ready summary for examples."""
+        out: dict[str, Any] = {"kind": self.kind, "phase": self.phase, "ts_ns": self.ts_ns,
+                               "targets": list(self.targets)}
+        if self.detail:
+            out["detail"] = self.detail
+        return out
+
+    @classmethod
+    def from_json(cls, obj: dict[str, Any]) -> Event:
+        """From one parsed line (``targets`` may be a scalar; ``detail`` non-dicts dropped).
+
+        Raises KeyError/TypeError/ValueError for a line without a usable ``ts_ns``.
+        """
+        targets = obj.get("targets") or []
+        if not isinstance(targets, list):
+            targets = [targets]
+        detail = obj.get("detail")
+        return cls(ts_ns=int(obj["ts_ns"]), kind=str(obj.get("kind", "")),
+                   phase=str(obj.get("phase", INSTANT)), targets=tuple(targets),
+                   detail=detail if isinstance(detail, dict) else {})
+
+
+def parse_events(text: str | None) -> tuple[list[Event], int]:
+    """Events sorted by time, and the number of lines that did not parse (torn last line)."""
+    events: list[Event] = []
+    bad = 0
+    for line in (text or "").splitlines():
+        line = line.strip()
+        if not line:
+            continue
+        try:
+            events.append(Event.from_json(json.loads(line)))
+        except (ValueError, KeyError, TypeError, AttributeError):
+            bad += 1
+    events.sort(key=lambda e: e.ts_ns)
+    return events, bad

@@ -1,0 +1,87 @@
+"""The fault registry: every fault kind, its parameters, how its window is recorded, its colour
+and what it does (DESIGN.md §3: a fault records its start and end as events).
+
+The nemesis and scenarios build faults by these names (``chaos/faults/factory.py``), the CLI
+and TOML files validate against them, the checker and the report pair their events into windows
+(:mod:`contract.windows`) and the report colours them. A new fault kind is one entry here plus
+its class in ``chaos/faults/`` and its constructor in the factory.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class FaultKind:
+    """One kind of fault.
+
+    ``params``: the parameters a scripted step may state (the nemesis draws or defaults
+    them). ``random``: drawn by ``--faults`` / the random nemesis. ``closed_by``: the instant
+    event kind that ends a window this fault opened as an instant event (older histories and
+    synthetic ones record ``kill`` … ``start`` instead of a start/end pair). ``css``, ``colour``,
+    ``label_colour``: the report's class, fill and label colour for its windows.
+    """
+
+    kind: str
+    description: str
+    params: tuple[str, ...] = ()
+    random: bool = True
+    closed_by: str | None = None
+    css: str = "f-other"
+    colour: str = "#64748b"
+    label_colour: str = "#334155"
+
+
+FAULTS: dict[str, FaultKind] = {f.kind: f for f in (
+    FaultKind("kill", "kill -9 of a node's container; restarted at the end", (),
+              closed_by="start", css="f-kill", colour="#dc2626", label_colour="#991b1b"),
+    FaultKind("stop", "clean stop (SIGTERM) of a node; restarted at the end", (),
+              closed_by="start", css="f-kill", colour="#dc2626", label_colour="#991b1b"),
+    FaultKind("pause", "SIGSTOP (freezer) of a node: connections stay open, nothing answers", (),
+              closed_by="resume", css="f-pause", colour="#7c3aed",
+              label_colour="#5b21b6"),
+    FaultKind("partition", "network partition of a node (or a shape of nodes)",
+              ("shape", "peer"), closed_by="heal", css="f-part", colour="#ea580c",
+              label_colour="#9a3412"),
+    FaultKind("slow", "slow or lossy links of a node (delay, jitter, loss, rate)",
+              ("delay_ms", "jitter_ms", "loss", "rate_kbit"), closed_by="heal", css="f-slow",
+              colour="#0284c7", label_colour="#075985"),
+    FaultKind("power-loss", "kill -9 that also loses the node's unflushed page cache", (),
+              closed_by="start", css="f-power", colour="#111827", label_colour="#111827"),
+    FaultKind("voter-partition", "a partition of the KRaft controller quorum (3+ dedicated "
+              "controllers): the active controller cut from its voters, or a minority or a "
+              "majority of the voters cut from every node", ("shape",), closed_by="heal",
+              css="f-quorum", colour="#b45309", label_colour="#78350f"),
+)}
+
+#: Fault kinds in registry order (``--faults`` names).
+FAULT_KINDS: tuple[str, ...] = tuple(FAULTS)
+#: The kinds the random nemesis may draw.
+RANDOM_FAULT_KINDS: tuple[str, ...] = tuple(k for k, f in FAULTS.items() if f.random)
+#: Instant kind that ends a window -> the fault kinds it ends.
+CLOSERS: dict[str, tuple[str, ...]] = {}
+for _f in FAULTS.values():
+    if _f.closed_by:
+        CLOSERS[_f.closed_by] = (*CLOSERS.get(_f.closed_by, ()), _f.kind)
+del _f
+
+#: How the report draws a kind the registry does not know.
+OTHER = FaultKind("other", "a fault kind this registry does not know", random=False)
+OTHER_CSS = OTHER.css
+
+
+def fault_css(kind: str) -> str:
+    """The report's CSS class of a fault kind's windows and markers."""
+    f = FAULTS.get(kind)
+    return f.css if f else OTHER_CSS
+
+
+def fault_css_rules() -> str:
+    """The report's CSS for every fault class (windows, legend swatches, band labels)."""
+    rules: dict[str, str] = {}
+    for f in (*FAULTS.values(), OTHER):
+        rules.setdefault(f.css, (
+            f"svg .{f.css} rect, svg .legend.{f.css} rect {{ fill: {f.colour}; }} "
+            f"svg .{f.css} .band-label {{ fill: {f.label_colour}; }}"))
+    return "\n".join(rules.values()) + "\n"

@@ -1,0 +1,86 @@
+"""The contract package: light to import, one definition of each table, and the grammar."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from contract.anomalies import ANOMALY_KINDS, DEFINITIONS, MEANINGS, REPORT_ORDER, UNITS
+from contract.conditions import ConditionError, holds, normalise_condition
+from contract.exit_codes import exit_code_of_results, exit_code_of_valid
+from contract.faults import CLOSERS, FAULT_KINDS, FAULTS, fault_css, fault_css_rules
+from contract.settings import normalise_acks, settings_from_run
+
+
+def test_importing_the_contract_loads_nothing_heavy() -> None:
+    code = ("import sys, contract, contract.schemas, contract.events, contract.faults, "
+            "contract.windows, contract.anomalies, contract.conditions, contract.settings, "
+            "contract.exit_codes, contract.results\n"
+            "heavy = [m for m in sys.modules if m.split('.')[0] in "
+            "('pyspark', 'docker', 'confluent_kafka', 'testcontainers', 'jinja2')]\n"
+            "print(heavy)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def test_every_anomaly_kind_has_a_definition_unit_meaning_and_place() -> None:
+    assert "reused-offset" in ANOMALY_KINDS and ANOMALY_KINDS[-1] == "divergence"
+    assert set(REPORT_ORDER) == set(ANOMALY_KINDS) and len(REPORT_ORDER) == len(ANOMALY_KINDS)
+    for table in (DEFINITIONS, UNITS, MEANINGS):
+        assert set(table) == set(ANOMALY_KINDS) and all(table.values())
+
+
+def test_fault_registry_closers_and_css() -> None:
+    assert FAULT_KINDS == ("kill", "stop", "pause", "partition", "slow", "power-loss",
+                           "voter-partition")
+    assert CLOSERS == {"start": ("kill", "stop", "power-loss"), "resume": ("pause",),
+                       "heal": ("partition", "slow", "voter-partition")}
+    assert FAULTS["slow"].params == ("delay_ms", "jitter_ms", "loss", "rate_kbit")
+    assert fault_css("power-loss") == "f-power" and fault_css("disk-full") == "f-other"
+    rules = fault_css_rules()
+    assert rules.count("svg .f-kill rect") == 1  # kill and stop share a class: one rule
+    assert all(f"svg .{f.css} rect" in rules for f in FAULTS.values())
+
+
+@pytest.mark.parametrize(("cond", "norm", "actual", "met"), [
+    (0, "==0", 0, True), ("0", "==0", 1, False), (">0", ">0", 3, True), (" <= 5 ", "<=5", 6, False),
+    ("!=2", "!=2", 2, False), (">=1", ">=1", 1, True), ("<1", "<1", 0, True),
+])
+def test_condition_grammar(cond: object, norm: str, actual: int, met: bool) -> None:
+    assert normalise_condition(cond) == norm
+    assert holds(cond, actual) is met
+
+
+@pytest.mark.parametrize("bad", [True, 1.5, "> zero", "=>1", "-1", "", None, "==1 ==2"])
+def test_condition_grammar_refuses(bad: object) -> None:
+    with pytest.raises(ConditionError):
+        normalise_condition(bad)
+
+
+def test_exit_codes() -> None:
+    assert [exit_code_of_valid(v) for v in (True, False, "unknown", None)] == [0, 1, 2, 2]
+    assert exit_code_of_results(None) == 2 and exit_code_of_results({"valid": False}) == 1
+
+
+def test_settings_defaults_and_transactions() -> None:
+    s = settings_from_run({})
+    assert (s.acks, s.min_insync, s.unclean, s.idempotence, s.transactional) == (
+        "all", 1, False, False, False)
+    t = settings_from_run({"producer_config": {"transactional.id": "t", "acks": "-1"},
+                           "workload": {"transactions": {"enabled": False}}})
+    assert t.transactional and t.idempotence and t.acks == "all"
+
+
+def test_acks_minus_one_is_all_everywhere() -> None:
+    from chaos.config import RunConfig, RunConfigError
+
+    assert [normalise_acks(v) for v in ("all", "-1", " ALL ", "1", "0", "2", None)] == [
+        "all", "all", "all", "1", "0", None, None]
+    RunConfig(acks="-1", transactions=True).validate()  # -1 is acks=all
+    with pytest.raises(RunConfigError, match="--transactions needs --acks all"):
+        RunConfig(acks="1", transactions=True).validate()
+    with pytest.raises(RunConfigError, match="--acks must be 0, 1 or all"):
+        RunConfig(acks="2").validate()
