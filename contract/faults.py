@@ -49,6 +49,9 @@ FAULTS: dict[str, FaultKind] = {f.kind: f for f in (
               colour="#0284c7", label_colour="#075985"),
     FaultKind("power-loss", "kill -9 that also loses the node's unflushed page cache", (),
               closed_by="start", css="f-power", colour="#111827", label_colour="#111827"),
+    FaultKind("cpu-throttle", "a node starved of CPU (a cgroup quota, e.g. 5 % of one core): "
+              "alive and connected but slow, like a noisy neighbour or a GC-bound JVM",
+              ("share",), css="f-cpu", colour="#65a30d", label_colour="#3f6212"),
     FaultKind("voter-partition", "a partition of the KRaft controller quorum (3+ dedicated "
               "controllers): the active controller cut from its voters, or a minority or a "
               "majority of the voters cut from every node", ("shape",), closed_by="heal",

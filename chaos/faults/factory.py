@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from chaos.faults.base import Fault, FaultContext
+from chaos.faults.cpu import CpuThrottle
 from chaos.faults.network import Partition, Slow
 from chaos.faults.power import PowerLoss
 from chaos.faults.process import Kill, Pause, Stop
@@ -38,6 +39,7 @@ BUILDERS: dict[str, Callable[[str, dict[str, Any]], Fault]] = {
     "power-loss": lambda target, _: PowerLoss(target),
     "partition": _partition,
     "slow": _slow,
+    "cpu-throttle": lambda target, params: CpuThrottle(target, float(params.get("share", 0.05))),
     "voter-partition": lambda _, params: VoterPartition(str(params.get("shape", "voter-minority"))),
 }
 # Every registered kind can be built, and nothing is built that the registry does not know.
@@ -57,6 +59,7 @@ def _partition_params(ctx: FaultContext) -> dict[str, Any]:
 DRAWS: dict[str, Callable[[FaultContext], dict[str, Any]]] = {
     "partition": _partition_params,
     "voter-partition": lambda ctx: {"shape": ctx.rng.choice(VOTER_SHAPES)},
+    "cpu-throttle": lambda ctx: {"share": ctx.rng.choice([0.02, 0.05, 0.1])},
     "slow": lambda ctx: {"delay_ms": ctx.rng.choice([50, 100, 250]),
                          "jitter_ms": ctx.rng.choice([0, 10]),
                          "loss": ctx.rng.choice([0.0, 0.0, 0.05])},
