@@ -40,12 +40,27 @@ def expectations(expect: dict[str, Any], valid: bool | str,
         details.append({"what": f"valid == {expect['valid']!r}", "actual": valid,
                         "met": valid == expect["valid"]})
     for kind, cond in (expect.get("anomalies") or {}).items():
-        actual = anomalies.get(kind, {}).get("count", 0)
+        entry = anomalies.get(kind, {})
+        actual = entry.get("count", 0)
         met = _check(cond, actual)
+        extra: dict[str, Any] = {"error": "cannot parse condition"} if met is None else {}
+        if met and entry.get("checked") is False and not holds_above(cond, actual):
+            # An unchecked count is only a lower bound: "== 0" proves nothing.
+            met = False
+            extra = {"error": f"{kind} was not checked: {entry.get('reason', 'no reason')}"}
         details.append({"what": f"{kind} {cond}", "actual": actual,
-                        "met": bool(met) if met is not None else False,
-                        **({"error": "cannot parse condition"} if met is None else {})})
+                        "met": bool(met) if met is not None else False, **extra})
     return {"met": all(d["met"] for d in details), "details": details}
+
+
+def holds_above(cond: str, actual: int) -> bool:
+    """Whether ``cond`` holds for every count >= ``actual`` (a lower bound): only ``>N`` and
+    ``>=N`` that hold, and ``!=N`` with ``actual > N``."""
+    m = _COND.match(str(cond))
+    if not m:
+        return False
+    op, n = m.group(1), int(m.group(2))
+    return (op in (">", ">=") and bool(_check(cond, actual))) or (op == "!=" and actual > n)
 
 
 def _fault(mech: dict[str, Any], events: list[Event]) -> tuple[bool, str]:

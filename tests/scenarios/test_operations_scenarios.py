@@ -79,6 +79,7 @@ def test_safe_config_chaos_is_valid(tmp_path):
 def test_all_replicas_power_loss(tmp_path):
     res = run_scenario("all-replicas-power-loss", tmp_path)
     c = counts(res)
+    assert res["anomalies"]["divergence"]["checked"] is True, res["anomalies"]["divergence"]
     assert c["divergence"] == 0 and c["inconsistent-offset"] == 0, c
     assert c["lost"] > 0 and res["anomalies"]["lost"]["allowed"], res["anomalies"]["lost"]
     assert res["valid"] is True, c
