@@ -32,7 +32,7 @@ from .identity import IdentityInputs, identity_anomalies, identity_table, reorde
 from .kinds import ANOMALY_KINDS, DEFINITIONS, UNITS
 from .observations import PartitionHistory, collect_changes, power_loss_coverage
 from .positions import position_anomalies
-from .proof import divergence_status
+from .proof import divergence_status, fault_counts, faults_unknown
 from .runfiles import RunDir, is_uri
 from .session import build_session
 from .stats import read_summary, timeseries, write_summary
@@ -205,6 +205,9 @@ def _analyse(spark: SparkSession, run: RunDir, master: str) -> dict[str, Any]:
                        f"partitions the drain did not read completely: {drain.incomplete[:20]}")
     if div_status.unknown:
         unknown.append(div_status.unknown)
+    faults = fault_counts(events)
+    if reason := faults_unknown(run_cfg, faults):
+        unknown.append(reason)
     mech = None
     if settings.mechanism:
         mech = mechanism(settings.mechanism, events, history)
@@ -234,6 +237,7 @@ def _analyse(spark: SparkSession, run: RunDir, master: str) -> dict[str, Any]:
         "unavailable_s": longest,
         "unavailable_total_s": total,
         "errors": dict(sorted(ws.errors.items(), key=lambda kv: -kv[1])),
+        "faults": faults.stats(),
         "divergence": {**div.stats(),
                        **({"reason": div_status.reason} if div_status.reason else {})},
         "partition_changes": n_changes,

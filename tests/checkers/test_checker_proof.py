@@ -98,3 +98,45 @@ def test_unchecked_count_is_a_lower_bound() -> None:
            for c in (">0", ">=2", "!=1", "==2", "<=5", "<3", ">=3")}
     assert met == {">0": True, ">=2": True, "!=1": True, "==2": False, "<=5": False,
                    "<3": False, ">=3": False}
+
+
+# ---------------------------------------------------------------------- faults
+def _random_faults(h: History) -> History:
+    h.run["faults"] = {"kinds": ["kill", "pause"], "interval_s": 5, "schedule": "random"}
+    return h
+
+
+def test_a_schedule_no_fault_of_which_took_effect_is_unknown(spark, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    h = _random_faults(_clean(History()))
+    h.event("fault-error", "instant", 10, targets=[2], fault="pause",
+            error="APIError: 500 unable to freeze")
+    h.event("fault-error", "instant", 20, fault="kill", error="FaultError: t-0 has no leader")
+    h.event("start", "instant", 30, targets=[1])  # a restart is not a new fault
+    r = _check(h, tmp_path / "run")
+    assert r["stats"]["faults"]["applied"] == 0 and r["stats"]["faults"]["errors"] == 2
+    assert r["stats"]["faults"]["error_examples"][0]["error"] == "APIError: 500 unable to freeze"
+    assert r["valid"] == "unknown"
+    assert any(x.startswith("no fault took effect") and "2 fault starts failed" in x
+               for x in r["unknown_reasons"])
+
+
+def test_one_fault_that_hit_is_enough_and_counted(spark, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    h = _random_faults(_clean(History()))
+    h.event("fault-error", "instant", 10, fault="pause", error="boom")
+    h.event("kill", "start", 20, targets=[2]).event("kill", "end", 40, targets=[2])
+    h.event("pause", "start", 50, targets=[3]).event("pause", "end", 60, targets=[3])
+    r = _check(h, tmp_path / "run")
+    f = r["stats"]["faults"]
+    assert (f["applied"], f["errors"], f["by_kind"]) == (2, 1, {"kill": 1, "pause": 1})
+    assert r["valid"] is True
+
+
+def test_a_scripted_schedule_without_any_fault_is_unknown(spark, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    h = _clean(History())
+    h.run["faults"] = {"kinds": [], "schedule": "scripted"}
+    r = _check(h, tmp_path / "run")
+    assert r["valid"] == "unknown" and r["stats"]["faults"]["applied"] == 0
+    # a run that asked for no faults is not held to any
+    h2 = _clean(History())
+    h2.run["faults"] = {"kinds": [], "schedule": "random"}
+    assert _check(h2, tmp_path / "run2")["valid"] is True

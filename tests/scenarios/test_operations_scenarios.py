@@ -73,6 +73,13 @@ def test_safe_config_chaos_is_valid(tmp_path):
     assert res["valid"] is True, counts(res)
     assert_expected(res)
     assert counts(res)["lost"] == 0 and res["stats"]["writes"]["ok"] > 0
+    # valid means something only if faults hit: every fault start the history records is
+    # counted, and a 60 s run with one fault every ~10 s gets several
+    starts = [e for e in res["_events"] if e["phase"] == "start"
+              and e["kind"] in ("kill", "pause", "partition")]
+    errors = [e for e in res["_events"] if e["kind"] == "fault-error"]
+    assert res["stats"]["faults"]["applied"] == len(starts) >= 3, res["stats"]["faults"]
+    assert res["stats"]["faults"]["errors"] == len(errors)
 
 
 @pytest.mark.cluster
