@@ -32,7 +32,13 @@ from .identity import IdentityInputs, identity_anomalies, identity_table, reorde
 from .kinds import ANOMALY_KINDS, DEFINITIONS, UNITS
 from .observations import PartitionHistory, collect_changes, power_loss_coverage
 from .positions import position_anomalies
-from .proof import divergence_status, fault_counts, faults_unknown
+from .proof import (
+    divergence_status,
+    fault_counts,
+    faults_unknown,
+    transaction_outcomes,
+    transactions_unknown,
+)
 from .runfiles import RunDir, is_uri
 from .session import build_session
 from .stats import read_summary, timeseries, write_summary
@@ -208,6 +214,9 @@ def _analyse(spark: SparkSession, run: RunDir, master: str) -> dict[str, Any]:
     faults = fault_counts(events)
     if reason := faults_unknown(run_cfg, faults):
         unknown.append(reason)
+    txns = transaction_outcomes(writes) if settings.transactional else None
+    if txns is not None and (reason := transactions_unknown(True, txns)):
+        unknown.append(reason)
     mech = None
     if settings.mechanism:
         mech = mechanism(settings.mechanism, events, history)
@@ -238,6 +247,7 @@ def _analyse(spark: SparkSession, run: RunDir, master: str) -> dict[str, Any]:
         "unavailable_total_s": total,
         "errors": dict(sorted(ws.errors.items(), key=lambda kv: -kv[1])),
         "faults": faults.stats(),
+        **({"transactions": txns} if txns is not None else {}),
         "divergence": {**div.stats(),
                        **({"reason": div_status.reason} if div_status.reason else {})},
         "partition_changes": n_changes,
@@ -260,7 +270,7 @@ def _analyse(spark: SparkSession, run: RunDir, master: str) -> dict[str, Any]:
     clock.lap("stats")
     results["checker"]["phases"] = clock.phases
     if settings.expect:
-        results["expectations"] = expectations(settings.expect, valid, anomalies)
+        results["expectations"] = expectations(settings.expect, valid, anomalies, stats)
     if mech is not None:
         results["mechanism"] = mech
     return results

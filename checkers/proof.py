@@ -121,6 +121,9 @@ def transaction_outcomes(writes: DataFrame) -> dict[str, int]:
     out = {"committed": 0, "aborted": 0, "unknown": 0}
     for r in rows:
         out[names[int(r["r"])]] += int(r["count"])
+    total = sum(out.values())
+    # the share a scenario may bound (expect.stats "transactions.unknown_percent": "<=20")
+    out["unknown_percent"] = round(100 * out["unknown"] / total) if total else 0
     return out
 
 
@@ -128,7 +131,7 @@ def transactions_unknown(transactional: bool, outcomes: dict[str, int]) -> str |
     """A transactional run that learned no transaction's outcome proves nothing."""
     if not transactional:
         return None
-    total = sum(outcomes.values())
+    total = outcomes["committed"] + outcomes["aborted"] + outcomes["unknown"]
     if total and outcomes["committed"] == 0 and outcomes["aborted"] == 0:
         return (f"the outcome of every transaction is unknown ({total}): the run shows "
                 "nothing about transactions")

@@ -32,10 +32,24 @@ def _check(cond: str, actual: int) -> bool | None:
     }[op]
 
 
+def _stat(stats: dict[str, Any], path: str) -> Any:
+    value: Any = stats
+    for part in path.split("."):
+        value = value.get(part) if isinstance(value, dict) else None
+    return value
+
+
 def expectations(expect: dict[str, Any], valid: bool | str,
-                 anomalies: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    """Compare a scenario's ``expect`` with the results."""
+                 anomalies: dict[str, dict[str, Any]],
+                 stats: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Compare a scenario's ``expect`` with the results. ``expect["stats"]`` holds
+    conditions on numbers of results.json's stats by dotted path
+    (``{"transactions.committed": ">0"}``); an absent number is not met."""
     details: list[dict[str, Any]] = []
+    for path, cond in (expect.get("stats") or {}).items():
+        value = _stat(stats or {}, str(path))
+        ok = _check(cond, int(value)) if isinstance(value, int | float) else False
+        details.append({"what": f"stats.{path} {cond}", "actual": value, "met": bool(ok)})
     if "valid" in expect:
         details.append({"what": f"valid == {expect['valid']!r}", "actual": valid,
                         "met": valid == expect["valid"]})

@@ -140,3 +140,41 @@ def test_a_scripted_schedule_without_any_fault_is_unknown(spark, tmp_path) -> No
     h2 = _clean(History())
     h2.run["faults"] = {"kinds": [], "schedule": "random"}
     assert _check(h2, tmp_path / "run2")["valid"] is True
+
+
+# ---------------------------------------------------------------------- transactions
+def _txn_run(outcomes: list[str]) -> History:
+    h = History()
+    h.run["producer_config"] = {"acks": "all", "transactional.id": "tx"}
+    h.run["expect"] = {"stats": {"transactions.committed": ">0",
+                                 "transactions.aborted": ">0",
+                                 "transactions.unknown_percent": "<=20"}}
+    seq = 0
+    for i, outcome in enumerate(outcomes):
+        for _ in range(2):
+            h.write(0, seq, offset=seq, txn=f"tx-{i}", txn_outcome=outcome)
+            if outcome == "committed":
+                h.drain(0, seq, 0, seq)
+            seq += 1
+    return h.drain_end()
+
+
+def test_every_transaction_unknown_is_unknown_not_valid(spark, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    r = _check(_txn_run(["unknown", "unknown", "unknown"]), tmp_path / "run")
+    assert r["stats"]["transactions"] == {"committed": 0, "aborted": 0, "unknown": 3,
+                                          "unknown_percent": 100}
+    assert r["valid"] == "unknown"
+    assert any("every transaction is unknown (3)" in x for x in r["unknown_reasons"])
+    assert r["expectations"]["met"] is False
+
+
+def test_transactions_with_outcomes_meet_the_stated_shares(spark, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    r = _check(_txn_run(["committed"] * 8 + ["aborted", "unknown"]), tmp_path / "run")
+    assert r["stats"]["transactions"]["unknown_percent"] == 10
+    assert r["valid"] is True
+    assert r["expectations"]["met"] is True, r["expectations"]
+    # more than a fifth unknown misses the stated share
+    r2 = _check(_txn_run(["committed"] * 3 + ["aborted", "unknown", "unknown"]),
+                tmp_path / "run2")
+    missed = [d for d in r2["expectations"]["details"] if not d["met"]]
+    assert [d["what"] for d in missed] == ["stats.transactions.unknown_percent <=20"]
