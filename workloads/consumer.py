@@ -20,6 +20,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartiti
 from workloads.child_logging import configure_logging
 from workloads.config import ConsumerConfig, ConsumerSpec
 from workloads.history import READS_SCHEMA, ChunkedParquetWriter, EventLog, history_dir
+from workloads.parent_death import exit_with_parent
 from workloads.record import decode
 
 log = logging.getLogger("kafka_chaos.workloads.consumer")
@@ -73,6 +74,7 @@ class ConsumerProcess:
         self.spec = spec
         self.topic = topic
         self.stop_event = stop_event
+        self.own_process = False  # consumer_main: a process of its own, ends with its parent
         self.terminating = False
         self.events = EventLog(history_dir(run_dir) / "events.jsonl")
         self.reads = ReadRecorder(run_dir, spec.id, spec.mode, cfg.history_chunk_rows,
@@ -113,6 +115,8 @@ class ConsumerProcess:
     def run(self) -> None:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         signal.signal(signal.SIGTERM, self._on_sigterm)
+        if self.own_process:
+            exit_with_parent()  # after the SIGTERM handler: the history is still written
         n = self.cfg.max_poll_records
         timeout = self.cfg.poll_timeout_s
         try:
@@ -146,6 +150,7 @@ def consumer_main(run_dir: Path, bootstrap: str, topic: str, partitions: int,
     """Entry point of a consumer process (spawned by workloads.processes)."""
     configure_logging(run_dir, spec.id)
     proc = ConsumerProcess(run_dir, bootstrap, topic, partitions, cfg, spec, stop_event)
+    proc.own_process = True
     try:
         proc.run()
     finally:

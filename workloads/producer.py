@@ -22,6 +22,7 @@ from confluent_kafka import KafkaError, KafkaException, Producer
 
 from workloads.child_logging import configure_logging
 from workloads.config import ProducerConfig
+from workloads.parent_death import exit_with_parent
 from workloads.record import encode
 from workloads.write_recorder import make_recorder
 
@@ -234,6 +235,7 @@ def producer_main(run_dir: Path | None, bootstrap: str, topic: str, partitions: 
     gc.disable()  # see _GC_INTERVAL_S
     proc = ProducerProcess(run_dir, bootstrap, topic, partitions, cfg, producer_id, stop_event)
     proc.install_signal_handlers()
+    exit_with_parent()  # after the SIGTERM handler: the history is still written
     cpu0 = time.process_time()  # imports and client set-up are not the produce phase
     try:
         if cfg.transactional:
