@@ -39,14 +39,30 @@ class Nemesis:
 
     # ------------------------------------------------------------------ primitives
     def start_fault(self, fault: Fault) -> Fault:
+        """Starts ``fault``. A start that fails for any reason is a ``fault-error`` event
+        (the checker counts them: a schedule none of whose faults took effect proves
+        nothing) and raises :class:`FaultError` (or the ClusterError) for the schedule to
+        go on; whatever the failed start did is undone."""
         with self._lock:
             self.active.append(fault)
         try:
             fault.start(self.ctx)
-        except (FaultError, ClusterError) as e:
-            self.note(f"{fault.kind}: could not start: {e}")
-            self.end_fault(fault)
-            raise
+        except Exception as e:  # noqa: BLE001 - any failed start is recorded, never lost
+            error = f"{type(e).__name__}: {e}"
+            self.errors.append(f"{fault.kind}: could not start: {error}")
+            self.ctx.events.emit("fault-error", "instant", list(getattr(fault, "targets", [])),
+                                 {"fault": fault.kind, "error": error,
+                                  "fault_detail": fault.describe()})
+            try:
+                self.end_fault(fault)
+            except Exception as undo:  # noqa: BLE001 - the start's error is the news
+                self.note(f"undo of the failed {fault.kind} failed: {undo}")
+                with self._lock:
+                    if fault in self.active:
+                        self.active.remove(fault)
+            if isinstance(e, FaultError | ClusterError):
+                raise
+            raise FaultError(error) from e
         log.info("fault start %s", fault.describe())
         return fault
 
@@ -105,5 +121,12 @@ class Nemesis:
                 self.note(f"end of {fault.kind} failed: {e}")
 
     def run_script(self, script: Callable[[Nemesis], Any]) -> None:
-        """Runs a scenario's script; whatever it leaves active is healed by the caller."""
-        script(self)
+        """Runs a scenario's script; whatever it leaves active is healed by the caller.
+
+        A fault the script could not start ends the script (it is already a
+        ``fault-error`` event) but not the run: the workload, heal and drain go on, so the
+        history stays checkable and the checker says what the run could not show."""
+        try:
+            script(self)
+        except (FaultError, ClusterError) as e:
+            self.note(f"scenario script stopped: {type(e).__name__}: {e}")

@@ -22,7 +22,7 @@ from chaos.nemesis import Nemesis
 from chaos.rundir import kafka_version_of, new_run_dir, write_run_json
 from chaos.scenarios.base import Scenario
 from compose.cleanup import signals_raise
-from compose.cluster import KafkaCluster
+from compose.cluster import CollectFailure, KafkaCluster
 from compose.config import FAST_FAULTS, ClusterConfig
 from contract.events import INSTANT, INTERRUPTED, RUN_ERROR
 from contract.settings import normalise_acks
@@ -205,6 +205,18 @@ class Run:
                   f"{res.records} records read")
         return bool(res.complete)
 
+    def collect(self, cluster: KafkaCluster) -> None:
+        """Copies the nodes' logs (and data) out; every copy that failed is a
+        ``collect-error`` event, so the checker cannot mistake it for "replicas agree"."""
+        try:
+            failures = cluster.collect(self.run_dir / "logs", data=self.cfg.collect_data)
+        except Exception as e:  # noqa: BLE001 - recorded; teardown goes on
+            failures = [CollectFailure(-1, "data" if self.cfg.collect_data else "log",
+                                       f"{type(e).__name__}: {e}")]
+        for f in failures:
+            self.events.emit("collect-error", "instant", [f.node] if f.node >= 0 else [],
+                             {"node": f.node, "what": f.what, "error": f.error})
+
     def teardown(self) -> None:
         """Runs on every exit path; each step guarded so the others still happen."""
         steps: list[tuple[str, Callable[[], Any]]] = []
@@ -218,8 +230,7 @@ class Run:
             steps.append(("observer", self.observer.stop))
         if self.cluster:
             cluster = self.cluster
-            steps.append(("collect", lambda: cluster.collect(self.run_dir / "logs",
-                                                             data=self.cfg.collect_data)))
+            steps.append(("collect", lambda: self.collect(cluster)))
             steps.append(("cluster", cluster.stop))
         for name, fn in steps:
             try:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from contract.conditions import holds, normalise_condition
+from contract.conditions import normalise_condition, parse_condition
 
 VERDICT_LABEL = {True: "valid", False: "INVALID", "unknown": "unknown"}
 
@@ -97,6 +97,32 @@ class ChaosResult:
             raise KeyError(f"unknown anomaly kind {kind!r} (known: {', '.join(sorted(counts))})")
         return counts.get(kind, 0)
 
+    def checked(self, kind: str) -> bool:
+        """False when the checker says it could not (or was not asked to) count ``kind``."""
+        entry = self.anomalies.get(kind)
+        return not (isinstance(entry, dict) and entry.get("checked") is False)
+
+    def unchecked_reason(self, kind: str) -> str:
+        entry = self.anomalies.get(kind) or {}
+        return str(entry.get("reason") or "no reason given")
+
+    @property
+    def unknown_reasons(self) -> list[str]:
+        """Why the verdict is unknown, as the checker said (or why there is no verdict)."""
+        if self.results is None:
+            return [self.error or "no results.json"]
+        reasons = [str(r) for r in self.results.get("unknown_reasons") or [] if r]
+        if self.results.get("error"):
+            reasons.append(f"the checker failed: {self.results['error']}")
+        return reasons
+
+    def why_verdict(self) -> str:
+        """The verdict, with the reasons when it is unknown."""
+        if self.valid != "unknown":
+            return self.verdict
+        reasons = self.unknown_reasons
+        return "unknown" + (f" ({'; '.join(reasons)})" if reasons else "")
+
     @property
     def stats(self) -> dict[str, Any]:
         return dict((self.results or {}).get("stats") or {})
@@ -141,6 +167,8 @@ class ChaosResult:
             lines.append(f"  acknowledged writes: {self.acked}")
         if self.error:
             lines.append(f"  run error: {self.error}")
+        if self.valid == "unknown" and self.results is not None and self.unknown_reasons:
+            lines.append("  unknown because: " + "; ".join(self.unknown_reasons))
         lines += [f"  report: {self.report_path}", f"  run directory: {self.run_dir}"]
         return "\n".join(lines)
 
@@ -178,17 +206,27 @@ class Expectation:
         return self.valid is None and not self.anomalies
 
     def misses(self, result: ChaosResult) -> list[Miss]:
+        """What the run did not meet. An ``unknown`` run meets nothing unless
+        ``expect_valid="unknown"`` was given: its counts are not established facts."""
         out: list[Miss] = []
         if self.valid is not None and result.valid != self.valid:
-            out.append(Miss(f"verdict {VERDICT_LABEL[self.valid]}", result.verdict))
+            out.append(Miss(f"verdict {VERDICT_LABEL[self.valid]}", result.why_verdict()))
+        elif (self.valid is None and self.anomalies and result.results is not None
+              and result.valid == "unknown"):
+            out.append(Miss("a verdict the counts can stand on (valid or INVALID)",
+                            result.why_verdict()))
         counts = result.counts
         for kind, cond in self.anomalies.items():
             if result.results is None:
                 out.append(Miss(f"{kind} {cond}", "no results"))
             elif kind not in counts:
                 out.append(Miss(f"{kind} {cond}", f"unknown anomaly kind {kind!r}"))
-            elif not holds(cond, counts[kind]):
+            elif not parse_condition(cond).holds(counts[kind]):
                 out.append(Miss(f"{kind} {cond}", counts[kind]))
+            elif not result.checked(kind) and not parse_condition(cond).holds_above(counts[kind]):
+                # an unchecked count is a lower bound: "== 0" proves nothing
+                out.append(Miss(f"{kind} {cond}", f"{counts[kind]}, but {kind} was not "
+                                f"checked ({result.unchecked_reason(kind)})"))
         return out
 
     def __str__(self) -> str:
@@ -201,5 +239,11 @@ def scenario_misses(result: ChaosResult) -> list[Miss]:
     block = (result.results or {}).get("expectations")
     if not isinstance(block, dict):
         return []
-    return [Miss(str(d.get("what")), d.get("actual")) for d in block.get("details") or []
-            if not d.get("met")]
+    details = [d for d in block.get("details") or [] if isinstance(d, dict)]
+    out = [Miss(str(d.get("what")), d.get("actual")) for d in details if not d.get("met")]
+    asked_unknown = any(str(d.get("what", "")).startswith("valid ==") and d.get("met")
+                        and d.get("actual") == "unknown" for d in details)
+    if result.valid == "unknown" and details and not asked_unknown and not out:
+        out.append(Miss("a verdict the counts can stand on (valid or INVALID)",
+                        result.why_verdict()))
+    return out

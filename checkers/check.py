@@ -34,6 +34,13 @@ from .history import (
 from .identity import IdentityInputs, identity_anomalies, identity_table, reorder_anomalies
 from .observations import PartitionHistory, collect_changes, power_loss_coverage
 from .positions import position_anomalies
+from .proof import (
+    divergence_status,
+    fault_counts,
+    faults_unknown,
+    transaction_outcomes,
+    transactions_unknown,
+)
 from .runfiles import RunDir, is_uri
 from .session import build_session
 from .stats import read_summary, timeseries, write_summary
@@ -155,6 +162,8 @@ def _analyse(spark: SparkSession, run: RunDir, master: str) -> dict[str, Any]:
     attach_reads(spark, reads, findings)
     clock.lap("example_reads")
     div = check_divergence(run, spark)
+    div_status = divergence_status(run_cfg, events, div.checked, div.note)
+    div.checked = div_status.checked
     clock.lap("divergence")
 
     epoch_errors = sum(n for e, n in ws.errors.items() if e in guarantees.EPOCH_BUMP_ERRORS)
@@ -174,8 +183,10 @@ def _analyse(spark: SparkSession, run: RunDir, master: str) -> dict[str, Any]:
                                  "unit": UNITS[kind], "definition": DEFINITIONS[kind]}
         if excused:
             entry["excused"] = excused
-        if kind == "divergence" and not div.checked:
-            entry["checked"] = False
+        if kind == "divergence":
+            entry["checked"] = div.checked
+            if div_status.reason:
+                entry["reason"] = div_status.reason
         entry["examples"] = examples
         anomalies[kind] = entry
 
@@ -190,6 +201,14 @@ def _analyse(spark: SparkSession, run: RunDir, master: str) -> dict[str, Any]:
     if anomalies["unseen"]["count"]:
         unknown.append(f"{anomalies['unseen']['count']} acknowledged writes are unseen in "
                        f"partitions the drain did not read completely: {drain.incomplete[:20]}")
+    if div_status.unknown:
+        unknown.append(div_status.unknown)
+    faults = fault_counts(events)
+    if reason := faults_unknown(run_cfg, faults):
+        unknown.append(reason)
+    txns = transaction_outcomes(writes) if settings.transactional else None
+    if txns is not None and (reason := transactions_unknown(True, txns)):
+        unknown.append(reason)
     mech = None
     if settings.mechanism:
         mech = mechanism(settings.mechanism, events, history)
@@ -219,7 +238,10 @@ def _analyse(spark: SparkSession, run: RunDir, master: str) -> dict[str, Any]:
         "unavailable_s": longest,
         "unavailable_total_s": total,
         "errors": dict(sorted(ws.errors.items(), key=lambda kv: -kv[1])),
-        "divergence": div.stats(),
+        "faults": faults.stats(),
+        **({"transactions": txns} if txns is not None else {}),
+        "divergence": {**div.stats(),
+                       **({"reason": div_status.reason} if div_status.reason else {})},
         "partition_changes": n_changes,
         "power_loss_covered_partitions": sorted(power),
         "events": len(events),
@@ -240,7 +262,7 @@ def _analyse(spark: SparkSession, run: RunDir, master: str) -> dict[str, Any]:
     clock.lap("stats")
     results["checker"]["phases"] = clock.phases
     if settings.expect:
-        results["expectations"] = expectations(settings.expect, valid, anomalies)
+        results["expectations"] = expectations(settings.expect, valid, anomalies, stats)
     if mech is not None:
         results["mechanism"] = mech
     return results

@@ -10,8 +10,11 @@ from __future__ import annotations
 import gzip
 import hashlib
 import struct
+import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
+
+import cramjam
 
 # baseOffset, batchLength, partitionLeaderEpoch, magic, crc, attributes, lastOffsetDelta,
 # baseTimestamp, maxTimestamp, producerId, producerEpoch, baseSequence, recordsCount
@@ -19,7 +22,9 @@ BATCH_HEADER = struct.Struct(">qiibIhiqqqhii")
 HEADER_SIZE = BATCH_HEADER.size  # 61
 LOG_OVERHEAD = 12  # baseOffset + batchLength precede the part batchLength counts
 
-COMPRESSION_NONE, COMPRESSION_GZIP = 0, 1
+COMPRESSION_NONE, COMPRESSION_GZIP, COMPRESSION_SNAPPY, COMPRESSION_LZ4, COMPRESSION_ZSTD = range(5)
+_XERIAL_MAGIC = b"\x82SNAPPY\x00"
+_XERIAL_HEADER = 16  # magic (8), version (4), compatible version (4)
 CONTROL_FLAG = 0x20
 
 
@@ -79,21 +84,35 @@ def _varint(buf: bytes, pos: int) -> tuple[int, int]:
     return (result >> 1) ^ -(result & 1), pos
 
 
+def _snappy(body: bytes) -> bytes:
+    """Kafka's snappy: the Java client writes xerial framing (magic, version, compatible
+    version, then length-prefixed raw blocks); librdkafka writes one raw block."""
+    if not body.startswith(_XERIAL_MAGIC):
+        return bytes(cramjam.snappy.decompress_raw(body))
+    out, pos = bytearray(), _XERIAL_HEADER
+    while pos + 4 <= len(body):
+        (n,) = struct.unpack_from(">i", body, pos)
+        pos += 4
+        out += bytes(cramjam.snappy.decompress_raw(body[pos : pos + n]))
+        pos += n
+    return bytes(out)
+
+
 def _decompress(codec: int, body: bytes) -> bytes | None:
-    if codec == COMPRESSION_NONE:
-        return body
-    if codec == COMPRESSION_GZIP:
-        return gzip.decompress(body)
-    try:  # optional codecs: used when their modules happen to be installed
-        if codec == 4:
-            import zstandard
-
-            return bytes(zstandard.ZstdDecompressor().decompressobj().decompress(body))
-        if codec == 3:
-            import lz4.frame
-
-            return bytes(lz4.frame.decompress(body))
-    except ImportError:
+    """The records of a batch body; None when the codec is unknown or the body corrupt."""
+    try:
+        if codec == COMPRESSION_NONE:
+            return body
+        if codec == COMPRESSION_GZIP:
+            return gzip.decompress(body)
+        if codec == COMPRESSION_SNAPPY:
+            return _snappy(body)
+        if codec == COMPRESSION_LZ4:  # the LZ4 frame format (magic 2 batches)
+            return bytes(cramjam.lz4.decompress(body))
+        if codec == COMPRESSION_ZSTD:
+            return bytes(cramjam.zstd.decompress(body))
+    except (OSError, EOFError, ValueError, zlib.error, cramjam.DecompressionError,
+            struct.error):
         return None
     return None
 

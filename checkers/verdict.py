@@ -20,19 +20,46 @@ def verdict(anomalies: dict[str, dict[str, Any]], unknown_reasons: list[str]) ->
     return True
 
 
+def _stat(stats: dict[str, Any], path: str) -> Any:
+    value: Any = stats
+    for part in path.split("."):
+        value = value.get(part) if isinstance(value, dict) else None
+    return value
+
+
+def _met(cond: Any, actual: int, checked: bool = True) -> tuple[bool, str | None]:
+    """Whether a count meets a condition, and why not when it cannot be read or proven.
+    An unchecked count is only a lower bound: "== 0" proves nothing about it."""
+    try:
+        c = parse_condition(cond)
+    except ConditionError:
+        return False, "cannot parse condition"
+    if not checked:
+        return c.holds_above(actual), None
+    return c.holds(actual), None
+
+
 def expectations(expect: dict[str, Any], valid: bool | str,
-                 anomalies: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    """Compare a scenario's ``expect`` with the results."""
+                 anomalies: dict[str, dict[str, Any]],
+                 stats: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Compare a scenario's ``expect`` with the results. ``expect["stats"]`` holds
+    conditions on numbers of results.json's stats by dotted path
+    (``{"transactions.committed": ">0"}``); an absent number is not met."""
     details: list[dict[str, Any]] = []
+    for path, cond in (expect.get("stats") or {}).items():
+        value = _stat(stats or {}, str(path))
+        ok = _met(cond, int(value))[0] if isinstance(value, int | float) else False
+        details.append({"what": f"stats.{path} {cond}", "actual": value, "met": ok})
     if "valid" in expect:
         details.append({"what": f"valid == {expect['valid']!r}", "actual": valid,
                         "met": valid == expect["valid"]})
     for kind, cond in (expect.get("anomalies") or {}).items():
-        actual = anomalies.get(kind, {}).get("count", 0)
-        try:
-            met, error = parse_condition(cond).holds(actual), None
-        except ConditionError:
-            met, error = False, "cannot parse condition"
+        entry = anomalies.get(kind, {})
+        actual = entry.get("count", 0)
+        checked = entry.get("checked") is not False
+        met, error = _met(cond, actual, checked)
+        if not met and error is None and not checked and _met(cond, actual)[0]:
+            error = f"{kind} was not checked: {entry.get('reason', 'no reason')}"
         details.append({"what": f"{kind} {cond}", "actual": actual, "met": met,
                         **({"error": error} if error else {})})
     return {"met": all(d["met"] for d in details), "details": details}

@@ -11,6 +11,7 @@ from __future__ import annotations
 import ipaddress
 import logging
 import random
+import tarfile
 import time
 import uuid
 from base64 import urlsafe_b64encode
@@ -37,6 +38,16 @@ testcontainers_config.ryuk_disabled = True
 
 class ClusterError(RuntimeError):
     """The cluster did not come up or a wait ran out; the message says which."""
+
+
+@dataclass(frozen=True)
+class CollectFailure:
+    """One node whose log (``what="log"``) or Kafka log directory (``"data"``) was not
+    copied out, and why."""
+
+    node: int
+    what: str
+    error: str
 
 
 @dataclass(frozen=True)
@@ -303,13 +314,24 @@ class KafkaCluster:
         raise ClusterError("no running node could tell the active controller")
 
     # ------------------------------------------------------------------ artefacts
-    def collect(self, dest: Path, data: bool = False) -> None:
-        """Copies each node's log (and, if asked, its Kafka log directory) into ``dest``."""
+    def collect(self, dest: Path, data: bool = False) -> list[CollectFailure]:
+        """Copies each node's log (and, if asked, its Kafka log directory) into ``dest``.
+
+        Returns what could not be copied (the caller records it: a missing copy of the
+        data must not read as "the replicas agree")."""
         dest.mkdir(parents=True, exist_ok=True)
+        failures: list[CollectFailure] = []
         for nid, node in self.nodes.items():
+            what = "log"
             try:
                 (dest / f"node-{nid}.log").write_bytes(node.logs())
                 if data:
+                    what = "data"
                     node.copy_data_dir(dest / "data" / f"broker-{nid}")
-            except docker.errors.APIError as e:
-                log.warning("could not collect node %s: %s", nid, e)
+            except (docker.errors.DockerException, OSError, tarfile.TarError) as e:
+                log.warning("could not collect %s of node %s: %s", what, nid, e)
+                failures.append(CollectFailure(nid, what, f"{type(e).__name__}: {e}"))
+            if data and what == "log":  # the log copy failed first: the data was not tried
+                failures.append(CollectFailure(nid, "data", "not copied: the node's log "
+                                                             "copy failed first"))
+        return failures

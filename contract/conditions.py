@@ -35,6 +35,12 @@ class Condition:
         """Whether a count meets the condition."""
         return _OPS[self.op](actual, self.n)
 
+    def holds_above(self, actual: int) -> bool:
+        """Whether the condition holds for every count >= ``actual``: what an unchecked
+        count (a lower bound, e.g. divergence without the replicas' data) can prove."""
+        return (self.op in (">", ">=") and self.holds(actual)) or (
+            self.op == "!=" and actual > self.n)
+
     def __str__(self) -> str:
         return f"{self.op}{self.n}"
 

@@ -72,6 +72,8 @@ def junit_xml(
             elif row.status == "allowed":
                 ET.SubElement(c, "system-out").text = "allowed by this configuration. " + \
                     _examples_text(row)
+            elif row.status == "unchecked":
+                ET.SubElement(c, "skipped", message=row.why or "not checked")
         for section in ("expectations", "mechanism"):
             block = results.get(section)
             if not isinstance(block, dict):

@@ -43,6 +43,7 @@ class AnomalyRow:
     why: str
     examples: list[dict[str, Any]] = field(default_factory=list)
     definition: str = ""
+    checked: bool = True  # False: the checker could not (or was not asked to) look
 
     @property
     def meaning(self) -> str:
@@ -56,6 +57,8 @@ class AnomalyRow:
         ``unseen`` records are neither: the drain could not read their partition completely,
         so the run cannot tell lost from not-yet-read (DESIGN.md §4: the verdict is unknown).
         """
+        if not self.checked and self.count == 0:
+            return "unchecked"
         if self.count == 0:
             return "none"
         if self.kind == "unseen" and not self.allowed:
@@ -140,9 +143,13 @@ def anomaly_rows(results: dict[str, Any] | None) -> list[AnomalyRow]:
         allowed = bool(a.get("allowed", False))
         # The anomaly's own "why" may say more than the guarantee (e.g. how many were excused).
         why = str(a.get("why") or guarantees.get(kind) or a.get("reason") or "")
+        checked = a.get("checked") is not False
+        if not checked and a.get("reason"):
+            reason = str(a["reason"])
+            why = reason if reason.startswith("not checked") else f"not checked: {reason}"
         examples = [e for e in (a.get("examples") or []) if isinstance(e, dict)]
         definition = str(a.get("definition") or "")
-        rows.append(AnomalyRow(kind, count, allowed, why, examples, definition))
+        rows.append(AnomalyRow(kind, count, allowed, why, examples, definition, checked))
     return rows
 
 
@@ -186,6 +193,7 @@ def verdict(results: dict[str, Any] | None, rows: list[AnomalyRow]) -> Verdict:
             reasons.append(str(results["error"]))
         reason = ("The facts could not be established: " + "; ".join(reasons) + "."
                   if reasons else "The checker could not establish the facts.")
+    notes += [f"{r.kind}: not checked" for r in rows if not r.checked]
     expectations = results.get("expectations") or {}
     if expectations.get("met") is False:
         missed = [d.get("what", "?") for d in expectations.get("details", []) if not d.get("met")]

@@ -82,7 +82,8 @@ def test_allowed_anomalies_leave_valid_true(check) -> None:  # type: ignore[no-u
 @pytest.mark.spark
 def test_power_loss_of_whole_isr_excuses_loss_and_attribution(check) -> None:  # type: ignore[no-untyped-def]
     h = History()
-    h.run["expect"] = {"valid": True, "anomalies": {"lost": ">0", "divergence": "==0"}}
+    # (no "divergence ==0": this history has no replicas' logs, so divergence is not checked)
+    h.run["expect"] = {"valid": True, "anomalies": {"lost": ">0"}}
     h.run["mechanism"] = [{"kind": "fault", "fault": "power-loss"},
                           {"kind": "isr-shrunk-to", "size": 1},
                           {"kind": "leader-changed"}]

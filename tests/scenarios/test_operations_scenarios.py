@@ -9,6 +9,7 @@ import random
 from types import SimpleNamespace
 from typing import Any
 
+import pyarrow.dataset as ds
 import pytest
 
 from chaos.config import RunConfig, RunConfigError
@@ -17,7 +18,7 @@ from chaos.faults.quorum import VOTER_SHAPES
 from chaos.nemesis import random_fault
 from chaos.orchestrator import run
 from chaos.scenarios import SCENARIOS
-from chaos.scenarios.operations import OPERATIONS, VoterPartition
+from chaos.scenarios.operations import OPERATIONS, TXN_UNKNOWN_MAX_PERCENT, VoterPartition
 from contract.faults import FAULTS
 
 
@@ -28,10 +29,11 @@ def run_scenario(name: str, tmp_path: Any, **overrides: Any) -> dict[str, Any]:
     assert out.completed and out.error is None, out.error
     assert out.results is not None
     res = dict(out.results)
+    res["_run_dir"] = out.run_dir
     res["_events"] = [json.loads(line) for line in
                       (out.run_dir / "history" / "events.jsonl").read_text().splitlines()
                       if line.strip()]
-    print(json.dumps({k: v for k, v in res.items() if k != "_events"}, indent=1)[:4000])
+    print(json.dumps({k: v for k, v in res.items() if not k.startswith("_")}, indent=1)[:4000])
     assert res["stats"]["writes"]["ok"] > 0, res["stats"]  # a run that wrote nothing shows nothing
     return res
 
@@ -65,6 +67,9 @@ def test_expectations_follow_the_configuration():
     assert pl.expect_for(pl.run_config(), "4.3.1")["anomalies"]["lost"] == ">0"
     txn = SCENARIOS["transactions-chaos"]
     assert txn.expect_for(txn.run_config(), "4.3.1")["anomalies"]["aborted-read"] == "==0"
+    assert txn.expect_for(txn.run_config(), "4.3.1")["stats"] == {
+        "transactions.committed": ">0", "transactions.aborted": ">0",
+        "transactions.unknown_percent": f"<={TXN_UNKNOWN_MAX_PERCENT}"}
 
 
 def test_voter_partition_shapes():
@@ -103,12 +108,20 @@ def test_safe_config_chaos_is_valid(tmp_path):
     assert res["valid"] is True, counts(res)
     assert_expected(res)
     assert counts(res)["lost"] == 0 and res["stats"]["writes"]["ok"] > 0
+    # valid means something only if faults hit: every fault start the history records is
+    # counted, and a 60 s run with one fault every ~10 s gets several
+    starts = [e for e in res["_events"] if e["phase"] == "start"
+              and e["kind"] in ("kill", "pause", "partition")]
+    errors = [e for e in res["_events"] if e["kind"] == "fault-error"]
+    assert res["stats"]["faults"]["applied"] == len(starts) >= 3, res["stats"]["faults"]
+    assert res["stats"]["faults"]["errors"] == len(errors)
 
 
 @pytest.mark.cluster
 def test_all_replicas_power_loss(tmp_path):
     res = run_scenario("all-replicas-power-loss", tmp_path)
     c = counts(res)
+    assert res["anomalies"]["divergence"]["checked"] is True, res["anomalies"]["divergence"]
     assert c["divergence"] == 0 and c["inconsistent-offset"] == 0, c
     assert c["lost"] > 0 and res["anomalies"]["lost"]["allowed"], res["anomalies"]["lost"]
     assert res["valid"] is True, c
@@ -141,3 +154,17 @@ def test_transactions_chaos(tmp_path):
     assert c["aborted-read"] == 0 and c["lost"] == 0, c
     assert res["valid"] is True, c
     assert_expected(res)
+    # the run shows something about transactions: both outcomes, few unknown (the stated
+    # share is part of the scenario's expectations, asserted just above too)
+    txns = res["stats"]["transactions"]
+    assert txns["committed"] > 0 and txns["aborted"] > 0, txns
+    assert txns["unknown_percent"] <= TXN_UNKNOWN_MAX_PERCENT, txns
+    # and the read_committed consumers (not only the drain) read committed records
+    hist = res["_run_dir"] / "history"
+    writes = ds.dataset(hist / "writes.parquet").to_table(
+        columns=["producer", "seq", "txn_outcome"]).to_pandas()
+    reads = ds.dataset(hist / "reads.parquet").to_table(
+        columns=["reader", "producer", "seq"]).to_pandas()
+    committed = writes[writes.txn_outcome == "committed"][["producer", "seq"]]
+    consumed = reads[reads.reader != "drain"].merge(committed, on=["producer", "seq"])
+    assert len(consumed) > 0, "no read_committed consumer read a committed record"
