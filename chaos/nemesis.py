@@ -13,7 +13,7 @@ from typing import Any
 from chaos.faults.base import Fault, FaultContext, FaultError
 from chaos.faults.factory import draw_params, make_fault
 from compose.cluster import ClusterError
-from contract.events import INSTANT, NEMESIS_ERROR
+from contract.events import FAULT_ERROR, INSTANT, NEMESIS_ERROR
 
 log = logging.getLogger("kafka_chaos.nemesis")
 
@@ -50,7 +50,7 @@ class Nemesis:
         except Exception as e:  # noqa: BLE001 - any failed start is recorded, never lost
             error = f"{type(e).__name__}: {e}"
             self.errors.append(f"{fault.kind}: could not start: {error}")
-            self.ctx.events.emit("fault-error", "instant", list(getattr(fault, "targets", [])),
+            self.ctx.events.emit(FAULT_ERROR, INSTANT, list(getattr(fault, "targets", [])),
                                  {"fault": fault.kind, "error": error,
                                   "fault_detail": fault.describe()})
             try:

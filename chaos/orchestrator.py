@@ -24,7 +24,7 @@ from chaos.scenarios.base import Scenario
 from compose.cleanup import signals_raise
 from compose.cluster import CollectFailure, KafkaCluster
 from compose.config import FAST_FAULTS, ClusterConfig
-from contract.events import INSTANT, INTERRUPTED, RUN_ERROR
+from contract.events import COLLECT_ERROR, INSTANT, INTERRUPTED, RUN_ERROR
 from contract.settings import normalise_acks
 from workloads import (
     ConsumerConfig,
@@ -214,7 +214,7 @@ class Run:
             failures = [CollectFailure(-1, "data" if self.cfg.collect_data else "log",
                                        f"{type(e).__name__}: {e}")]
         for f in failures:
-            self.events.emit("collect-error", "instant", [f.node] if f.node >= 0 else [],
+            self.events.emit(COLLECT_ERROR, INSTANT, [f.node] if f.node >= 0 else [],
                              {"node": f.node, "what": f.what, "error": f.error})
 
     def teardown(self) -> None:

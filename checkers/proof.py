@@ -14,13 +14,14 @@ from typing import Any
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from contract.events import COLLECT_ERROR, FAULT_ERROR
+from contract.faults import FAULT_KINDS
+
 from .history import Event
 
-#: Event kinds a fault records when it starts (chaos/faults: Kill, Stop, Pause, Partition,
-#: Slow, PowerLoss). Their ends and restarts (start, resume, heal) are not new faults.
-FAULT_EVENT_KINDS = frozenset({"kill", "stop", "pause", "partition", "slow", "power-loss"})
-FAULT_ERROR = "fault-error"
-COLLECT_ERROR = "collect-error"
+#: Event kinds a fault records when it starts (the registry's kinds). Their ends and restarts
+#: (start, resume, heal) are not new faults.
+FAULT_EVENT_KINDS = frozenset(FAULT_KINDS)
 NOT_CHECKED = "not checked"
 MAX_ERRORS_LISTED = 20
 
