@@ -17,6 +17,7 @@ from .attribution import Attributor
 from .collect import Findings, attach_reads, collect_findings
 from .config import Settings, settings_from_run
 from .divergence import check_divergence
+from .epochs import epoch_bumps
 from .examples import build_example
 from .history import (
     OBSERVATIONS_SCHEMA,
@@ -97,7 +98,7 @@ def find_anomalies(writes: DataFrame, reads: DataFrame, inputs: IdentityInputs) 
     ident = identity_table(writes, reads, inputs).persist(StorageLevel.MEMORY_AND_DISK)
     try:
         return collect_findings([
-            identity_anomalies(ident, inputs), reorder_anomalies(ident, inputs.topics),
+            identity_anomalies(ident, inputs), reorder_anomalies(ident, inputs),
             position_anomalies(reads, inputs.partitions, inputs.topics, inputs.readers),
         ])
     finally:
@@ -156,17 +157,17 @@ def _analyse(spark: SparkSession, run: RunDir, master: str) -> dict[str, Any]:
     clock.lap("observations")
 
     topics = sorted(set(ws.topics) | set(rs.topics))
+    bumps = epoch_bumps(writes) if settings.idempotence else {}
     findings = find_anomalies(writes, reads, IdentityInputs(settings, drain.complete, power,
                                                             parts_n, topics,
-                                                            sorted(per_reader)))
+                                                            sorted(per_reader), bumps))
     clock.lap("anomalies")
     attach_reads(spark, reads, findings)
     clock.lap("example_reads")
     div = check_divergence(run, spark)
     clock.lap("divergence")
 
-    epoch_errors = sum(n for e, n in ws.errors.items() if e in guarantees.EPOCH_BUMP_ERRORS)
-    rules = guarantees.rules(settings, epoch_errors)
+    rules = guarantees.rules(settings)
     attributor = Attributor(events, history)
     anomalies: dict[str, dict[str, Any]] = {}
     for kind in ANOMALY_KINDS:

@@ -91,7 +91,14 @@ def build_example(kind: str, row: dict[str, Any], attributor: Attributor) -> dic
         ]
     if kind == "aborted-read":
         e["txn_outcome"] = "aborted"
+    if kind in ("duplicate", "reorder") and row.get("epoch_bump_ns") is not None:
+        e["epoch_bump_ns"] = row.get("epoch_bump_ns")
+        e["known_bug"] = {"id": "librdkafka#4953", "status": "open",
+                          "link": "https://github.com/confluentinc/librdkafka/issues/4953"}
     e["complete_ns"] = row.get("complete_ns")
     e["event_ns"] = row.get("event_ns")
     e["summary"] = summary(kind, e)
+    if e.get("epoch_bump_ns") is not None:
+        e["summary"] += (f" (after an epoch bump of producer {e.get('producer')}: one of its "
+                         "writes ended with an epoch-bump error such as _MSG_TIMED_OUT first)")
     return attributor.annotate(e, kind)

@@ -8,22 +8,6 @@ from dataclasses import dataclass
 from .config import Settings
 from .kinds import ANOMALY_KINDS
 
-#: librdkafka errors after which an idempotent producer may bump its epoch and resend
-#: (confluentinc/librdkafka#4953): duplicates then come from the client, not from Kafka.
-EPOCH_BUMP_ERRORS: frozenset[str] = frozenset(
-    {
-        "_MSG_TIMED_OUT",
-        "_TIMED_OUT",
-        "REQUEST_TIMED_OUT",
-        "_PURGE_INFLIGHT",
-        "_FATAL",
-        "OUT_OF_ORDER_SEQUENCE_NUMBER",
-        "UNKNOWN_PRODUCER_ID",
-        "_GAPLESS_GUARANTEE",
-        "INVALID_PRODUCER_EPOCH",
-    }
-)
-
 
 @dataclass(frozen=True)
 class Rule:
@@ -58,24 +42,23 @@ def lost_rule(s: Settings) -> Rule:
                 "only a power loss of every in-sync replica excuses a loss")
 
 
-def duplicate_rule(s: Settings, epoch_bump_errors: int) -> Rule:
+def duplicate_rule(s: Settings) -> Rule:
     if not s.idempotence:
         return Rule(True, "allowed: enable.idempotence=false — the producer retries batches whose "
                     "acknowledgement was lost, and the broker appends them again")
-    if epoch_bump_errors > 0 and not s.transactional:
-        return Rule(True, f"allowed: {epoch_bump_errors} writes ended with a timeout or fatal "
-                    "idempotence error; librdkafka then bumps the producer epoch and may resend, "
-                    "a known client limitation (confluentinc/librdkafka#4953), not a Kafka fault")
-    return Rule(False, "forbidden: the idempotent producer's sequence numbers let the broker "
-                "drop retried batches")
+    # Client errors do not change what the user configured: a duplicate after an epoch bump
+    # is still a violation; its example names the known client bug (librdkafka#4953).
+    return Rule(False, "forbidden: enable.idempotence=true — the broker drops retried batches by "
+                "their sequence numbers, whatever client errors happened (examples after a "
+                "producer epoch bump name the known client bug they match)")
 
 
 def reorder_rule(s: Settings) -> Rule:
     if not s.idempotence:
         return Rule(True, "allowed: enable.idempotence=false — with several requests in flight a "
                     "retried batch can land after a later one")
-    return Rule(False, "forbidden: the idempotent producer keeps per-partition order across "
-                "retries")
+    return Rule(False, "forbidden: enable.idempotence=true — the idempotent producer keeps "
+                "per-partition order across retries, whatever client errors happened")
 
 
 POLL_RULE = Rule(False, "forbidden in assign mode; in subscribe mode a rebalance may move a "
@@ -94,11 +77,11 @@ NEVER: dict[str, str] = {
 }
 
 
-def rules(s: Settings, epoch_bump_errors: int = 0) -> dict[str, Rule]:
+def rules(s: Settings) -> dict[str, Rule]:
     """The rule for every kind under settings ``s``."""
     out: dict[str, Rule] = {
         "lost": lost_rule(s),
-        "duplicate": duplicate_rule(s, epoch_bump_errors),
+        "duplicate": duplicate_rule(s),
         "reorder": reorder_rule(s),
         "poll-skip": POLL_RULE,
         "nonmonotonic-poll": POLL_RULE,

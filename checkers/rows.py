@@ -26,6 +26,7 @@ ANOMALY_COLUMNS: tuple[tuple[str, DataType], ...] = (
     ("outcome", StringType()),
     ("n", LongType()),
     ("excused", BooleanType()),
+    ("epoch_bump_ns", LongType()),  # duplicate/reorder: the producer's epoch bump before it
 )
 
 

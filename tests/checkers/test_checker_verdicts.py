@@ -44,10 +44,8 @@ def test_idempotence_rules() -> None:
     assert rules(off)["duplicate"].allowed and rules(off)["reorder"].allowed
     on = settings_from_run(_cfg(producer_config={"enable.idempotence": "true"}))
     assert not rules(on)["duplicate"].allowed and not rules(on)["reorder"].allowed
-    # after timeouts librdkafka may bump the epoch and resend (librdkafka#4953)
-    assert rules(on, epoch_bump_errors=3)["duplicate"].allowed
     txn = settings_from_run(_cfg(producer_config={"transactional.id": "x"}))
-    assert txn.idempotence and not rules(txn, epoch_bump_errors=3)["duplicate"].allowed
+    assert txn.idempotence and not rules(txn)["duplicate"].allowed
 
 
 def test_never_allowed_kinds() -> None:
@@ -55,9 +53,6 @@ def test_never_allowed_kinds() -> None:
     for kind in ("inconsistent-offset", "offset-mismatch", "failed-visible", "unexpected",
                  "aborted-read", "divergence", "poll-skip", "nonmonotonic-poll"):
         assert not rules(lax)[kind].allowed, kind
-
-
-pytestmark_spark = pytest.mark.spark
 
 
 @pytest.mark.spark
