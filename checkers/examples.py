@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from .attribution import Attributor
+from .known import describe, tag
 
 READS_PER_EXAMPLE = 8
 
@@ -57,8 +58,10 @@ def summary(kind: str, e: dict[str, Any]) -> str:
     return kind
 
 
-def build_example(kind: str, row: dict[str, Any], attributor: Attributor) -> dict[str, Any]:
-    """A results.json example from an anomaly row (with ``_reads`` attached)."""
+def build_example(kind: str, row: dict[str, Any], attributor: Attributor,
+                  accepted: tuple[str, ...] = ()) -> dict[str, Any]:
+    """A results.json example from an anomaly row (with ``_reads`` attached); a row a known
+    bug explains carries ``known_bug`` (``accepted``: the ids the run accepts)."""
     reads = row.get("_reads") or []
     e: dict[str, Any] = {}
     if row.get("producer") is not None or kind not in ("inconsistent-offset",):
@@ -93,12 +96,16 @@ def build_example(kind: str, row: dict[str, Any], attributor: Attributor) -> dic
         e["txn_outcome"] = "aborted"
     if kind in ("duplicate", "reorder") and row.get("epoch_bump_ns") is not None:
         e["epoch_bump_ns"] = row.get("epoch_bump_ns")
-        e["known_bug"] = {"id": "librdkafka#4953", "status": "open",
-                          "link": "https://github.com/confluentinc/librdkafka/issues/4953"}
     e["complete_ns"] = row.get("complete_ns")
     e["event_ns"] = row.get("event_ns")
+    bug = tag(row.get("known_bug"), accepted)
+    if bug is not None:
+        e["known_bug"] = bug
     e["summary"] = summary(kind, e)
     if e.get("epoch_bump_ns") is not None:
         e["summary"] += (f" (after an epoch bump of producer {e.get('producer')}: one of its "
                          "writes ended with an epoch-bump error such as _MSG_TIMED_OUT first)")
+    if bug is not None:
+        e["summary"] += f"; matches known bug {describe(bug['id'])}" + (
+            ", accepted by this run" if bug["accepted"] else "")
     return attributor.annotate(e, kind)

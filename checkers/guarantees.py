@@ -90,3 +90,54 @@ def rules(s: Settings) -> dict[str, Rule]:
         out[kind] = Rule(kind == "unseen", why)
     assert set(out) == set(ANOMALY_KINDS)
     return out
+
+
+def _ids(ids: list[str]) -> str:
+    return ", ".join(ids)
+
+
+def decide(kind: str, count: int, excused: int, rule: Rule,
+           by_bug: dict[str | None, tuple[int, int]] | None = None,
+           accepted: tuple[str, ...] = ()) -> tuple[bool, str, int]:
+    """Whether a kind is allowed, why, and how many of its records an accepted known bug
+    explains. A forbidden kind is allowed only when every record is excused (a power loss
+    of the whole ISR, a recorded rebalance) or explained by a known bug the run accepts
+    (run.json ``accept_known``); one record that is neither keeps it forbidden."""
+    if rule.allowed or count == 0:
+        return rule.allowed, rule.why, 0
+    by_bug = by_bug or {None: (count, excused)}
+    accepted_n = sum(n - ex for bug, (n, ex) in by_bug.items() if bug in accepted)
+    ids = sorted(str(b) for b, (n, ex) in by_bug.items() if b in accepted and n > ex)
+    rest = count - excused - accepted_n
+    parts = []
+    if excused:
+        parts.append(f"{excused} excused ({EXCUSES.get(kind, 'excused')})")
+    if accepted_n:
+        parts.append(f"{accepted_n} match known bugs this run accepts ({_ids(ids)})")
+    if rest == 0:
+        if not accepted_n:
+            return True, f"allowed: every one {EXCUSES.get(kind, 'is excused')}; " \
+                         f"otherwise {rule.why}", 0
+        return True, f"accepted: {'; '.join(parts)}; otherwise {rule.why}", accepted_n
+    if parts:
+        return False, f"{rule.why} ({'; '.join(parts)}; {rest} of {count} neither)", accepted_n
+    return False, rule.why, accepted_n
+
+
+#: Why single records of a forbidden kind are excused (checkers/README.md).
+EXCUSES: dict[str, str] = {
+    "lost": "was acknowledged before a power loss hit every in-sync replica of its partition "
+    "(Kafka promises durability only while one in-sync replica survives)",
+    "poll-skip": "was by a subscribe-mode reader",
+    "nonmonotonic-poll": "was by a subscribe-mode reader",
+}
+
+
+def guarantee_line(kind: str, rule: Rule, accepted: tuple[str, ...],
+                   explains: dict[str, tuple[str, ...]]) -> str:
+    """The configuration's rule for ``kind``, naming the known bugs the run accepts for it
+    (``explains``: known-bug id -> the kinds it explains)."""
+    ids = [b for b in accepted if kind in explains.get(b, ())]
+    if not ids or rule.allowed:
+        return rule.why
+    return f"{rule.why}; this run accepts known bugs {_ids(ids)} for it (accept_known)"

@@ -85,3 +85,61 @@ def test_reorder_under_idempotence_forbidden_and_tagged(idem) -> None:  # type: 
     (e,) = ro["examples"]
     assert (e["producer"], e["seq"], e["read_offset"], e["other"]["seq"]) == (5, 0, 1, 2)
     assert e["known_bug"]["id"] == "librdkafka#4953"
+
+
+def test_known_bug_counts_are_exact(idem) -> None:  # type: ignore[no-untyped-def]
+    assert idem["anomalies"]["duplicate"]["known_bugs"] == {"librdkafka#4953": 1}
+    assert idem["anomalies"]["reorder"]["known_bugs"] == {"librdkafka#4953": 1}
+    assert idem["anomalies"]["lost"]["known_bugs"] == {}
+    assert idem["accepted_known"] == []
+
+
+def _many_bumped_duplicates(n: int, accept: list[str], stray: bool) -> History:
+    """``n`` duplicates of producer 1, all after its epoch bump; ``stray``: one more duplicate
+    of producer 2, which never had an epoch-bump error."""
+    h = History()
+    h.run["accept_known"] = accept
+    for s in range(n):
+        h.write(1, s, offset=2 * s, at_ms=s)
+    h.write(1, n, outcome="info", error=TIMEOUT, at_ms=n + 5)
+    for s in range(n):
+        h.drain(0, 2 * s, 1, s).drain(0, 2 * s + 1, 1, s)
+    if stray:
+        h.write(2, 0, offset=0, partition=1).drain(1, 0, 2, 0).drain(1, 1, 2, 0)
+    h.drain_end(complete=True)
+    return h
+
+
+def test_accepted_known_bug_leaves_the_verdict_valid(check) -> None:  # type: ignore[no-untyped-def]
+    r = check(_many_bumped_duplicates(40, ["librdkafka#4953"], stray=False))
+    dup = r["anomalies"]["duplicate"]
+    assert dup["count"] == 40 and dup["known_bugs"] == {"librdkafka#4953": 40}
+    assert len(dup["examples"]) == 32  # capped; the counts are exact
+    assert dup["allowed"] is True and dup["accepted"] == 40
+    assert dup["why"].startswith("accepted: 40 match known bugs this run accepts")
+    assert r["valid"] is True and r["accepted_known"] == ["librdkafka#4953"]
+    assert "accepts known bugs librdkafka#4953" in r["guarantees"]["duplicate"]
+    assert all(e["known_bug"] == {"id": "librdkafka#4953", "status": "open", "accepted": True,
+                                  "link": "https://github.com/confluentinc/librdkafka/issues/4953"}
+               for e in dup["examples"])
+
+
+def test_one_unexplained_record_keeps_an_accepted_kind_forbidden(check) -> None:  # type: ignore[no-untyped-def]
+    r = check(_many_bumped_duplicates(40, ["librdkafka#4953"], stray=True))
+    dup = r["anomalies"]["duplicate"]
+    assert dup["count"] == 41 and dup["known_bugs"] == {"librdkafka#4953": 40}
+    assert dup["allowed"] is False and dup["accepted"] == 40
+    assert "1 of 41 neither" in dup["why"]
+    assert r["valid"] is False
+    # the one that fails the verdict is shown first, even past the 32-example cap
+    assert dup["examples"][0]["producer"] == 2 and "known_bug" not in dup["examples"][0]
+    assert sum(1 for e in dup["examples"] if "known_bug" not in e) == 1
+
+
+def test_unaccepted_known_bug_is_a_violation(check) -> None:  # type: ignore[no-untyped-def]
+    r = check(_many_bumped_duplicates(3, [], stray=False))
+    dup = r["anomalies"]["duplicate"]
+    assert dup["known_bugs"] == {"librdkafka#4953": 3} and dup["allowed"] is False
+    assert "accepted" not in dup and r["valid"] is False
+    assert dup["examples"][0]["known_bug"]["accepted"] is False
+    assert "matches known bug librdkafka#4953 (open)" in dup["examples"][0]["summary"]

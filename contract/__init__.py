@@ -1,0 +1,1 @@
+"""The contract between kafka-chaos's stages, defined once (DESIGN.md §3-§5)."""
