@@ -32,6 +32,7 @@ from .history import (
 from .identity import IdentityInputs, identity_anomalies, identity_table, reorder_anomalies
 from .kinds import ANOMALY_KINDS, DEFINITIONS, UNITS
 from .known import EXPLAINS, KnownInputs, known_bug_column
+from .known import entries as known_entries
 from .observations import (
     PartitionHistory,
     collect_changes,
@@ -242,6 +243,8 @@ def _analyse(spark: SparkSession, run: RunDir, master: str) -> dict[str, Any]:
         "guarantees": {k: guarantees.guarantee_line(k, rules[k], settings.accept_known,
                                                     EXPLAINS) for k in ANOMALY_KINDS},
         "accepted_known": list(settings.accept_known),
+        "known_bugs": known_entries({b for a in anomalies.values() for b in a["known_bugs"]}
+                                    | set(settings.accept_known)),
         "checker": {"engine": "pyspark", "master": master, "seconds": 0.0,
                     "spark_version": spark.version},
     }

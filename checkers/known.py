@@ -81,6 +81,18 @@ def tag(bug_id: str | None, accepted: tuple[str, ...] = ()) -> dict[str, Any] | 
     return out
 
 
+def entries(ids: set[str]) -> dict[str, dict[str, Any]]:
+    """results.json's top-level ``known_bugs``: the registry entries named in this run."""
+    out: dict[str, dict[str, Any]] = {}
+    for bug_id in sorted(ids):
+        bug = known_bug(bug_id)
+        if bug is not None:
+            out[bug_id] = {"title": bug.title, "link": bug.link, "status": bug.status,
+                           "component": bug.component, "affected_from": bug.affected_from,
+                           "fixed_in": bug.fixed_in, "kinds": list(bug.kinds)}
+    return out
+
+
 def describe(bug_id: str) -> str:
     """``librdkafka#4953 (open)``."""
     bug = known_bug(bug_id)

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from contract.known_bugs import BY_ID, FACTS, KNOWN_BUGS, unknown_ids, version_tuple
-
 from checkers.kinds import ANOMALY_KINDS
+from contract.known_bugs import BY_ID, FACTS, KNOWN_BUGS, unknown_ids, version_tuple
 
 KINDS = set(ANOMALY_KINDS) | {"reused-offset"}
 
