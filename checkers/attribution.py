@@ -8,6 +8,7 @@ from typing import Any
 
 from .history import Event
 from .observations import PartitionHistory, tp_key
+from .positions import rebalance_polls
 
 #: Instant events (a kill, a restart) this close to a moment are reported with it.
 INSTANT_WINDOW_NS = 5_000_000_000
@@ -78,8 +79,11 @@ class Attributor:
 
     def __init__(self, events: list[Event], parts: PartitionHistory):
         self.faults = fault_intervals(events)
-        self.instants = [e for e in events if e.kind != "phase" and e.phase == "instant"]
+        # rebalances are the readers' own events, not faults
+        self.instants = [e for e in events if e.kind not in ("phase", "rebalance")
+                         and e.phase == "instant"]
         self.parts = parts
+        self.rebalances = rebalance_polls(events)
 
     def active(self, ts_ns: int | None) -> list[dict[str, Any]]:
         """Faults active at ``ts_ns`` and instant events within a few seconds of it."""

@@ -39,7 +39,7 @@ from .observations import (
     power_loss_coverage,
     single_replica_power_losses,
 )
-from .positions import position_anomalies
+from .positions import Rebalances, position_anomalies, rebalance_polls
 from .runfiles import RunDir, is_uri
 from .session import build_session
 from .stats import read_summary, timeseries, write_summary
@@ -97,7 +97,8 @@ def _empty_anomalies(settings: Settings) -> dict[str, dict[str, Any]]:
 
 
 def find_anomalies(writes: DataFrame, reads: DataFrame, inputs: IdentityInputs,
-                   known: KnownInputs | None = None) -> Findings:
+                   known: KnownInputs | None = None,
+                   rebalances: Rebalances | None = None) -> Findings:
     """Every anomaly of the history tables except divergence: exact counts and examples.
 
     Three exchanges in all: identity (writes + reads), position (reads), and reorder.
@@ -108,7 +109,8 @@ def find_anomalies(writes: DataFrame, reads: DataFrame, inputs: IdentityInputs,
     try:
         return collect_findings([
             identity_anomalies(ident, inputs), reorder_anomalies(ident, inputs),
-            position_anomalies(reads, inputs.partitions, inputs.topics, inputs.readers),
+            position_anomalies(reads, inputs.partitions, inputs.topics, inputs.readers,
+                               rebalances, inputs.power_loss_until),
         ], known_bug_column(known or KnownInputs(inputs.settings)),
             inputs.settings.accept_known)
     finally:
@@ -157,7 +159,7 @@ def _analyse(spark: SparkSession, run: RunDir, master: str) -> dict[str, Any]:
     findings = find_anomalies(writes, reads, IdentityInputs(settings, drain.complete, power,
                                                             parts_n, topics,
                                                             sorted(per_reader), bumps),
-                              KnownInputs(settings, single))
+                              KnownInputs(settings, single), rebalance_polls(events))
     clock.lap("anomalies")
     attach_reads(spark, reads, findings)
     clock.lap("example_reads")

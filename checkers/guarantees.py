@@ -42,6 +42,16 @@ def lost_rule(s: Settings) -> Rule:
                 "only a power loss of every in-sync replica excuses a loss")
 
 
+def reused_rule(lost: Rule) -> Rule:
+    """Exactly where ``lost`` is allowed: a truncated tail's offsets are reused by new
+    records, so a live reader that saw the old record there saw a log that no longer is."""
+    if lost.allowed:
+        return Rule(True, "allowed where lost is: after a truncation the vanished tail's "
+                    "offsets are reused by new records; " + lost.why)
+    return Rule(False, "forbidden where lost is: acknowledged, consumed records are never "
+                "truncated; only a power loss of the partition's whole ISR excuses it")
+
+
 def duplicate_rule(s: Settings) -> Rule:
     if not s.idempotence:
         return Rule(True, "allowed: enable.idempotence=false — the producer retries batches whose "
@@ -61,9 +71,9 @@ def reorder_rule(s: Settings) -> Rule:
                 "per-partition order across retries, whatever client errors happened")
 
 
-POLL_RULE = Rule(False, "forbidden in assign mode; in subscribe mode a rebalance may move a "
-                 "partition to another position, so jumps and rewinds of subscribe-mode readers "
-                 "are excused (the history has no rebalance events to pin them down)")
+POLL_RULE = Rule(False, "forbidden: a consumer reads a partition in order; only a step of a "
+                 "subscribe-mode reader across a recorded rebalance of that reader that moved "
+                 "the partition is excused (it may resume from the group's committed offset)")
 
 NEVER: dict[str, str] = {
     "inconsistent-offset": "forbidden: every reader must see the same record at an offset",
@@ -79,8 +89,10 @@ NEVER: dict[str, str] = {
 
 def rules(s: Settings) -> dict[str, Rule]:
     """The rule for every kind under settings ``s``."""
+    lost = lost_rule(s)
     out: dict[str, Rule] = {
-        "lost": lost_rule(s),
+        "lost": lost,
+        "reused-offset": reused_rule(lost),
         "duplicate": duplicate_rule(s),
         "reorder": reorder_rule(s),
         "poll-skip": POLL_RULE,
@@ -128,8 +140,12 @@ def decide(kind: str, count: int, excused: int, rule: Rule,
 EXCUSES: dict[str, str] = {
     "lost": "was acknowledged before a power loss hit every in-sync replica of its partition "
     "(Kafka promises durability only while one in-sync replica survives)",
-    "poll-skip": "was by a subscribe-mode reader",
-    "nonmonotonic-poll": "was by a subscribe-mode reader",
+    "poll-skip": "was by a subscribe-mode reader across a recorded rebalance that moved its "
+    "partition",
+    "nonmonotonic-poll": "was by a subscribe-mode reader across a recorded rebalance that "
+    "moved its partition",
+    "reused-offset": "was first read before a power loss hit every in-sync replica of its "
+    "partition (the truncated tail's offset was reused)",
 }
 
 

@@ -15,6 +15,7 @@ ANOMALY_KINDS: tuple[str, ...] = (
     "poll-skip",
     "nonmonotonic-poll",
     "aborted-read",
+    "reused-offset",
     "divergence",
 )
 
@@ -34,6 +35,8 @@ UNITS: dict[str, str] = {
     "poll-skip": "consumer reads that followed a jump",
     "nonmonotonic-poll": "consumer reads that went backwards",
     "aborted-read": "reads",
+    "reused-offset": "offsets (topic, partition, offset) a live reader saw before a "
+    "truncation that now hold another record",
     "divergence": "offsets (topic, partition, offset) where replicas differ",
 }
 
@@ -55,5 +58,7 @@ DEFINITIONS: dict[str, str] = {
     "poll-skip": "a consumer's consecutive reads of a partition jumped over offsets that exist",
     "nonmonotonic-poll": "a consumer's consecutive reads of a partition went backwards",
     "aborted-read": "a read_committed reader saw a record of an aborted transaction",
+    "reused-offset": "a live reader saw a record at an offset that, after a truncation of "
+    "that partition, now holds another record (the vanished tail's offsets were reused)",
     "divergence": "two replicas of a partition hold different records at the same offset",
 }

@@ -79,6 +79,7 @@ CONDITION = re.compile(r"^\s*(==|!=|>=|<=|>|<)\s*\d+\s*$")
 #: the checker, which would pull in Spark).
 ANOMALIES = ("lost", "unseen", "duplicate", "inconsistent-offset", "offset-mismatch", "reorder",
              "failed-visible", "unexpected", "poll-skip", "nonmonotonic-poll", "aborted-read",
+             "reused-offset",
              "divergence")
 MECHANISMS: dict[str, tuple[str, ...]] = {
     "fault": ("fault",), "isr-shrunk-to": ("size",), "leader-changed": (),

@@ -19,6 +19,9 @@ TIMEOUT = "_MSG_TIMED_OUT"
 
 def _idempotence() -> History:
     h = History()  # acks=all, min ISR 2, enable.idempotence=true
+    h.run["versions"] = {"librdkafka": "2.12.0"}  # inside librdkafka#4844's range
+    h.run["workload"] = {"consumers": [
+        {"id": "c4", "mode": "assign", "consumer_config": {"enable.partition.eof": "true"}}]}
     # producer 1: a duplicate whose later copy was first read after producer 1's own write
     # ended with _MSG_TIMED_OUT (an epoch bump): tagged librdkafka#4953, still forbidden
     t = "dupbump"
@@ -42,8 +45,48 @@ def _idempotence() -> History:
     h.write(5, 1, outcome="info", error="OUT_OF_ORDER_SEQUENCE_NUMBER", at_ms=3, topic=t)
     h.write(5, 2, offset=0, at_ms=6, topic=t)
     h.drain(0, 0, 5, 2, topic=t).drain(0, 1, 5, 0, topic=t)
+    _rebalances(h)
+    _truncations(h)
     h.drain_end(complete=True)
     return h
+
+
+def _truncations(h: History) -> None:
+    """Offsets reused after a truncation, and a record the log moved (not a reuse)."""
+    t = "reuse"  # c0 read (30, 1) at offset 1; the log now holds (30, 2) there
+    h.write(30, 0, offset=0, topic=t).write(30, 1, offset=1, topic=t)
+    h.read("c0", 0, 0, 30, 0, topic=t).read("c0", 0, 1, 30, 1, topic=t)
+    h.write(30, 2, offset=1, topic=t)
+    h.drain(0, 0, 30, 0, topic=t).drain(0, 1, 30, 2, topic=t)
+    t = "moved"  # c0 read (31, 1) at offset 0, the log holds it at 1: inconsistent
+    h.write(31, 0, offset=0, topic=t).write(31, 1, offset=1, topic=t)
+    h.read("c0", 0, 0, 31, 1, topic=t)
+    h.drain(0, 0, 31, 0, topic=t).drain(0, 1, 31, 1, topic=t)
+
+
+def _rebalances(h: History) -> None:
+    """Poll steps across (or not across) recorded rebalances, topic "rb"."""
+    t = "rb"
+    for s in range(6):
+        h.write(20, s, offset=s, topic=t)
+        h.drain(0, s, 20, s, topic=t)
+    # c1 (subscribe): 0 -> 1 -> 4 (skip across its rebalance of rb:0 at poll 4: excused)
+    # -> 2 (back; its rebalance at poll 6 moved rb:1 only: a violation)
+    # -> 5 (skip; only c2's rebalance at poll 8: a violation)
+    for off, poll in ((0, 1), (1, 2), (4, 5), (2, 7), (5, 9)):
+        h.read("c1", 0, off, 20, off, poll=poll, mode="subscribe", topic=t)
+    h.event("rebalance", at_ms=1200, reader="c1", what="assigned", poll=4,
+            partitions=[f"{t}:0", f"{t}:1"])
+    h.event("rebalance", at_ms=1300, reader="c1", what="revoked", poll=6, partitions=[f"{t}:1"])
+    h.event("rebalance", at_ms=1400, reader="c2", what="assigned", poll=8, partitions=[f"{t}:0"])
+    # c3 (assign mode) skips 0 -> 3; a rebalance event of c3 does not excuse assign mode
+    for off, poll in ((0, 1), (3, 2)):
+        h.read("c3", 0, off, 20, off, poll=poll, topic=t)
+    h.event("rebalance", at_ms=1500, reader="c3", what="assigned", poll=2, partitions=[f"{t}:0"])
+    # c4 (enable.partition.eof=true) moves from 0 to 2: librdkafka#4844's position + 2;
+    # c3's 0 -> 3 skipped two offsets: not that bug
+    for off, poll in ((0, 1), (2, 2)):
+        h.read("c4", 0, off, 20, off, poll=poll, topic=t)
 
 
 @pytest.fixture(scope="module")
@@ -61,7 +104,7 @@ def _by_topic(results: dict[str, Any], kind: str) -> dict[str, dict[str, Any]]:
 
 def test_duplicates_under_idempotence_are_forbidden_despite_timeouts(idem) -> None:  # type: ignore[no-untyped-def]
     dup = idem["anomalies"]["duplicate"]
-    assert dup["count"] == 3 and dup["allowed"] is False
+    assert dup["count"] == 4 and dup["allowed"] is False  # + (31, 1) of "moved"
     assert dup["why"].startswith("forbidden: enable.idempotence=true")
     assert idem["valid"] is False
     assert idem["stats"]["errors"][TIMEOUT] == 3
@@ -75,7 +118,7 @@ def test_duplicate_after_epoch_bump_names_the_known_bug(idem) -> None:  # type: 
     assert bumped["epoch_bump_ns"] == bumped["complete_ns"] + 5_000_000  # seq 1 ended at 7 ms
     assert "epoch bump of producer 1" in bumped["summary"]
     # no bump of that producer, or the bump came after the later copy was read: untagged
-    for topic in ("dupnobump", "duplate"):
+    for topic in ("dupnobump", "duplate", "moved"):
         assert "known_bug" not in ex[topic] and "epoch_bump_ns" not in ex[topic], topic
 
 
@@ -89,6 +132,8 @@ def test_reorder_under_idempotence_forbidden_and_tagged(idem) -> None:  # type: 
 
 def test_known_bug_counts_are_exact(idem) -> None:  # type: ignore[no-untyped-def]
     assert idem["anomalies"]["duplicate"]["known_bugs"] == {"librdkafka#4953": 1}
+    assert idem["known_bugs"]["librdkafka#4953"]["status"] == "open"
+    assert idem["known_bugs"]["librdkafka#4844"]["fixed_in"] == "2.13.2"
     assert idem["anomalies"]["reorder"]["known_bugs"] == {"librdkafka#4953": 1}
     assert idem["anomalies"]["lost"]["known_bugs"] == {}
     assert idem["accepted_known"] == []
@@ -143,3 +188,59 @@ def test_unaccepted_known_bug_is_a_violation(check) -> None:  # type: ignore[no-
     assert "accepted" not in dup and r["valid"] is False
     assert dup["examples"][0]["known_bug"]["accepted"] is False
     assert "matches known bug librdkafka#4953 (open)" in dup["examples"][0]["summary"]
+
+
+def test_poll_steps_are_excused_only_across_a_rebalance_of_that_partition(idem) -> None:  # type: ignore[no-untyped-def]
+    skips = idem["anomalies"]["poll-skip"]
+    assert skips["count"] == 4 and skips["excused"] == 1 and skips["allowed"] is False
+    got = {(e["reader"], e["prev_offset"], e["offset"]): e for e in skips["examples"]}
+    assert set(got) == {("c1", 1, 4), ("c1", 2, 5), ("c3", 0, 3), ("c4", 0, 2)}
+    assert skips["known_bugs"] == {"librdkafka#4844": 1}
+    assert got[("c4", 0, 2)]["known_bug"]["id"] == "librdkafka#4844"
+    assert "known_bug" not in got[("c3", 0, 3)]
+    assert got[("c1", 1, 4)]["excused"] is True
+    assert got[("c1", 1, 4)]["rebalances"] == [{"poll": 4, "what": "assigned"}]
+    assert (got[("c1", 1, 4)]["prev_poll"], got[("c1", 1, 4)]["poll"]) == (2, 5)
+    assert "across its rebalance assigned at poll 4" in got[("c1", 1, 4)]["summary"]
+    assert got[("c1", 2, 5)]["excused"] is False and got[("c3", 0, 3)]["excused"] is False
+    assert "rebalances" not in got[("c1", 2, 5)]
+    # forbidden ones first (unexplained, then a known bug's), excused last
+    assert [e["excused"] for e in skips["examples"]] == [False, False, False, True]
+    assert skips["examples"][2]["reader"] == "c4"
+    back = idem["anomalies"]["nonmonotonic-poll"]
+    assert back["count"] == 1 and "excused" not in back and back["allowed"] is False
+    assert (back["examples"][0]["prev_offset"], back["examples"][0]["offset"]) == (4, 2)
+    assert "2 neither" in skips["why"] or "(1 excused" in skips["why"]
+
+
+def test_rebalances_are_not_faults(idem) -> None:  # type: ignore[no-untyped-def]
+    for e in idem["anomalies"]["poll-skip"]["examples"]:
+        assert all(f["kind"] != "rebalance" for f in e["faults_at_missing"])
+
+
+def test_reused_offset_after_truncation_is_forbidden_where_loss_is(idem) -> None:  # type: ignore[no-untyped-def]
+    a = idem["anomalies"]["reused-offset"]
+    assert a["count"] == 1 and a["allowed"] is False and a["why"].startswith("forbidden")
+    (e,) = a["examples"]
+    assert (e["topic"], e["offset"], e["producer"], e["seq"]) == ("reuse", 1, 30, 2)
+    assert e["vanished"] == {"producer": 30, "seq": 1} and e["excused"] is False
+    assert "offset was reused" in e["summary"]
+    incons = idem["anomalies"]["inconsistent-offset"]
+    assert incons["count"] == 1 and incons["examples"][0]["topic"] == "moved"
+    assert idem["anomalies"]["lost"]["count"] == 0  # c0 read (30, 1): not lost
+
+
+def test_reused_offset_allowed_where_loss_is(check) -> None:  # type: ignore[no-untyped-def]
+    h = History()
+    h.run["producer_config"] = {"acks": "1", "enable.idempotence": False}
+    h.write(0, 0, offset=0).write(0, 1, offset=1).write(0, 2, offset=2)
+    h.read("c0", 0, 0, 0, 0).read("c0", 0, 1, 0, 1).read("c0", 0, 2, 0, 2)
+    h.write(0, 3, offset=1)  # after the leader failover the tail 1..2 is gone
+    h.drain(0, 0, 0, 0).drain(0, 1, 0, 3)
+    h.drain_end(complete=True)
+    r = check(h)
+    a = r["anomalies"]["reused-offset"]
+    assert a["count"] == 1 and a["allowed"] is True
+    assert a["why"].startswith("allowed where lost is") and "acks=1" in a["why"]
+    assert r["anomalies"]["inconsistent-offset"]["count"] == 0
+    assert r["valid"] is True

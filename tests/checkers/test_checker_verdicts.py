@@ -64,6 +64,8 @@ def test_allowed_anomalies_leave_valid_true(check) -> None:  # type: ignore[no-u
     h.drain(0, 0, 0, 0).drain(0, 1, 0, 1).drain(0, 2, 0, 1)  # seq 1 duplicated
     for off in (0, 2, 0):
         h.read("c1", 0, off, 0, off if off != 2 else 1, mode="subscribe")
+    # one rebalance at poll 1: both steps (polls 0 -> 1 and 1 -> 2) crossed it
+    h.event("rebalance", at_ms=1001, reader="c1", what="revoked", poll=1, partitions=["t:0"])
     h.drain_end()
     r = check(h)
     a = r["anomalies"]
@@ -100,6 +102,9 @@ def test_power_loss_of_whole_isr_excuses_loss_and_attribution(check) -> None:  #
     r = check(h)
     lost = r["anomalies"]["lost"]
     assert lost["count"] == 2 and lost["excused"] == 2 and lost["allowed"]
+    # the ISR was one replica when the power went: KIP-966's last replica standing
+    assert lost["known_bugs"] == {"KIP-966": 2}
+    assert lost["examples"][0]["known_bug"]["id"] == "KIP-966"
     assert r["valid"] is True
     ex = lost["examples"][0]
     assert (ex["seq"], ex["acked_offset"]) == (4, 4)
@@ -155,7 +160,7 @@ def test_checker_error_writes_unknown_results(spark, tmp_path) -> None:  # type:
     assert r["valid"] == "unknown" and "error" in r and exit_code(r) == 2
     with open(os.path.join(path, "results.json")) as fh:
         saved = json.load(fh)
-    assert saved["error"] == r["error"] and len(saved["anomalies"]) == 12
+    assert saved["error"] == r["error"] and len(saved["anomalies"]) == 13
 
 
 @pytest.mark.spark
