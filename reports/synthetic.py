@@ -135,7 +135,7 @@ def make_results(
     anomalies: dict[str, Any] = {}
     for kind in ("lost", "unseen", "duplicate", "inconsistent-offset", "offset-mismatch",
                  "reorder", "failed-visible", "unexpected", "poll-skip", "nonmonotonic-poll",
-                 "aborted-read", "divergence"):
+                 "aborted-read", "reused-offset", "divergence"):
         count, allowed, examples = counts.get(kind, (0, kind in ("duplicate", "reorder")
                                                      and not spec.idempotence, []))
         anomalies[kind] = {"count": count, "allowed": allowed, "examples": examples}
