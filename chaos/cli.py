@@ -113,6 +113,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--topic-config", type=_kv, action="append", metavar="K=V")
     r.add_argument("--producer-config", type=_kv, action="append", metavar="K=V")
     r.add_argument("--consumer-config", type=_kv, action="append", metavar="K=V")
+    r.add_argument("--accept-known", metavar="ID[,ID]",
+                   help="known bugs (e.g. librdkafka#4953) whose records may leave the "
+                   "verdict valid; they are still counted and shown")
     r.add_argument("--spark-master", help="Spark master URL for the check (default local[2])")
     r.add_argument("--no-check", dest="check", action="store_false", default=None)
     r.add_argument("--no-report", dest="report", action="store_false", default=None)
@@ -145,7 +148,8 @@ def build_parser() -> argparse.ArgumentParser:
 # ---------------------------------------------------------------------- run options
 KAFKA_TABLES = ("broker_config", "topic_config", "producer_config", "consumer_config")
 #: RunConfig fields the run command reads in its own way (lists, K=V pairs) or not at all.
-SPECIAL_FIELDS = frozenset({"scenario", "faults", "targets", "spark_master", *KAFKA_TABLES})
+SPECIAL_FIELDS = frozenset({"scenario", "faults", "targets", "spark_master", "accept_known",
+                            *KAFKA_TABLES})
 
 
 def run_overrides(args: argparse.Namespace, file_opts: dict[str, Any]) -> dict[str, Any]:
@@ -170,6 +174,8 @@ def run_overrides(args: argparse.Namespace, file_opts: dict[str, Any]) -> dict[s
             x.strip() for x in args.faults.split(",") if x.strip()]
     if args.targets is not None:
         out["targets"] = [x.strip() for x in args.targets.split(",") if x.strip()]
+    if getattr(args, "accept_known", None) is not None:
+        out["accept_known"] = [x.strip() for x in args.accept_known.split(",") if x.strip()]
     for key in KAFKA_TABLES:
         pairs = getattr(args, key)
         if pairs:

@@ -10,6 +10,7 @@ from chaos.faults import targets
 from compose.config import MAX_BROKERS
 from compose.image import SUPPORTED_VERSIONS
 from contract.faults import RANDOM_FAULT_KINDS
+from contract.known_bugs import KNOWN_BUGS, unknown_ids
 from contract.settings import normalise_acks
 
 TOPIC = "chaos"
@@ -58,6 +59,8 @@ class RunConfig:
     topic_config: dict[str, str] = field(default_factory=dict)
     producer_config: dict[str, str] = field(default_factory=dict)
     consumer_config: dict[str, str] = field(default_factory=dict)
+    # known-bug ids (contract/known_bugs.py) whose records may leave the verdict valid
+    accept_known: list[str] = field(default_factory=list)
 
     def validate(self) -> None:
         """Raises RunConfigError with a one-line reason for the first bad value."""
@@ -116,6 +119,10 @@ class RunConfig:
             raise bad(f"--kafka-version must be 3.9.x or 4.x.y, got {self.kafka_version!r}")
         if self.image and not re.match(r"^[\w./:@-]+$", self.image):
             raise bad(f"--image is not an image reference: {self.image!r}")
+        unknown_bugs = unknown_ids(list(self.accept_known))
+        if unknown_bugs:
+            raise bad(f"--accept-known: unknown known-bug id {unknown_bugs[0]!r} (known: "
+                      f"{', '.join(b.id for b in KNOWN_BUGS)})")
         for name in ("broker_config", "topic_config", "producer_config", "consumer_config"):
             for k in getattr(self, name):
                 if not re.match(r"^[a-z0-9._-]+$", k):

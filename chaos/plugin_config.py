@@ -28,6 +28,7 @@ class ChaosOptions:
     duration: float | None = None
     seed: int | None = None
     brokers: int | None = None
+    accept_known: list[str] | None = None
     runs_dir: Path = Path("runs/pytest")
     cluster_scope: str = "session"
 
@@ -35,7 +36,7 @@ class ChaosOptions:
         """The RunConfig fields the command line sets for every run."""
         out: dict[str, Any] = {"kafka_version": self.kafka_version, "image": self.image,
                                "duration": self.duration, "seed": self.seed,
-                               "brokers": self.brokers}
+                               "brokers": self.brokers, "accept_known": self.accept_known}
         return {k: v for k, v in out.items() if v is not None}
 
 

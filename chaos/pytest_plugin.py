@@ -17,7 +17,8 @@ Write a chaos test::
 Fixtures: ``chaos_options``, ``kafka_cluster_config``, ``kafka_cluster`` (scope from
 ``--chaos-cluster-scope``), ``chaos_cell``, ``chaos_runner``, ``chaos_run``, ``chaos_result``,
 ``chaos_check``. Marker: ``chaos(scenario=None, *, expect=None, expect_valid=None,
-scenario_expectations=True, **run_options)`` and ``chaos_matrix(**axes)``. Options: see
+scenario_expectations=True, **run_options)`` (``accept_known=["librdkafka#4953"]`` accepts
+known bugs, as ``--accept-known`` does) and ``chaos_matrix(**axes)``. Options: see
 ``pytest --help`` under "kafka-chaos". Every run is listed in a terminal summary; its verdict,
 anomaly counts and report path go into failures and into JUnit properties.
 
@@ -101,6 +102,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                 help="brokers of kafka_cluster and of every chaos run")
     g.addoption("--chaos-runs-dir", default=None,
                 help="where run directories go (default: <rootdir>/runs/pytest)")
+    g.addoption("--chaos-accept-known", default=None, metavar="ID[,ID]",
+                help="known bugs (e.g. librdkafka#4953) every chaos run accepts")
     g.addoption("--chaos-cluster-scope", default="session",
                 choices=["session", "package", "module", "class", "function"],
                 help="scope of the kafka_cluster fixture (default: session)")
@@ -120,6 +123,8 @@ def _options(config: pytest.Config) -> ChaosOptions:
         duration=config.getoption("--chaos-duration"),
         seed=config.getoption("--chaos-seed"),
         brokers=config.getoption("--chaos-brokers"),
+        accept_known=[x.strip() for x in (config.getoption("--chaos-accept-known") or "")
+                      .split(",") if x.strip()] or None,
         runs_dir=Path(runs) if runs else config.rootpath / "runs" / "pytest",
         cluster_scope=config.getoption("--chaos-cluster-scope"))
 

@@ -88,6 +88,8 @@ def write_run_json(run_dir: Path, cfg: RunConfig, *, image: str, kafka_version: 
         doc["expect"] = expect
     if mechanism:
         doc["mechanism"] = mechanism
+    if cfg.accept_known:
+        doc["accept_known"] = list(cfg.accept_known)  # read by the checker's verdict
     tmp = run_dir / ".run.json.tmp"
     tmp.write_text(json.dumps(doc, indent=2, default=str))
     os.replace(tmp, run_dir / "run.json")

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from contract.events import INSTANT, PHASE, Event
+from contract.events import INSTANT, PHASE, REBALANCE, Event
 from contract.windows import fault_windows
 
 from .observations import PartitionHistory, tp_key
+from .positions import rebalance_polls
 
 #: Instant events (a kill, a restart) this close to a moment are reported with it.
 INSTANT_WINDOW_NS = 5_000_000_000
@@ -21,8 +22,11 @@ class Attributor:
 
     def __init__(self, events: list[Event], parts: PartitionHistory):
         self.faults = fault_windows(events)
-        self.instants = [e for e in events if e.kind != PHASE and e.phase == INSTANT]
+        # rebalances are the readers' own events, not faults
+        self.instants = [e for e in events if e.kind not in (PHASE, REBALANCE)
+                         and e.phase == INSTANT]
         self.parts = parts
+        self.rebalances = rebalance_polls(events)
 
     def active(self, ts_ns: int | None) -> list[dict[str, Any]]:
         """Faults active at ``ts_ns`` and instant events within a few seconds of it."""

@@ -20,6 +20,7 @@ from . import guarantees
 from .attribution import Attributor
 from .collect import Findings, attach_reads, collect_findings
 from .divergence import check_divergence
+from .epochs import epoch_bumps
 from .examples import build_example
 from .history import (
     OBSERVATIONS_SCHEMA,
@@ -32,8 +33,15 @@ from .history import (
     phase_window,
 )
 from .identity import IdentityInputs, identity_anomalies, identity_table, reorder_anomalies
-from .observations import PartitionHistory, collect_changes, power_loss_coverage
-from .positions import position_anomalies
+from .known import EXPLAINS, KnownInputs, known_bug_column
+from .known import entries as known_entries
+from .observations import (
+    PartitionHistory,
+    collect_changes,
+    power_loss_coverage,
+    single_replica_power_losses,
+)
+from .positions import Rebalances, position_anomalies, rebalance_polls
 from .proof import (
     divergence_status,
     fault_counts,
@@ -83,10 +91,13 @@ def drain_state(events: list[Event], partitions: list[str], drained: dict[str, i
 def _empty_anomalies(settings: Settings) -> dict[str, dict[str, Any]]:
     rules = guarantees.rules(settings)
     return {k: {"count": 0, "allowed": rules[k].allowed, "why": rules[k].why, "unit": UNITS[k],
-                "definition": DEFINITIONS[k], "examples": []} for k in ANOMALY_KINDS}
+                "definition": DEFINITIONS[k], "known_bugs": {}, "examples": []}
+            for k in ANOMALY_KINDS}
 
 
-def find_anomalies(writes: DataFrame, reads: DataFrame, inputs: IdentityInputs) -> Findings:
+def find_anomalies(writes: DataFrame, reads: DataFrame, inputs: IdentityInputs,
+                   known: KnownInputs | None = None,
+                   rebalances: Rebalances | None = None) -> Findings:
     """Every anomaly of the history tables except divergence: exact counts and examples.
 
     Three exchanges in all: identity (writes + reads), position (reads), and reorder.
@@ -96,26 +107,13 @@ def find_anomalies(writes: DataFrame, reads: DataFrame, inputs: IdentityInputs) 
     ident = identity_table(writes, reads, inputs).persist(StorageLevel.MEMORY_AND_DISK)
     try:
         return collect_findings([
-            identity_anomalies(ident, inputs), reorder_anomalies(ident, inputs.topics),
-            position_anomalies(reads, inputs.partitions, inputs.topics, inputs.readers),
-        ])
+            identity_anomalies(ident, inputs), reorder_anomalies(ident, inputs),
+            position_anomalies(reads, inputs.partitions, inputs.topics, inputs.readers,
+                               rebalances, inputs.power_loss_until),
+        ], known_bug_column(known or KnownInputs(inputs.settings)),
+            inputs.settings.accept_known)
     finally:
         ident.unpersist()
-
-
-def _allowed(kind: str, count: int, excused: int, rule: guarantees.Rule) -> tuple[bool, str]:
-    """A kind is allowed by the configuration, or when every instance is excused."""
-    if rule.allowed or count == 0:
-        return rule.allowed, rule.why
-    if excused == count:
-        if kind == "lost":
-            return True, ("allowed: every lost write was acknowledged before a power loss hit "
-                          "every in-sync replica of its partition (Kafka promises durability "
-                          "only while one in-sync replica survives); otherwise " + rule.why)
-        return True, f"allowed: all {count} were by subscribe-mode readers; " + rule.why
-    if excused:
-        return False, f"{rule.why} ({excused} of {count} are excused, {count - excused} not)"
-    return False, rule.why
 
 
 class _Clock:
@@ -155,9 +153,12 @@ def _analyse(spark: SparkSession, run: RunDir, master: str) -> dict[str, Any]:
     clock.lap("observations")
 
     topics = sorted(set(ws.topics) | set(rs.topics))
+    bumps = epoch_bumps(writes) if settings.idempotence else {}
+    single = single_replica_power_losses(events, history, sorted(power), settings.brokers)
     findings = find_anomalies(writes, reads, IdentityInputs(settings, drain.complete, power,
                                                             parts_n, topics,
-                                                            sorted(per_reader)))
+                                                            sorted(per_reader), bumps),
+                              KnownInputs(settings, single), rebalance_polls(events))
     clock.lap("anomalies")
     attach_reads(spark, reads, findings)
     clock.lap("example_reads")
@@ -166,8 +167,7 @@ def _analyse(spark: SparkSession, run: RunDir, master: str) -> dict[str, Any]:
     div.checked = div_status.checked
     clock.lap("divergence")
 
-    epoch_errors = sum(n for e, n in ws.errors.items() if e in guarantees.EPOCH_BUMP_ERRORS)
-    rules = guarantees.rules(settings, epoch_errors)
+    rules = guarantees.rules(settings)
     attributor = Attributor(events, history)
     anomalies: dict[str, dict[str, Any]] = {}
     for kind in ANOMALY_KINDS:
@@ -176,13 +176,18 @@ def _analyse(spark: SparkSession, run: RunDir, master: str) -> dict[str, Any]:
         else:
             count = findings.counts.get(kind, 0)
             excused = findings.excused.get(kind, 0)
-            examples = [build_example(kind, row, attributor)
+            examples = [build_example(kind, row, attributor, settings.accept_known)
                         for row in findings.examples.get(kind, [])]
-        allowed, why = _allowed(kind, count, excused, rules[kind])
+        allowed, why, accepted = guarantees.decide(kind, count, excused, rules[kind],
+                                                   findings.by_bug.get(kind),
+                                                   settings.accept_known)
         entry: dict[str, Any] = {"count": count, "allowed": allowed, "why": why,
-                                 "unit": UNITS[kind], "definition": DEFINITIONS[kind]}
+                                 "unit": UNITS[kind], "definition": DEFINITIONS[kind],
+                                 "known_bugs": findings.known_bugs(kind)}
         if excused:
             entry["excused"] = excused
+        if accepted:
+            entry["accepted"] = accepted
         if kind == "divergence":
             entry["checked"] = div.checked
             if div_status.reason:
@@ -251,7 +256,11 @@ def _analyse(spark: SparkSession, run: RunDir, master: str) -> dict[str, Any]:
         "valid": valid,
         "anomalies": anomalies,
         "stats": stats,
-        "guarantees": {k: rules[k].why for k in ANOMALY_KINDS},
+        "guarantees": {k: guarantees.guarantee_line(k, rules[k], settings.accept_known,
+                                                    EXPLAINS) for k in ANOMALY_KINDS},
+        "accepted_known": list(settings.accept_known),
+        "known_bugs": known_entries({b for a in anomalies.values() for b in a["known_bugs"]}
+                                    | set(settings.accept_known)),
         "checker": {"engine": "pyspark", "master": master, "seconds": 0.0,
                     "spark_version": spark.version},
     }

@@ -5,12 +5,12 @@ example (one semi-join against the examples' identities and offsets)."""
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import reduce
 from typing import Any
 
 from pyspark import StorageLevel
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.window import Window
 
@@ -23,27 +23,53 @@ IDENTITY_KINDS = {"lost", "unseen", "duplicate", "offset-mismatch", "reorder",
 
 @dataclass
 class Findings:
-    """Counts (exact), excused counts, and raw example rows per kind."""
+    """Counts (exact), excused counts, and raw example rows per kind; ``by_bug`` splits
+    each kind's count by the known bug that explains the records (None: no known bug) into
+    (count, excused)."""
 
     counts: dict[str, int]
     excused: dict[str, int]
     examples: dict[str, list[dict[str, Any]]]
+    by_bug: dict[str, dict[str | None, tuple[int, int]]] = field(default_factory=dict)
+
+    def known_bugs(self, kind: str) -> dict[str, int]:
+        """Known-bug id -> exact count of the kind's records it explains."""
+        return {b: n for b, (n, _) in sorted(self.by_bug.get(kind, {}).items(),
+                                             key=lambda kv: str(kv[0])) if b is not None}
 
 
-def collect_findings(frames: list[DataFrame]) -> Findings:
-    """Counts and examples of the union of all anomaly rows (materialised once)."""
-    rows = reduce(DataFrame.unionByName, frames).persist(StorageLevel.MEMORY_AND_DISK)
+def collect_findings(frames: list[DataFrame], known: Column | None = None,
+                     accepted: tuple[str, ...] = ()) -> Findings:
+    """Counts and examples of the union of all anomaly rows (materialised once).
+
+    ``known`` (checkers/known.py) names the known bug explaining each row; counts are
+    split by it exactly, in the same aggregation. Examples come forbidden first: records
+    neither excused nor explained, then those a known bug explains, then those of an
+    ``accepted`` known bug, then excused ones."""
+    union = reduce(DataFrame.unionByName, frames)
+    union = union.withColumn("known_bug", known if known is not None
+                             else F.lit(None).cast("string"))
+    rows = union.persist(StorageLevel.MEMORY_AND_DISK)
     try:
-        agg = rows.groupBy("kind").agg(
+        agg = rows.groupBy("kind", "known_bug").agg(
             F.sum("n").alias("n"),
             F.sum(F.when(F.col("excused"), F.col("n")).otherwise(0)).alias("excused"),
         ).collect()
-        counts = {r["kind"]: int(r["n"] or 0) for r in agg}
-        excused = {r["kind"]: int(r["excused"] or 0) for r in agg}
+        counts: dict[str, int] = defaultdict(int)
+        excused: dict[str, int] = defaultdict(int)
+        by_bug: dict[str, dict[str | None, tuple[int, int]]] = defaultdict(dict)
+        for r in agg:
+            n, ex = int(r["n"] or 0), int(r["excused"] or 0)
+            counts[r["kind"]] += n
+            excused[r["kind"]] += ex
+            by_bug[r["kind"]][r["known_bug"]] = (n, ex)
         examples: dict[str, list[dict[str, Any]]] = defaultdict(list)
         if counts:
+            is_accepted = (F.col("known_bug").isin(list(accepted)) if accepted
+                           else F.lit(False))
             win = Window.partitionBy("kind").orderBy(
-                F.col("excused").asc(), F.col("complete_ns").asc_nulls_last(),
+                F.col("excused").asc(), F.coalesce(is_accepted, F.lit(False)).asc(),
+                F.col("known_bug").isNotNull().asc(), F.col("complete_ns").asc_nulls_last(),
                 F.col("event_ns").asc_nulls_last(), "topic", "partition", "offset",
                 "producer", "seq", "reader", "poll",
             )
@@ -54,7 +80,7 @@ def collect_findings(frames: list[DataFrame]) -> Findings:
                 d = r.asDict()
                 d.pop("rn", None)
                 examples[d["kind"]].append(d)
-        return Findings(counts, excused, dict(examples))
+        return Findings(dict(counts), dict(excused), dict(examples), dict(by_bug))
     finally:
         rows.unpersist()
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from .attribution import Attributor
+from .known import describe, tag
+from .positions import across
 
 READS_PER_EXAMPLE = 8
 
@@ -44,39 +46,58 @@ def summary(kind: str, e: dict[str, Any]) -> str:
     if kind == "inconsistent-offset":
         recs = ", ".join(_rec(r.get("producer"), r.get("seq")) for r in e.get("records", []))
         return f"offset {e.get('offset')} of {tp} was read as different records: {recs}"
+    if kind == "reused-offset":
+        old = e.get("vanished") or {}
+        return f"a live reader read {_rec(old.get('producer'), old.get('seq'))} at offset " \
+               f"{e.get('offset')} of {tp}; after a truncation the log holds {rec} there " \
+               "and the old record nowhere (the vanished tail's offset was reused)"
     if kind == "unexpected":
         return f"{rec} read at offset {e.get('offset')} of {tp} was produced by no attempt" \
             if e.get("producer") is not None else \
             f"the value at offset {e.get('offset')} of {tp} does not decode"
-    if kind == "poll-skip":
-        return f"reader {e.get('reader')} jumped from offset {e.get('prev_offset')} to " \
-               f"{e.get('offset')} of {tp}, over offsets other readers read"
-    if kind == "nonmonotonic-poll":
-        return f"reader {e.get('reader')} went back from offset {e.get('prev_offset')} to " \
-               f"{e.get('offset')} of {tp}"
+    if kind in ("poll-skip", "nonmonotonic-poll"):
+        moved = "jumped" if kind == "poll-skip" else "went back"
+        over = ", over offsets other readers read" if kind == "poll-skip" else ""
+        text = f"reader {e.get('reader')} {moved} from offset {e.get('prev_offset')} (poll " \
+               f"{e.get('prev_poll')}) to {e.get('offset')} (poll {e.get('poll')}) of {tp}{over}"
+        rebs = e.get("rebalances") or []
+        if rebs:
+            text += "; excused: across its rebalance " + ", ".join(
+                f"{r['what']} at poll {r['poll']}" for r in rebs)
+        return text
     return kind
 
 
-def build_example(kind: str, row: dict[str, Any], attributor: Attributor) -> dict[str, Any]:
-    """A results.json example from an anomaly row (with ``_reads`` attached)."""
+def build_example(kind: str, row: dict[str, Any], attributor: Attributor,
+                  accepted: tuple[str, ...] = ()) -> dict[str, Any]:
+    """A results.json example from an anomaly row (with ``_reads`` attached); a row a known
+    bug explains carries ``known_bug`` (``accepted``: the ids the run accepts)."""
     reads = row.get("_reads") or []
     e: dict[str, Any] = {}
     if row.get("producer") is not None or kind not in ("inconsistent-offset",):
         e["producer"], e["seq"] = row.get("producer"), row.get("seq")
     e["topic"], e["partition"] = row.get("topic"), row.get("partition")
-    if kind in ("poll-skip", "nonmonotonic-poll", "inconsistent-offset", "unexpected"):
+    if kind in ("poll-skip", "nonmonotonic-poll", "inconsistent-offset", "unexpected",
+                "reused-offset"):
         e["offset"] = row.get("offset")
     else:
         e["acked_offset"] = row.get("offset")
         e["outcome"] = row.get("outcome")
     if kind in ("poll-skip", "nonmonotonic-poll"):
-        e.update(reader=row.get("reader"), poll=row.get("poll"),
+        e.update(reader=row.get("reader"), poll=row.get("poll"), prev_poll=row.get("prev_poll"),
                  prev_offset=row.get("prev_offset"), excused=bool(row.get("excused")))
+        if e["excused"]:  # name the rebalance(s) the step crossed
+            e["rebalances"] = across(attributor.rebalances, str(e["reader"]), str(e["topic"]),
+                                     int(e["partition"]), int(row.get("prev_poll") or 0),
+                                     int(row.get("poll") or 0))
     if kind == "reorder":
         e["read_offset"] = row.get("read_offset")
         e["other"] = {"producer": row.get("other_producer"), "seq": row.get("other_seq"),
                       "read_offset": row.get("prev_offset")}
-    if kind == "inconsistent-offset":
+    if kind == "reused-offset":
+        e["vanished"] = {"producer": row.get("other_producer"), "seq": row.get("other_seq")}
+        e["excused"] = bool(row.get("excused"))
+    if kind in ("inconsistent-offset", "reused-offset"):
         seen = {(r.get("producer"), r.get("seq"), r.get("valid")) for r in reads}
         e["records"] = [{"producer": p, "seq": s, "valid": v} for p, s, v in sorted(
             seen, key=lambda t: (t[0] is None, t[0] or 0, t[1] or 0))]
@@ -91,7 +112,18 @@ def build_example(kind: str, row: dict[str, Any], attributor: Attributor) -> dic
         ]
     if kind == "aborted-read":
         e["txn_outcome"] = "aborted"
+    if kind in ("duplicate", "reorder") and row.get("epoch_bump_ns") is not None:
+        e["epoch_bump_ns"] = row.get("epoch_bump_ns")
     e["complete_ns"] = row.get("complete_ns")
     e["event_ns"] = row.get("event_ns")
+    bug = tag(row.get("known_bug"), accepted)
+    if bug is not None:
+        e["known_bug"] = bug
     e["summary"] = summary(kind, e)
+    if e.get("epoch_bump_ns") is not None:
+        e["summary"] += (f" (after an epoch bump of producer {e.get('producer')}: one of its "
+                         "writes ended with an epoch-bump error such as _MSG_TIMED_OUT first)")
+    if bug is not None:
+        e["summary"] += f"; matches known bug {describe(bug['id'])}" + (
+            ", accepted by this run" if bug["accepted"] else "")
     return attributor.annotate(e, kind)

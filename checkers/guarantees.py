@@ -8,22 +8,6 @@ from dataclasses import dataclass
 from contract.anomalies import ANOMALY_KINDS
 from contract.settings import Settings
 
-#: librdkafka errors after which an idempotent producer may bump its epoch and resend
-#: (confluentinc/librdkafka#4953): duplicates then come from the client, not from Kafka.
-EPOCH_BUMP_ERRORS: frozenset[str] = frozenset(
-    {
-        "_MSG_TIMED_OUT",
-        "_TIMED_OUT",
-        "REQUEST_TIMED_OUT",
-        "_PURGE_INFLIGHT",
-        "_FATAL",
-        "OUT_OF_ORDER_SEQUENCE_NUMBER",
-        "UNKNOWN_PRODUCER_ID",
-        "_GAPLESS_GUARANTEE",
-        "INVALID_PRODUCER_EPOCH",
-    }
-)
-
 
 @dataclass(frozen=True)
 class Rule:
@@ -58,29 +42,38 @@ def lost_rule(s: Settings) -> Rule:
                 "only a power loss of every in-sync replica excuses a loss")
 
 
-def duplicate_rule(s: Settings, epoch_bump_errors: int) -> Rule:
+def reused_rule(lost: Rule) -> Rule:
+    """Exactly where ``lost`` is allowed: a truncated tail's offsets are reused by new
+    records, so a live reader that saw the old record there saw a log that no longer is."""
+    if lost.allowed:
+        return Rule(True, "allowed where lost is: after a truncation the vanished tail's "
+                    "offsets are reused by new records; " + lost.why)
+    return Rule(False, "forbidden where lost is: acknowledged, consumed records are never "
+                "truncated; only a power loss of the partition's whole ISR excuses it")
+
+
+def duplicate_rule(s: Settings) -> Rule:
     if not s.idempotence:
         return Rule(True, "allowed: enable.idempotence=false — the producer retries batches whose "
                     "acknowledgement was lost, and the broker appends them again")
-    if epoch_bump_errors > 0 and not s.transactional:
-        return Rule(True, f"allowed: {epoch_bump_errors} writes ended with a timeout or fatal "
-                    "idempotence error; librdkafka then bumps the producer epoch and may resend, "
-                    "a known client limitation (confluentinc/librdkafka#4953), not a Kafka fault")
-    return Rule(False, "forbidden: the idempotent producer's sequence numbers let the broker "
-                "drop retried batches")
+    # Client errors do not change what the user configured: a duplicate after an epoch bump
+    # is still a violation; its example names the known client bug (librdkafka#4953).
+    return Rule(False, "forbidden: enable.idempotence=true — the broker drops retried batches by "
+                "their sequence numbers, whatever client errors happened (examples after a "
+                "producer epoch bump name the known client bug they match)")
 
 
 def reorder_rule(s: Settings) -> Rule:
     if not s.idempotence:
         return Rule(True, "allowed: enable.idempotence=false — with several requests in flight a "
                     "retried batch can land after a later one")
-    return Rule(False, "forbidden: the idempotent producer keeps per-partition order across "
-                "retries")
+    return Rule(False, "forbidden: enable.idempotence=true — the idempotent producer keeps "
+                "per-partition order across retries, whatever client errors happened")
 
 
-POLL_RULE = Rule(False, "forbidden in assign mode; in subscribe mode a rebalance may move a "
-                 "partition to another position, so jumps and rewinds of subscribe-mode readers "
-                 "are excused (the history has no rebalance events to pin them down)")
+POLL_RULE = Rule(False, "forbidden: a consumer reads a partition in order; only a step of a "
+                 "subscribe-mode reader across a recorded rebalance of that reader that moved "
+                 "the partition is excused (it may resume from the group's committed offset)")
 
 NEVER: dict[str, str] = {
     "inconsistent-offset": "forbidden: every reader must see the same record at an offset",
@@ -94,14 +87,13 @@ NEVER: dict[str, str] = {
 }
 
 
-def rules(s: Settings, epoch_bump_errors: int = 0) -> dict[str, Rule]:
+def rules(s: Settings) -> dict[str, Rule]:
     """The rule for every kind under settings ``s``."""
     lost = lost_rule(s)
     out: dict[str, Rule] = {
         "lost": lost,
-        # DESIGN.md §4: a reused offset is the trace a lost tail leaves in a live reader.
-        "reused-offset": Rule(lost.allowed, "as for lost: " + lost.why),
-        "duplicate": duplicate_rule(s, epoch_bump_errors),
+        "reused-offset": reused_rule(lost),
+        "duplicate": duplicate_rule(s),
         "reorder": reorder_rule(s),
         "poll-skip": POLL_RULE,
         "nonmonotonic-poll": POLL_RULE,
@@ -110,3 +102,58 @@ def rules(s: Settings, epoch_bump_errors: int = 0) -> dict[str, Rule]:
         out[kind] = Rule(kind == "unseen", why)
     assert set(out) == set(ANOMALY_KINDS)
     return out
+
+
+def _ids(ids: list[str]) -> str:
+    return ", ".join(ids)
+
+
+def decide(kind: str, count: int, excused: int, rule: Rule,
+           by_bug: dict[str | None, tuple[int, int]] | None = None,
+           accepted: tuple[str, ...] = ()) -> tuple[bool, str, int]:
+    """Whether a kind is allowed, why, and how many of its records an accepted known bug
+    explains. A forbidden kind is allowed only when every record is excused (a power loss
+    of the whole ISR, a recorded rebalance) or explained by a known bug the run accepts
+    (run.json ``accept_known``); one record that is neither keeps it forbidden."""
+    if rule.allowed or count == 0:
+        return rule.allowed, rule.why, 0
+    by_bug = by_bug or {None: (count, excused)}
+    accepted_n = sum(n - ex for bug, (n, ex) in by_bug.items() if bug in accepted)
+    ids = sorted(str(b) for b, (n, ex) in by_bug.items() if b in accepted and n > ex)
+    rest = count - excused - accepted_n
+    parts = []
+    if excused:
+        parts.append(f"{excused} excused ({EXCUSES.get(kind, 'excused')})")
+    if accepted_n:
+        parts.append(f"{accepted_n} match known bugs this run accepts ({_ids(ids)})")
+    if rest == 0:
+        if not accepted_n:
+            return True, f"allowed: every one {EXCUSES.get(kind, 'is excused')}; " \
+                         f"otherwise {rule.why}", 0
+        return True, f"accepted: {'; '.join(parts)}; otherwise {rule.why}", accepted_n
+    if parts:
+        return False, f"{rule.why} ({'; '.join(parts)}; {rest} of {count} neither)", accepted_n
+    return False, rule.why, accepted_n
+
+
+#: Why single records of a forbidden kind are excused (checkers/README.md).
+EXCUSES: dict[str, str] = {
+    "lost": "was acknowledged before a power loss hit every in-sync replica of its partition "
+    "(Kafka promises durability only while one in-sync replica survives)",
+    "poll-skip": "was by a subscribe-mode reader across a recorded rebalance that moved its "
+    "partition",
+    "nonmonotonic-poll": "was by a subscribe-mode reader across a recorded rebalance that "
+    "moved its partition",
+    "reused-offset": "was first read before a power loss hit every in-sync replica of its "
+    "partition (the truncated tail's offset was reused)",
+}
+
+
+def guarantee_line(kind: str, rule: Rule, accepted: tuple[str, ...],
+                   explains: dict[str, tuple[str, ...]]) -> str:
+    """The configuration's rule for ``kind``, naming the known bugs the run accepts for it
+    (``explains``: known-bug id -> the kinds it explains)."""
+    ids = [b for b in accepted if kind in explains.get(b, ())]
+    if not ids or rule.allowed:
+        return rule.why
+    return f"{rule.why}; this run accepts known bugs {_ids(ids)} for it (accept_known)"

@@ -19,6 +19,7 @@ from pyspark.sql import functions as F
 
 from contract.settings import READ_COMMITTED, Settings
 
+from .epochs import bump_between
 from .rows import anomaly_rows
 
 # Outcome ranks: when one identity has several attempts, the strongest outcome wins.
@@ -53,6 +54,8 @@ class IdentityInputs:
     partitions: int  # shuffle partitions for the identity exchange
     topics: list[str] = field(default_factory=list)  # every topic in the history
     readers: list[str] = field(default_factory=list)  # every reader in the history
+    # producer -> milliseconds of its epoch-bump errors (checkers/epochs.py)
+    epoch_bumps: dict[int, list[int]] = field(default_factory=dict)
 
 
 def _tp_key(topic: Column, partition: Column) -> Column:
@@ -98,6 +101,7 @@ def identity_table(writes: DataFrame, reads: DataFrame, inp: IdentityInputs) -> 
         F.lit(1).alias("is_w"),
         _rank(F.col("outcome")).alias("w_rank"),
         F.col("complete_ns"),
+        F.col("invoke_ns"),
         _code(F.col("txn_outcome"), _TXN).alias("txn"),
         F.lit(0).alias("is_r"),
         F.lit(0).alias("rc_r"),
@@ -110,6 +114,7 @@ def identity_table(writes: DataFrame, reads: DataFrame, inp: IdentityInputs) -> 
         F.lit(0).alias("is_w"),
         F.lit(None).cast("int").alias("w_rank"),
         F.lit(None).cast("long").alias("complete_ns"),
+        F.lit(None).cast("long").alias("invoke_ns"),
         F.lit(None).cast("int").alias("txn"),
         F.lit(1).alias("is_r"),
         read_committed_expr(inp.settings).cast("int").alias("rc_r"),
@@ -121,6 +126,7 @@ def identity_table(writes: DataFrame, reads: DataFrame, inp: IdentityInputs) -> 
         F.max("is_w").alias("has_w"),
         F.max("w_rank").alias("w_rank"),
         F.max("complete_ns").alias("complete_ns"),
+        F.min("invoke_ns").alias("invoke_ns"),
         F.max("txn").alias("txn"),
         F.sum("is_w").alias("n_w"),
         F.sum("is_r").alias("n_r"),
@@ -132,6 +138,7 @@ def identity_table(writes: DataFrame, reads: DataFrame, inp: IdentityInputs) -> 
         F.max("has_w").alias("has_w"),
         F.max("w_rank").alias("w_rank"),
         F.max("complete_ns").alias("complete_ns"),
+        F.min("invoke_ns").alias("invoke_ns"),
         F.max("txn").alias("txn"),
         F.max(F.when(F.col("has_w") == 1, F.col("offset"))).alias("w_offset"),
         F.sum("n_w").alias("n_w"),
@@ -143,12 +150,15 @@ def identity_table(writes: DataFrame, reads: DataFrame, inp: IdentityInputs) -> 
         ).alias("at_acked"),
         F.min(F.when(read_here, F.col("offset"))).alias("min_read_off"),
         F.min("read_ns").alias("read_ns"),
+        # first read of the copy stored last (highest offset read): the latest copy
+        F.max_by("read_ns", F.when(read_here, F.col("offset"))).alias("last_copy_ns"),
     )
     has_w = F.col("has_w") == 1
     read_there = F.col("n_pos") > 0
     return lvl2.groupBy("producer", "seq").agg(
         F.max("w_rank").alias("w_rank"),
         F.max("complete_ns").alias("complete_ns"),
+        F.min("invoke_ns").alias("invoke_ns"),
         F.max("txn").alias("txn"),
         F.max(F.when(has_w, F.col("tid"))).alias("w_tid"),
         F.max(F.when(has_w, F.col("partition"))).alias("w_partition"),
@@ -165,6 +175,7 @@ def identity_table(writes: DataFrame, reads: DataFrame, inp: IdentityInputs) -> 
         F.min(F.when(read_there, F.col("partition"))).alias("r_partition"),
         F.min(F.when(read_there, F.col("min_read_off"))).alias("r_offset"),
         F.min("read_ns").alias("read_ns"),
+        F.max("last_copy_ns").alias("last_copy_ns"),
     )
 
 
@@ -211,18 +222,30 @@ def identity_anomalies(ident: DataFrame, inp: IdentityInputs) -> DataFrame:
         n=F.when(no_write, F.col("n_pos")).when(kind == "aborted-read", F.col("rc_r"))
         .otherwise(F.lit(1)),
         excused=(kind == "lost") & excused_loss,
+        epoch_bump_ns=F.when(kind == "duplicate", _bump(inp, F.col("invoke_ns"),
+                                                         F.col("last_copy_ns"))),
     )
 
 
-def reorder_anomalies(ident: DataFrame, topics: list[str]) -> DataFrame:
+def _bump(inp: IdentityInputs, lo: Column, hi: Column) -> Column:
+    """An epoch bump of the record's producer between ``lo`` and ``hi`` (idempotent
+    producers only: without idempotence there is no epoch to bump)."""
+    if not inp.settings.idempotence:
+        return F.lit(None).cast("long")
+    return bump_between(inp.epoch_bumps, F.col("producer"), lo, hi)
+
+
+def reorder_anomalies(ident: DataFrame, inp: IdentityInputs) -> DataFrame:
     """Acknowledged writes stored (first read in their partition) after a write of the same
-    producer with a higher seq; one window per (producer, topic, partition)."""
+    producer with a higher seq; one window per (producer, topic, partition). An epoch bump
+    of the producer between the write's first attempt and its first read is noted."""
+    topics = inp.topics
     from pyspark.sql.window import Window
 
     stored = ident.where((F.col("w_rank") == OK) & F.col("stored_off").isNotNull()).select(
         "producer", "seq", F.col("w_tid").alias("tid"),
         F.col("w_partition").alias("partition"), "stored_off", "w_offset", "complete_ns",
-        "read_ns",
+        "read_ns", "invoke_ns",
     )
     win = (
         Window.partitionBy("producer", "tid", "partition")
@@ -238,4 +261,5 @@ def reorder_anomalies(ident: DataFrame, topics: list[str]) -> DataFrame:
         prev_offset=F.col("prev_max.stored_off"), other_producer=F.col("producer"),
         other_seq=F.col("prev_max.seq"), complete_ns=F.col("complete_ns"),
         event_ns=F.col("read_ns"), outcome=F.lit("ok"),
+        epoch_bump_ns=_bump(inp, F.col("invoke_ns"), F.col("read_ns")),
     )

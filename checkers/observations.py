@@ -148,17 +148,12 @@ def _observed_isr(parts: PartitionHistory, key: str, ts_ns: int) -> tuple[int, .
     return state.isr if state is not None else ()
 
 
-def power_loss_coverage(
+def _covering_crashes(
     events: list[Event], parts: PartitionHistory, partitions: list[str], brokers: int | None
-) -> dict[str, int]:
-    """Partitions whose every in-sync replica lost power together: key -> latest such time.
-
-    The ISR is the one the first crash of the group recorded from the cluster's metadata just
-    before it struck (``detail.isr_before``), else the one observed just before it; a partition
-    with neither counts as covered only when every broker of the cluster lost power.
-    """
+) -> list[tuple[str, int, tuple[int, ...]]]:
+    """(partition key, crash time, the ISR it hit) for every crash that hit a whole ISR."""
     crashes = [e for e in events if e.kind == "power-loss" and e.phase in ("start", "instant")]
-    out: dict[str, int] = {}
+    out: list[tuple[str, int, tuple[int, ...]]] = []
     for e in crashes:
         group = [c for c in crashes if e.ts_ns - POWER_LOSS_WINDOW_NS <= c.ts_ns <= e.ts_ns]
         hit: set[int] = set()
@@ -170,5 +165,29 @@ def power_loss_coverage(
             isr = recorded.get(key) or _observed_isr(parts, key, first.ts_ns)
             covered = set(isr) <= hit if isr else (brokers is not None and len(hit) >= brokers)
             if covered:
-                out[key] = max(out.get(key, 0), e.ts_ns)
+                out.append((key, e.ts_ns, tuple(isr or ())))
     return out
+
+
+def power_loss_coverage(
+    events: list[Event], parts: PartitionHistory, partitions: list[str], brokers: int | None
+) -> dict[str, int]:
+    """Partitions whose every in-sync replica lost power together: key -> latest such time.
+
+    The ISR is the one the first crash of the group recorded from the cluster's metadata just
+    before it struck (``detail.isr_before``), else the one observed just before it; a partition
+    with neither counts as covered only when every broker of the cluster lost power.
+    """
+    out: dict[str, int] = {}
+    for key, ts, _ in _covering_crashes(events, parts, partitions, brokers):
+        out[key] = max(out.get(key, 0), ts)
+    return out
+
+
+def single_replica_power_losses(
+    events: list[Event], parts: PartitionHistory, partitions: list[str], brokers: int | None
+) -> set[str]:
+    """Partitions a covering power loss hit while their ISR was one replica (KIP-966's
+    "last replica standing")."""
+    return {key for key, _, isr in _covering_crashes(events, parts, partitions, brokers)
+            if len(isr) == 1}

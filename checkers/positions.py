@@ -15,6 +15,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.window import Window
 
+from .history import Event
 from .identity import topic_id, topic_name
 from .rows import anomaly_rows
 
@@ -46,9 +47,68 @@ def _seq(key: F.Column) -> F.Column:
     return F.when(key != UNDECODABLE, key.bitwiseAND(F.lit((1 << _SEQ_BITS) - 1)))
 
 
+#: (reader, topic, partition) -> [(poll, what)] of the reader's recorded rebalances.
+Rebalances = dict[tuple[str, str, int], list[tuple[int, str]]]
+
+
+def rebalance_polls(events: list[Event]) -> Rebalances:
+    """The rebalance events of events.jsonl (``kind: "rebalance"``, written by
+    workloads/consumer.py: detail ``reader``, ``what`` assigned/revoked/lost, ``poll`` the
+    poll number during which the callback ran, ``partitions`` "topic:partition" keys),
+    per reader and partition, in poll order. Malformed entries are skipped."""
+    out: Rebalances = {}
+    for e in events:
+        if e.kind != "rebalance":
+            continue
+        d = e.detail
+        try:
+            reader, poll = str(d["reader"]), int(d["poll"])
+            parts = [str(p).rsplit(":", 1) for p in d.get("partitions") or []]
+            keys = [(reader, t, int(p)) for t, p in parts]
+        except (KeyError, TypeError, ValueError):
+            continue
+        for key in keys:
+            out.setdefault(key, []).append((poll, str(d.get("what", ""))))
+    return {k: sorted(v) for k, v in out.items()}
+
+
+def across(rebalances: Rebalances, reader: str, topic: str, partition: int, prev_poll: int,
+           poll: int) -> list[dict[str, object]]:
+    """The reader's rebalances of that partition whose poll lies in ``[prev_poll, poll]``:
+    the ones a step between two consecutive reads (at those polls) crossed."""
+    return [{"poll": p, "what": w}
+            for p, w in rebalances.get((reader, topic, partition), [])
+            if prev_poll <= p <= poll]
+
+
+def _rebalance_map(rebalances: Rebalances, topics: list[str],
+                   readers: list[str]) -> F.Column | None:
+    """"rid:tid:partition" -> array of rebalance polls, for the readers and topics known."""
+    rid = {r: i for i, r in enumerate(readers)}
+    tid = {t: i for i, t in enumerate(topics)}
+    items: list[F.Column] = []
+    for (reader, topic, part), polls in sorted(rebalances.items()):
+        if reader in rid and topic in tid:
+            items += [F.lit(f"{rid[reader]}:{tid[topic]}:{part}"),
+                      F.array(*[F.lit(p).cast("long") for p, _ in polls])]
+    return F.create_map(*items) if items else None
+
+
 def position_anomalies(reads: DataFrame, partitions: int, topics: list[str],
-                       readers: list[str]) -> DataFrame:
-    """Anomaly rows of inconsistent-offset, unexpected (undecodable) and the poll checks.
+                       readers: list[str], rebalances: Rebalances | None = None,
+                       power_loss_until: dict[str, int] | None = None) -> DataFrame:
+    """Anomaly rows of inconsistent-offset, reused-offset, unexpected (undecodable) and the
+    poll checks.
+
+    An offset read with two different records is ``reused-offset`` (not
+    ``inconsistent-offset``) when the drain read exactly one decodable record there, and
+    every other record live readers read there is decodable and *vanished*: the drain never
+    read it anywhere in that partition (the truncated tail's record; a record the log still
+    holds elsewhere means the log moved it, which stays inconsistent). A reused offset is
+    excused when a power loss of the partition's whole ISR came after its first read.
+
+    A poll step is excused when the reader is in subscribe mode and one of its recorded
+    rebalances of that partition has a poll number in [previous read's poll, this poll].
 
     One chain without branches (a branch would repeat the exchange): windows by offset
     (sharing one sort), then the per-reader window, then one projection that lists each
@@ -64,14 +124,26 @@ def position_anomalies(reads: DataFrame, partitions: int, topics: list[str],
     ).repartition(partitions, "tid", "partition")
     by_offset = Window.partitionBy("tid", "partition").orderBy("offset")
     at_offset = Window.partitionBy("tid", "partition", "offset")
-    r2 = r.select(
+    by_rec = Window.partitionBy("tid", "partition", "rec")
+    drain_rec = F.when(~F.col("consumer"), F.col("rec"))
+    # was this record read by the drain anywhere in the partition (still in the log)?
+    r1 = r.select("*", F.max((~F.col("consumer")).cast("int")).over(by_rec).alias("drained"))
+    r2a = r1.select(
         "*",
         F.dense_rank().over(by_offset).alias("rank"),
         F.lag("offset").over(by_offset).alias("offset_before"),
         F.min("rec").over(at_offset).alias("lo"),
         F.max("rec").over(at_offset).alias("hi"),
         F.min("read_ns").over(at_offset).alias("first_ns"),
+        F.min(drain_rec).over(at_offset).alias("d_lo"),
+        F.max(drain_rec).over(at_offset).alias("d_hi"),
     )
+    # a record at this offset other than the drain's that is not a vanished decodable one
+    not_vanished = (F.col("rec") != F.col("d_lo")) & (
+        (F.col("drained") == 1) | (F.col("rec") == UNDECODABLE))
+    r2 = r2a.select("*", F.max(not_vanished.cast("int")).over(at_offset).alias("moved"))
+    reused = (F.col("d_lo").isNotNull() & (F.col("d_lo") == F.col("d_hi"))
+              & (F.col("d_lo") != UNDECODABLE) & (F.coalesce(F.col("moved"), F.lit(1)) == 0))
     by_reader = Window.partitionBy("rid", "tid", "partition").orderBy(
         "poll", "read_ns", "offset"
     )
@@ -79,11 +151,13 @@ def position_anomalies(reads: DataFrame, partitions: int, topics: list[str],
         "*",
         F.lag("offset").over(by_reader).alias("prev_offset"),
         F.lag("rank").over(by_reader).alias("prev_rank"),
+        F.lag("poll").over(by_reader).alias("prev_poll"),
     )
     first_here = F.col("offset_before").isNull() | (F.col("offset_before") != F.col("offset"))
     step = F.col("consumer") & F.col("prev_offset").isNotNull()
     kinds = F.array_compact(F.array(
-        F.when(first_here & (F.col("lo") != F.col("hi")), "inconsistent-offset"),
+        F.when(first_here & (F.col("lo") != F.col("hi")),
+               F.when(reused, "reused-offset").otherwise("inconsistent-offset")),
         F.when(first_here & (F.col("lo") == UNDECODABLE), "unexpected"),
         F.when(step & (F.col("offset") <= F.col("prev_offset")), "nonmonotonic-poll"),
         F.when(step & (F.col("offset") > F.col("prev_offset"))
@@ -93,20 +167,49 @@ def position_anomalies(reads: DataFrame, partitions: int, topics: list[str],
     kind = F.col("kind")
     poll_kind = kind.isin("nonmonotonic-poll", "poll-skip")
     incons = kind == "inconsistent-offset"
-    key = F.when(poll_kind, F.col("rec")).when(incons, F.col("lo"))
+    reuse = kind == "reused-offset"
+    # reused-offset: the record the log holds now, and one the live readers saw before
+    old = F.when(F.col("lo") == F.col("d_lo"), F.col("hi")).otherwise(F.col("lo"))
+    key = F.when(poll_kind, F.col("rec")).when(incons, F.col("lo")).when(reuse, F.col("d_lo"))
     return anomaly_rows(
         flagged, kind,
         topic=topic_name(topics, F.col("tid")), partition=F.col("partition"),
         offset=F.col("offset"), read_offset=F.col("offset"),
         producer=_producer(key), seq=_seq(key),
-        other_producer=F.when(incons, _producer(F.col("hi"))),
-        other_seq=F.when(incons, _seq(F.col("hi"))),
+        other_producer=F.when(incons, _producer(F.col("hi"))).when(reuse, _producer(old)),
+        other_seq=F.when(incons, _seq(F.col("hi"))).when(reuse, _seq(old)),
         reader=F.when(poll_kind, _name(readers, F.col("rid"))),
         poll=F.when(poll_kind, F.col("poll")),
         prev_offset=F.when(poll_kind, F.col("prev_offset")),
+        prev_poll=F.when(poll_kind, F.col("prev_poll")),
         event_ns=F.when(poll_kind, F.col("read_ns")).otherwise(F.col("first_ns")),
-        excused=poll_kind & F.col("subscribe"),
+        excused=(poll_kind & F.col("subscribe") & _crossed(rebalances or {}, topics, readers))
+        | (reuse & _power_loss_after(power_loss_until or {}, topics)),
     )
+
+
+def _power_loss_after(until: dict[str, int], topics: list[str]) -> F.Column:
+    """A power loss of the partition's whole ISR at or after the offset's first read."""
+    if not until:
+        return F.lit(False)
+    tp = F.concat_ws(":", topic_name(topics, F.col("tid")), F.col("partition").cast("string"))
+    items: list[F.Column] = []
+    for k, v in sorted(until.items()):
+        items += [F.lit(k), F.lit(v).cast("long")]
+    at = F.create_map(*items)[tp]
+    return F.coalesce(at.isNotNull() & (F.col("first_ns") <= at), F.lit(False))
+
+
+def _crossed(rebalances: Rebalances, topics: list[str], readers: list[str]) -> F.Column:
+    """True when a rebalance of the row's reader and partition lies between the polls of
+    the previous read and this one (both ends included)."""
+    m = _rebalance_map(rebalances, topics, readers)
+    if m is None:
+        return F.lit(False)
+    polls = m[F.concat_ws(":", F.col("rid").cast("string"), F.col("tid").cast("string"),
+                          F.col("partition").cast("string"))]
+    hit = F.exists(polls, lambda p: (p >= F.col("prev_poll")) & (p <= F.col("poll")))
+    return F.coalesce(hit, F.lit(False))
 
 
 def _id(names: list[str], col: F.Column) -> F.Column:

@@ -19,6 +19,7 @@ ANOMALY_COLUMNS: tuple[tuple[str, DataType], ...] = (
     ("prev_offset", LongType()),  # previous read (poll checks) / the other record (reorder)
     ("reader", StringType()),
     ("poll", LongType()),
+    ("prev_poll", LongType()),  # poll checks: the poll of the previous read
     ("complete_ns", LongType()),  # when the write was acknowledged
     ("event_ns", LongType()),  # when the anomaly showed (a read), if it did
     ("other_producer", IntegerType()),
@@ -26,6 +27,7 @@ ANOMALY_COLUMNS: tuple[tuple[str, DataType], ...] = (
     ("outcome", StringType()),
     ("n", LongType()),
     ("excused", BooleanType()),
+    ("epoch_bump_ns", LongType()),  # duplicate/reorder: the producer's epoch bump before it
 )
 
 

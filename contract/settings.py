@@ -63,6 +63,12 @@ class Settings:
     expect: dict[str, Any] | None = None
     mechanism: list[dict[str, Any]] | None = None
     spark_version: str | None = None
+    librdkafka_version: str | None = None
+    # enable.partition.eof of consumer_config, and per reader (librdkafka#4844's condition)
+    partition_eof: bool = False
+    reader_partition_eof: dict[str, bool] = field(default_factory=dict)
+    # known-bug ids the run accepts (run.json accept_known, contract/known_bugs.py)
+    accept_known: tuple[str, ...] = ()
 
     def isolation(self, reader: str) -> str:
         """The isolation level of one reader (per-reader setting, else consumer_config)."""
@@ -123,6 +129,7 @@ def settings_from_run(run: dict[str, Any]) -> Settings:
     default_iso = str(consumer.get("isolation.level", DEFAULT_ISOLATION)).strip().lower()
     reader_iso: dict[str, str] = {}
     reader_modes: dict[str, str] = {}
+    reader_eof: dict[str, bool] = {}
     for c in workload.get("consumers") or []:
         if not isinstance(c, dict) or "id" not in c:
             continue
@@ -133,6 +140,9 @@ def settings_from_run(run: dict[str, Any]) -> Settings:
             reader_iso[str(c["id"])] = str(level).strip().lower()
         if c.get("mode"):
             reader_modes[str(c["id"])] = str(c["mode"])
+        eof = (c.get("consumer_config") or {}).get("enable.partition.eof")
+        if eof is not None:
+            reader_eof[str(c["id"])] = _truthy(eof, False)
     drain = workload.get("drain") or {}
     if isinstance(drain, dict) and drain.get("isolation_level"):
         reader_iso["drain"] = str(drain["isolation_level"]).strip().lower()
@@ -155,4 +165,9 @@ def settings_from_run(run: dict[str, Any]) -> Settings:
         expect=run.get("expect") if isinstance(run.get("expect"), dict) else None,
         mechanism=run.get("mechanism") if isinstance(run.get("mechanism"), list) else None,
         spark_version=versions.get("spark"),
+        librdkafka_version=versions.get("librdkafka"),
+        partition_eof=_truthy(consumer.get("enable.partition.eof"), False),
+        reader_partition_eof=reader_eof,
+        accept_known=tuple(str(x) for x in run.get("accept_known") or ()
+                           if isinstance(x, str)),
     )

@@ -44,6 +44,7 @@ class AnomalyRow:
     examples: list[dict[str, Any]] = field(default_factory=list)
     definition: str = ""
     checked: bool = True  # False: the checker could not (or was not asked to) look
+    known: list[str] = field(default_factory=list)  # "7 duplicates match librdkafka#4953 (open)"
 
     @property
     def meaning(self) -> str:
@@ -149,8 +150,30 @@ def anomaly_rows(results: dict[str, Any] | None) -> list[AnomalyRow]:
             why = reason if reason.startswith("not checked") else f"not checked: {reason}"
         examples = [e for e in (a.get("examples") or []) if isinstance(e, dict)]
         definition = str(a.get("definition") or "")
-        rows.append(AnomalyRow(kind, count, allowed, why, examples, definition, checked))
+        known = known_bug_lines(kind, a.get("known_bugs") or {}, results or {})
+        rows.append(AnomalyRow(kind, count, allowed, why, examples, definition, checked, known))
     return rows
+
+
+_PLURAL = {"lost": "lost writes", "unseen": "unseen writes", "duplicate": "duplicates",
+           "reorder": "reorders", "poll-skip": "poll skips",
+           "nonmonotonic-poll": "backward polls", "reused-offset": "reused offsets"}
+
+
+def known_bug_lines(kind: str, counts: dict[str, Any], results: dict[str, Any]) -> list[str]:
+    """"N duplicates match librdkafka#4953 (open)" per known bug the checker counted for
+    ``kind`` (status from results.json's top-level ``known_bugs``; accepted ones say so)."""
+    entries = results.get("known_bugs") or {}
+    accepted = set(results.get("accepted_known") or [])
+    out = []
+    for bug_id, n in sorted(counts.items()):
+        status = (entries.get(bug_id) or {}).get("status")
+        line = f"{int(n):,} {_PLURAL.get(kind, kind)} match {bug_id}"
+        line += f" ({status})" if status else ""
+        if bug_id in accepted:
+            line += ", accepted by this run"
+        out.append(line)
+    return out
 
 
 def verdict(results: dict[str, Any] | None, rows: list[AnomalyRow]) -> Verdict:

@@ -8,6 +8,8 @@ The format (``examples/scenarios.toml`` is a complete example)::
     doc = "a paragraph: the mechanism and why the outcome is expected"   # optional
     settle = 5                           # optional: end the workload 5 s after the steps
                                          # (else it runs to config.duration)
+    accept_known = ["librdkafka#4953"]   # optional: known bugs (contract/known_bugs.py)
+                                         # whose records may leave the verdict valid
 
     [scenario.config]                    # RunConfig fields, as on the command line
     duration = 40
@@ -81,7 +83,7 @@ MECHANISMS: dict[str, tuple[str, ...]] = {
     "leader-epoch-increased": (), "offline": (), "stale-leader-elected": (),
 }
 SCENARIO_KEYS = ("name", "summary", "doc", "settle", "config", "expect", "mechanism",
-                 "steps")
+                 "steps", "accept_known")
 #: RunConfig fields a scenario may not set: its name, and where the run goes.
 NOT_CONFIG = ("scenario", "out")
 KAFKA_TABLES = ("broker_config", "topic_config", "producer_config", "consumer_config")
@@ -135,10 +137,14 @@ def _scenario(entry: dict[str, Any], builtins: dict[str, Scenario]) -> Scenario:
     if not isinstance(name, str) or not NAME.match(name):
         raise _Bad("name must be lower case letters, digits and dashes (e.g. 'my-case')")
     config = _config(entry.get("config", {}))
+    if "accept_known" in entry:  # a run setting, also allowed next to name (docs above)
+        config["accept_known"] = _typed("accept_known", entry["accept_known"],
+                                        _HINTS["accept_known"])
     if name in builtins:
-        extra = sorted(set(entry) - {"name", "config"})
+        extra = sorted(set(entry) - {"name", "config", "accept_known"})
         if extra:
-            raise _Bad(f"overrides a built-in scenario, so it may only have 'config' "
+            raise _Bad(f"overrides a built-in scenario, so it may only have 'config' and "
+                       "'accept_known' "
                        f"(found {', '.join(extra)}); pick a new name for a new scenario")
         base = builtins[name]
         merged = {**base.config, **config}

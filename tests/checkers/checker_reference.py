@@ -13,9 +13,13 @@ RANK = {"fail": 0, "info": 1, "ok": 2}
 
 def reference(writes: list[dict[str, Any]], reads: list[dict[str, Any]], complete: set[str],
               read_committed: dict[str, bool] | None = None, default_rc: bool = True,
-              power_until: dict[str, int] | None = None) -> dict[str, tuple[int, int]]:
-    """kind -> (count, excused) for every kind but divergence."""
+              power_until: dict[str, int] | None = None,
+              rebalances: dict[tuple[str, str, int], list[int]] | None = None,
+              ) -> dict[str, tuple[int, int]]:
+    """kind -> (count, excused) for every kind but divergence. ``rebalances``: (reader,
+    topic, partition) -> polls of that reader's recorded rebalances of the partition."""
     rc = read_committed or {}
+    moved = rebalances or {}
     power = power_until or {}
     counts: dict[str, list[int]] = defaultdict(lambda: [0, 0])
 
@@ -78,13 +82,30 @@ def reference(writes: list[dict[str, Any]], reads: list[dict[str, Any]], complet
                 add("reorder")
 
     at: dict[tuple[str, int, int], set[tuple[Any, ...]]] = defaultdict(set)
+    drained_at: dict[tuple[str, int, int], set[tuple[Any, ...]]] = defaultdict(set)
+    drained_in: dict[tuple[str, int], set[tuple[Any, ...]]] = defaultdict(set)
+    first_read: dict[tuple[str, int, int], int] = {}
     for r in reads:
         valid = bool(r["valid"]) and r["producer"] is not None and r["seq"] is not None
-        at[(r["topic"], r["partition"], r["offset"])].add(
-            (True, r["producer"], r["seq"]) if valid else (False,))
-    for recs in at.values():
+        rec = (True, r["producer"], r["seq"]) if valid else (False,)
+        pos = (r["topic"], r["partition"], r["offset"])
+        at[pos].add(rec)
+        first_read[pos] = min(first_read.get(pos, r["read_ns"]), r["read_ns"])
+        if r["reader"] == "drain" or r["mode"] == "drain":
+            drained_at[pos].add(rec)
+            drained_in[(r["topic"], r["partition"])].add(rec)
+    for pos, recs in at.items():
         if len(recs) >= 2:
-            add("inconsistent-offset")
+            # reused: the drain read one decodable record here, every other one is decodable
+            # and the drain read it nowhere in the partition (it vanished)
+            now = drained_at.get(pos, set())
+            others = recs - now
+            if (len(now) == 1 and (False,) not in now
+                    and all(o != (False,) and o not in drained_in[pos[:2]] for o in others)):
+                until = power.get(f"{pos[0]}:{pos[1]}")
+                add("reused-offset", excused=until is not None and first_read[pos] <= until)
+            else:
+                add("inconsistent-offset")
         if (False,) in recs:
             add("unexpected")
 
@@ -99,7 +120,8 @@ def reference(writes: list[dict[str, Any]], reads: list[dict[str, Any]], complet
     for (_, t, p), rs in seqs.items():
         rs.sort(key=lambda r: (r["poll"], r["read_ns"], r["offset"]))
         for prev, cur in zip(rs, rs[1:], strict=False):
-            excused = cur["mode"] == "subscribe"
+            excused = cur["mode"] == "subscribe" and any(
+                prev["poll"] <= q <= cur["poll"] for q in moved.get((cur["reader"], t, p), []))
             if cur["offset"] <= prev["offset"]:
                 add("nonmonotonic-poll", excused=excused)
             elif ranks[(t, p)][cur["offset"]] - ranks[(t, p)][prev["offset"]] > 1:

@@ -98,8 +98,11 @@ def _museum() -> History:
     t = topic("incons", 2)
     h.write(12, 0, offset=0, topic=t).write(12, 1, offset=1, topic=t)
     h.drain(0, 0, 12, 0, topic=t).drain(0, 1, 12, 1, topic=t)
-    h.read("c8", 0, 0, 99, 1, topic=t)
-    # backwards: assign (forbidden) and subscribe (excused)
+    h.read("c8", 0, 0, 99, 1, topic=t)  # a record the drain never read: reused-offset
+    # offset 3, which the drain never read: two readers disagree, the log shows neither
+    h.read("c0", 0, 3, 12, 0, topic=t).read("c9", 0, 3, 12, 1, topic=t)
+    # backwards: assign (forbidden) and subscribe across a rebalance (excused); c1's jump
+    # 0 -> 2 (polls 0 -> 1) crossed no rebalance: a violation although c1 subscribes
     t = topic("back", 3)
     for s in range(3):
         h.write(13, s, offset=s, topic=t)
@@ -108,6 +111,8 @@ def _museum() -> History:
         h.read("c0", 0, off, 13, off, topic=t)
     for off in (0, 2, 0):
         h.read("c1", 0, off, 13, off, mode="subscribe", topic=t)
+    h.event("rebalance", at_ms=1500, reader="c1", what="assigned", poll=2,
+            partitions=[f"{t}:0"])
     h.drain_end(complete=False, end_offsets=ends)
     return h
 
@@ -208,9 +213,15 @@ def test_unexpected(museum) -> None:  # type: ignore[no-untyped-def]
 
 def test_inconsistent_offset(museum) -> None:  # type: ignore[no-untyped-def]
     ex = _in(museum, "inconsistent-offset", "incons")
-    assert len(ex) == 1 and ex[0]["offset"] == 0
-    assert {(r["producer"], r["seq"]) for r in ex[0]["records"]} == {(12, 0), (99, 1)}
+    assert len(ex) == 1 and ex[0]["offset"] == 3
+    assert {(r["producer"], r["seq"]) for r in ex[0]["records"]} == {(12, 0), (12, 1)}
     assert museum["anomalies"]["inconsistent-offset"]["count"] == 1
+    # offset 0: the drain holds (12, 0), c8 saw a record the log holds nowhere
+    (reused,) = _in(museum, "reused-offset", "incons")
+    assert reused["offset"] == 0 and reused["vanished"] == {"producer": 99, "seq": 1}
+    assert (reused["producer"], reused["seq"]) == (12, 0)
+    assert museum["anomalies"]["reused-offset"]["count"] == 1
+    assert museum["anomalies"]["reused-offset"]["allowed"] is False
 
 
 def test_backwards_and_subscribe_excuse(museum) -> None:  # type: ignore[no-untyped-def]
@@ -219,8 +230,25 @@ def test_backwards_and_subscribe_excuse(museum) -> None:  # type: ignore[no-unty
         ("c0", 1, False), ("c1", 0, True)]
     a = museum["anomalies"]["nonmonotonic-poll"]
     assert a["count"] == 2 and a["excused"] == 1 and not a["allowed"]
+    (c1,) = [e for e in back if e["reader"] == "c1"]
+    assert c1["rebalances"] == [{"poll": 2, "what": "assigned"}]
     skips = museum["anomalies"]["poll-skip"]
-    assert skips["count"] == 2 and skips["excused"] == 1  # skip topic + c1's 0 -> 2
+    assert skips["count"] == 2 and "excused" not in skips  # skip topic + c1's 0 -> 2
+
+
+def test_exact_counts_of_every_kind(museum) -> None:  # type: ignore[no-untyped-def]
+    counts = {k: a["count"] for k, a in museum["anomalies"].items()}
+    assert counts == {
+        "lost": 1, "unseen": 2,
+        "duplicate": 3,  # dup's (5, 0); incons' (12, 0) and (12, 1), also read at offset 3
+        "inconsistent-offset": 1, "offset-mismatch": 1, "reorder": 1, "failed-visible": 1,
+        "unexpected": 3, "poll-skip": 2, "nonmonotonic-poll": 2, "aborted-read": 1,
+        "reused-offset": 1, "divergence": 1,
+    }
+    assert [(e["seq"], e["read_offsets"]) for e in _in(museum, "failed-visible", "failed")] \
+        == [(0, [0])]
+    for kind in ("duplicate", "reorder", "offset-mismatch", "failed-visible"):
+        assert museum["anomalies"][kind]["allowed"] is False, kind
 
 
 def test_divergence_from_segments(museum) -> None:  # type: ignore[no-untyped-def]

@@ -1,11 +1,13 @@
-"""Property tests: on random small histories the PySpark checker agrees with the plain-Python
-reference implementation of the same definitions (checker_reference.py)."""
+"""Property tests: on histories drawn by Hypothesis strategies (checker_strategies.py) the
+PySpark checker agrees with the plain-Python reference implementation of the same
+definitions (checker_reference.py). A disagreement shrinks to a small literal history."""
 
 from __future__ import annotations
 
 import pytest
 from checker_reference import random_history, reference
-from hypothesis import HealthCheck, given, settings
+from checker_strategies import Drawn, histories
+from hypothesis import HealthCheck, Phase, find, given, settings
 from hypothesis import strategies as st
 
 from checkers.check import find_anomalies
@@ -13,10 +15,13 @@ from checkers.history import READS_SCHEMA, WRITES_SCHEMA
 from checkers.identity import IdentityInputs
 from contract.settings import Settings
 
-pytestmark = pytest.mark.spark
+EVERY_KIND = {"lost", "unseen", "duplicate", "inconsistent-offset", "offset-mismatch",
+              "reorder", "failed-visible", "unexpected", "poll-skip", "nonmonotonic-poll",
+              "aborted-read", "reused-offset"}
 
 
-def _spark_counts(spark, writes, reads, complete, settings=None, power=None):  # type: ignore[no-untyped-def]
+def _spark_counts(spark, writes, reads, complete, settings=None, power=None,  # type: ignore[no-untyped-def]
+                  rebalances=None):
     w = spark.createDataFrame([tuple(r[f.name] for f in WRITES_SCHEMA.fields) for r in writes],
                               WRITES_SCHEMA)
     r = spark.createDataFrame([tuple(x[f.name] for f in READS_SCHEMA.fields) for x in reads],
@@ -25,18 +30,25 @@ def _spark_counts(spark, writes, reads, complete, settings=None, power=None):  #
     readers = sorted({x["reader"] for x in reads})
     inputs = IdentityInputs(settings or Settings(), sorted(complete), power or {}, 2, topics,
                             readers)
-    found = find_anomalies(w, r, inputs)
+    found = find_anomalies(w, r, inputs, rebalances=rebalances)
     return {k: (n, found.excused.get(k, 0)) for k, n in found.counts.items() if n}
 
 
-@settings(max_examples=5, database=None, deadline=None, suppress_health_check=list(HealthCheck))
-@given(seed=st.integers(0, 2**31 - 1), n=st.integers(5, 80))
-def test_spark_agrees_with_reference(spark, seed: int, n: int) -> None:  # type: ignore[no-untyped-def]
-    writes, reads, complete = random_history(seed, n)
-    expected = reference(writes, reads, complete)
-    assert _spark_counts(spark, writes, reads, complete) == expected
+def _expected(h: Drawn) -> dict[str, tuple[int, int]]:
+    return reference(h.writes, h.reads, h.complete, power_until=h.power_until,
+                     rebalances=h.rebalances)
 
 
+@pytest.mark.spark
+@settings(max_examples=6, database=None, deadline=None, suppress_health_check=list(HealthCheck))
+@given(h=histories())
+def test_spark_agrees_with_reference(spark, h: Drawn) -> None:  # type: ignore[no-untyped-def]
+    got = _spark_counts(spark, h.writes, h.reads, h.complete, power=h.power_until,
+                        rebalances=h.spark_rebalances())
+    assert got == _expected(h)
+
+
+@pytest.mark.spark
 @settings(max_examples=2, database=None, deadline=None, suppress_health_check=list(HealthCheck))
 @given(seed=st.integers(0, 2**31 - 1))
 def test_reader_isolation_and_power_loss_agree(spark, seed: int) -> None:  # type: ignore[no-untyped-def]
@@ -49,12 +61,18 @@ def test_reader_isolation_and_power_loss_agree(spark, seed: int) -> None:  # typ
     assert _spark_counts(spark, writes, reads, complete, s, power) == expected
 
 
-def test_generator_covers_every_kind() -> None:
-    """The random histories do exercise each kind (else agreement would prove little)."""
-    seen: set[str] = set()
-    for seed in range(40):
-        w, r, c = random_history(seed, 60)
-        seen |= set(reference(w, r, c))
-    assert seen >= {"lost", "unseen", "duplicate", "inconsistent-offset", "offset-mismatch",
-                    "reorder", "failed-visible", "unexpected", "poll-skip",
-                    "nonmonotonic-poll", "aborted-read"}
+#: Finding, not shrinking: the coverage tests only need one history per kind.
+_FIND = settings(max_examples=4000, database=None, phases=[Phase.generate],
+                 suppress_health_check=list(HealthCheck))
+
+
+def test_strategy_draws_every_kind_and_excuse() -> None:
+    """The strategy does reach each kind, and the excused instances of each kind that has
+    them (else agreement would prove little)."""
+    for kind in sorted(EVERY_KIND):
+        h = find(histories(), lambda h, k=kind: k in _expected(h), settings=_FIND)
+        assert _expected(h)[kind][0] >= 1, kind
+    for kind in ("poll-skip", "nonmonotonic-poll", "lost", "reused-offset"):
+        h = find(histories(), lambda h, k=kind: _expected(h).get(k, (0, 0))[1] > 0,
+                 settings=_FIND)
+        assert _expected(h)[kind][1] >= 1, kind

@@ -64,6 +64,28 @@ def test_a(chaos_run, chaos_options, tmp_path):
     assert list((runs / "test_a").iterdir())
 
 
+def test_accept_known_from_marker_and_command_line(suite: pytest.Pytester) -> None:
+    suite.makepyfile(HEADER + """
+@pytest.mark.chaos(accept_known=["librdkafka#4953"])
+def test_marker(chaos_run):
+    assert options(chaos_run())["accept_known"] == ["librdkafka#4953"]
+
+def test_command_line(chaos_run):
+    assert options(chaos_run())["accept_known"] == ["librdkafka#4844", "KIP-966"]
+
+@pytest.mark.chaos(accept_known=["nope#1"])
+def test_unknown_id(chaos_run):
+    chaos_run()
+""")
+    res = suite.runpytest("-k", "test_marker or test_unknown_id")
+    res.assert_outcomes(passed=1, failed=1)
+    res.stdout.fnmatch_lines(["*bad chaos run options: --accept-known: unknown known-bug "
+                              "id 'nope#1'*"])
+    res = suite.runpytest("-k", "test_command_line", "--chaos-accept-known",
+                          "librdkafka#4844,KIP-966")
+    res.assert_outcomes(passed=1)
+
+
 def test_marker_then_call_keywords_win_and_scenario_by_name(suite: pytest.Pytester) -> None:
     suite.makepyfile(HEADER + """
 @pytest.mark.chaos("safe-config-chaos", duration=20)

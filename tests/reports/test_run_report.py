@@ -45,6 +45,25 @@ def test_hand_run_report_shows_the_checkers_findings(hand_run: Path) -> None:
     assert html.count("<svg") >= 5
 
 
+def test_known_bugs_are_named_from_results(hand_run: Path) -> None:
+    results = json.loads((hand_run / "results.json").read_text())
+    results["anomalies"]["duplicate"] = {
+        "count": 9, "allowed": False, "why": "forbidden: enable.idempotence=true",
+        "known_bugs": {"librdkafka#4953": 7}, "examples": []}
+    results["anomalies"]["poll-skip"] = {"count": 2, "allowed": True, "why": "accepted",
+                                         "known_bugs": {"librdkafka#4844": 2}, "examples": []}
+    results["known_bugs"] = {"librdkafka#4953": {"status": "open"},
+                             "librdkafka#4844": {"status": "fixed"}}
+    results["accepted_known"] = ["librdkafka#4844"]
+    (hand_run / "results.json").write_text(json.dumps(results))
+    html = rendered(hand_run)
+    assert "7 duplicates match librdkafka#4953 (open)" in html
+    assert "2 poll skips match librdkafka#4844 (fixed), accepted by this run" in html
+    rows = {r.kind: r for r in anomaly_rows(results)}
+    assert rows["duplicate"].known == ["7 duplicates match librdkafka#4953 (open)"]
+    assert rows["lost"].known == []
+
+
 def test_report_never_redecides_the_verdict(hand_run: Path) -> None:
     # The checker said valid although a count is non-zero and not allowed: show what it said.
     results = json.loads((hand_run / "results.json").read_text())

@@ -23,6 +23,7 @@ from tests.run.cli import CLI, start
     (["run", "--scenario", "no-such-scenario"], "unknown scenario"),
     (["run", "--targets", "leader:x"], "--targets"),
     (["run", "--broker-config", "novalue"], "key=value"),
+    (["run", "--accept-known", "librdkafka#4953,nope#1"], "unknown known-bug id 'nope#1'"),
     (["check", "/nonexistent/run"], "not a run directory"),
     (["report", "/nonexistent/run"], "neither a run directory"),
     (["cluster", "up", "--brokers", "0"], "--brokers"),

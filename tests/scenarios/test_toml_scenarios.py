@@ -95,7 +95,28 @@ def test_merge_of_kafka_tables_keeps_builtin_keys(tmp_path):
     assert topic["segment.bytes"] == "1048576" and "segment.ms" in topic
 
 
+def test_accept_known_in_a_scenario_and_in_its_config(tmp_path):
+    text = """
+    [[scenario]]
+    name = "rolling-restart"
+    accept_known = ["librdkafka#4953"]
+    [[scenario]]
+    name = "mine"
+    summary = "s"
+    [scenario.config]
+    accept_known = ["librdkafka#4844", "KIP-966"]
+    """
+    found = load_scenarios(write(tmp_path, text))
+    assert found["rolling-restart"].run_config().accept_known == ["librdkafka#4953"]
+    assert found["mine"].run_config().accept_known == ["librdkafka#4844", "KIP-966"]
+
+
 BAD = {
+    "accept unknown bug": ('[[scenario]]\nname = "a"\nsummary = "s"\n'
+                           'accept_known = ["librdkafka#1"]',
+                           "unknown known-bug id 'librdkafka#1'"),
+    "accept not a list": ('[[scenario]]\nname = "a"\nsummary = "s"\naccept_known = "x"',
+                          "accept_known must be a list of strings"),
     "not toml": ("[[scenario]\nname = 1", "not valid TOML"),
     "missing file": (None, "No such file"),
     "top-level key": ('title = "x"', "unknown key 'title' in the file"),

@@ -1,0 +1,98 @@
+"""Known bugs on anomaly rows: the facts of contract/known_bugs.py as Spark columns, and
+the column naming the first registry entry that explains each row (no Python UDF: a
+condition is an AND of fact columns)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import reduce
+from typing import Any
+
+from pyspark.sql import Column
+from pyspark.sql import functions as F
+
+from contract.known_bugs import KNOWN_BUGS, KnownBug, known_bug
+from contract.settings import Settings
+
+#: Known-bug id -> the anomaly kinds it explains.
+EXPLAINS: dict[str, tuple[str, ...]] = {b.id: b.kinds for b in KNOWN_BUGS}
+
+
+@dataclass(frozen=True)
+class KnownInputs:
+    """What the facts need besides the anomaly rows."""
+
+    settings: Settings
+    single_replica_isr: set[str] = field(default_factory=set)  # "topic:partition" keys
+
+
+def _version(settings: Settings, component: str) -> str | None:
+    return {"librdkafka": settings.librdkafka_version,
+            "kafka": settings.kafka_version}.get(component)
+
+
+def applicable(settings: Settings) -> list[KnownBug]:
+    """Registry entries whose affected versions include the run's (unknown: included)."""
+    return [b for b in KNOWN_BUGS if b.affects(_version(settings, b.component))]
+
+
+def fact_columns(inp: KnownInputs) -> dict[str, Column]:
+    """Every fact of contract.known_bugs.FACTS as a boolean column over anomaly rows."""
+    s = inp.settings
+    kind = F.col("kind")
+    eof: Column = F.lit(s.partition_eof)
+    for reader, on in s.reader_partition_eof.items():
+        eof = F.when(F.col("reader") == reader, F.lit(on)).otherwise(eof)
+    tp = F.concat_ws(":", F.col("topic"), F.col("partition").cast("string"))
+    single = tp.isin(sorted(inp.single_replica_isr)) if inp.single_replica_isr else F.lit(False)
+    return {
+        "idempotent_producer": F.lit(s.idempotence),
+        "non_transactional_producer": F.lit(not s.transactional),
+        "epoch_bump_before": F.col("epoch_bump_ns").isNotNull(),
+        "partition_eof": eof,
+        "skipped_one_offset": (kind == "poll-skip")
+        & (F.col("offset") - F.col("prev_offset") == 2),
+        # lost / reused-offset rows are excused exactly by a power loss of the whole ISR
+        "power_loss_of_isr": kind.isin("lost", "reused-offset")
+        & F.coalesce(F.col("excused"), F.lit(False)),
+        "single_replica_isr": single,
+    }
+
+
+def known_bug_column(inp: KnownInputs) -> Column:
+    """The id of the first applicable entry that explains the row, else null."""
+    facts = fact_columns(inp)
+    expr: Column = F.lit(None).cast("string")
+    for bug in reversed(applicable(inp.settings)):
+        conds = [F.col("kind").isin(*bug.kinds)] + [facts[f] for f in sorted(bug.facts)]
+        cond = reduce(lambda a, b: a & b, conds)
+        expr = F.when(F.coalesce(cond, F.lit(False)), F.lit(bug.id)).otherwise(expr)
+    return expr
+
+
+def tag(bug_id: str | None, accepted: tuple[str, ...] = ()) -> dict[str, Any] | None:
+    """The ``known_bug`` object of an example (with ``accepted`` when the run accepts it)."""
+    if bug_id is None:
+        return None
+    bug = known_bug(bug_id)
+    out: dict[str, Any] = bug.tag() if bug else {"id": bug_id, "link": "", "status": "unknown"}
+    out["accepted"] = bug_id in accepted
+    return out
+
+
+def entries(ids: set[str]) -> dict[str, dict[str, Any]]:
+    """results.json's top-level ``known_bugs``: the registry entries named in this run."""
+    out: dict[str, dict[str, Any]] = {}
+    for bug_id in sorted(ids):
+        bug = known_bug(bug_id)
+        if bug is not None:
+            out[bug_id] = {"title": bug.title, "link": bug.link, "status": bug.status,
+                           "component": bug.component, "affected_from": bug.affected_from,
+                           "fixed_in": bug.fixed_in, "kinds": list(bug.kinds)}
+    return out
+
+
+def describe(bug_id: str) -> str:
+    """``librdkafka#4953 (open)``."""
+    bug = known_bug(bug_id)
+    return f"{bug_id} ({bug.status})" if bug else bug_id

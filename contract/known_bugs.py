@@ -1,0 +1,150 @@
+"""Known bugs are data: the registry of client and broker bugs a chaos run can reproduce.
+
+The checker tags every anomaly record an entry explains (results.json
+``anomalies.<kind>.known_bugs`` counts them, examples carry ``known_bug``), and a run may
+*accept* entries by id (run.json ``accept_known``): a forbidden kind then leaves the verdict
+valid only when every one of its records matches an accepted entry (checkers/README.md).
+
+An entry explains a record when the record's kind is one of ``kinds``, every fact of
+``facts`` holds for it, and the run's version of ``component`` is affected (an unknown
+version cannot be ruled out, so it counts as affected). Facts are the names in
+:data:`FACTS`; the checker computes each one per record, so a condition is data, not code.
+
+Dependency-free on purpose: every stage (chaos's CLI refusing unknown ids, the checker,
+the report) reads it. Sources are in ../shared/KAFKA-FACTS.md ("Known bugs a chaos run can
+reproduce", checked 2026-11-23) and librdkafka's CHANGELOG.md.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+#: The facts a condition may name, and what each means for one anomaly record.
+FACTS: dict[str, str] = {
+    "idempotent_producer": "the run's producers have enable.idempotence=true",
+    "non_transactional_producer": "the run's producers have no transactional.id",
+    "epoch_bump_before": "a write of the record's producer ended with an epoch-bump error "
+    "(_MSG_TIMED_OUT, OUT_OF_ORDER_SEQUENCE_NUMBER, ...) after the record's first attempt and "
+    "before its later copy (duplicate) or its out-of-order copy (reorder) was first read",
+    "partition_eof": "the reader ran with enable.partition.eof=true",
+    "skipped_one_offset": "the reader's jump went from offset o to o + 2 (one offset skipped)",
+    "power_loss_of_isr": "a power loss hit every in-sync replica of the record's partition "
+    "after the record was acknowledged",
+    "single_replica_isr": "that partition's ISR was a single replica when the power loss hit",
+}
+
+OPEN = "open"
+FIXED = "fixed"
+
+
+def version_tuple(text: str | None) -> tuple[int, ...]:
+    """``"2.13.2"`` -> ``(2, 13, 2)``; leading digits of each dotted part; () when unknown."""
+    out: list[int] = []
+    for part in (text or "").split("."):
+        digits = ""
+        for ch in part:
+            if not ch.isdigit():
+                break
+            digits += ch
+        if not digits:
+            break
+        out.append(int(digits))
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class KnownBug:
+    """One known bug: where it is tracked, what it affects, which records it explains."""
+
+    id: str  # "<component>#<issue>" or the KIP / JIRA name
+    title: str
+    link: str
+    status: str  # OPEN or FIXED
+    component: str  # "librdkafka" or "kafka": the run.json ``versions`` key compared
+    affected_from: str | None  # first affected version; None: not known / all before
+    fixed_in: str | None  # first version with the fix; None: not fixed
+    kinds: tuple[str, ...]  # the anomaly kinds it explains
+    facts: frozenset[str]  # the condition: every fact must hold for the record
+    note: str = ""
+
+    def affects(self, version: str | None) -> bool:
+        """Whether ``version`` of the component is affected (unknown: cannot be ruled out)."""
+        v = version_tuple(version)
+        if not v:
+            return True
+        if self.affected_from and v < version_tuple(self.affected_from):
+            return False
+        return not (self.fixed_in and v >= version_tuple(self.fixed_in))
+
+    def explains(self, kind: str, facts: Mapping[str, bool]) -> bool:
+        """Whether this entry explains a record of ``kind`` with these ``facts``."""
+        return kind in self.kinds and all(facts.get(f, False) for f in self.facts)
+
+    def tag(self) -> dict[str, str]:
+        """The ``known_bug`` object of a results.json example."""
+        return {"id": self.id, "link": self.link, "status": self.status}
+
+
+KNOWN_BUGS: tuple[KnownBug, ...] = (
+    KnownBug(
+        id="librdkafka#4953",
+        title="Sporadic message duplication during leader transition with idempotent producer",
+        link="https://github.com/confluentinc/librdkafka/issues/4953",
+        status=OPEN,
+        component="librdkafka",
+        affected_from=None,
+        fixed_in=None,
+        kinds=("duplicate", "reorder"),
+        facts=frozenset({"idempotent_producer", "non_transactional_producer",
+                         "epoch_bump_before"}),
+        note="after a message timeout or an out-of-order sequence the producer bumps its "
+        "epoch and resends in-flight batches under the new epoch, which the broker cannot "
+        "deduplicate; only transactions avoid it (maintainer, 2025-05-16)",
+    ),
+    KnownBug(
+        id="librdkafka#4844",
+        title="Offset increased for eof pseudo messages",
+        link="https://github.com/confluentinc/librdkafka/issues/4844",
+        status=FIXED,
+        component="librdkafka",
+        affected_from="2.2.0",
+        fixed_in="2.13.2",
+        kinds=("poll-skip",),
+        facts=frozenset({"partition_eof", "skipped_one_offset"}),
+        note="with enable.partition.eof=true the batch consume path (confluent-kafka's "
+        "Consumer.consume) moved the position to last offset + 2 after the EOF event "
+        "(fixed by PR #5213)",
+    ),
+    KnownBug(
+        id="KIP-966",
+        title="Last replica standing: committed data lost when the only in-sync replica "
+        "loses its page cache",
+        link="https://cwiki.apache.org/confluence/display/KAFKA/KIP-966%3A+Eligible+Leader+Replicas",
+        status=FIXED,
+        component="kafka",
+        affected_from=None,
+        fixed_in="4.1.0",
+        kinds=("lost", "reused-offset"),
+        facts=frozenset({"power_loss_of_isr", "single_replica_isr"}),
+        note="without Eligible Leader Replicas the last ISR member is re-elected after an "
+        "unclean restart and the others truncate to it; ELR is opt-in in 4.0 and on by default "
+        "only for clusters created on 4.1 or later",
+    ),
+)
+
+BY_ID: dict[str, KnownBug] = {b.id: b for b in KNOWN_BUGS}
+
+
+def known_bug(bug_id: str) -> KnownBug | None:
+    """The entry with this id, or None."""
+    return BY_ID.get(bug_id)
+
+
+def unknown_ids(ids: list[str] | tuple[str, ...]) -> list[str]:
+    """The ids of ``ids`` the registry does not hold (for refusing bad ``accept_known``)."""
+    return [i for i in ids if i not in BY_ID]
+
+
+__all__ = ["BY_ID", "FACTS", "FIXED", "KNOWN_BUGS", "OPEN", "KnownBug", "known_bug",
+           "unknown_ids", "version_tuple"]

@@ -1,0 +1,246 @@
+"""Known answers for the guarantee model of issue 11: duplicates and reorders under
+idempotence, known client bugs, poll skips across rebalances, reused offsets.
+
+Each trap lives in its own topic with its own producer, so one Spark check answers many
+small tests (the machine has 2 cores).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from checker_histories import History
+
+pytestmark = pytest.mark.spark
+
+TIMEOUT = "_MSG_TIMED_OUT"
+
+
+def _idempotence() -> History:
+    h = History()  # acks=all, min ISR 2, enable.idempotence=true
+    h.run["versions"] = {"librdkafka": "2.12.0"}  # inside librdkafka#4844's range
+    h.run["workload"] = {"consumers": [
+        {"id": "c4", "mode": "assign", "consumer_config": {"enable.partition.eof": "true"}}]}
+    # producer 1: a duplicate whose later copy was first read after producer 1's own write
+    # ended with _MSG_TIMED_OUT (an epoch bump): tagged librdkafka#4953, still forbidden
+    t = "dupbump"
+    h.write(1, 0, offset=0, at_ms=0, topic=t)
+    h.write(1, 1, outcome="info", error=TIMEOUT, at_ms=5, topic=t)
+    h.drain(0, 0, 1, 0, topic=t).drain(0, 1, 1, 0, topic=t)
+    # producer 2: a duplicate, no epoch bump of producer 2 (producer 3 timed out elsewhere)
+    t = "dupnobump"
+    h.write(2, 0, offset=0, at_ms=0, topic=t)
+    h.drain(0, 0, 2, 0, topic=t).drain(0, 1, 2, 0, topic=t)
+    h.write(3, 0, outcome="info", error=TIMEOUT, at_ms=5, topic="timeout")
+    # producer 4: the later copy was read (by c0 at 10 ms) before producer 4's timeout (50 ms)
+    t = "duplate"
+    h.write(4, 0, offset=0, at_ms=0, topic=t)
+    h.read("c0", 0, 1, 4, 0, at_ms=10, topic=t)
+    h.write(4, 1, outcome="info", error=TIMEOUT, at_ms=50, topic=t)
+    h.drain(0, 0, 4, 0, topic=t).drain(0, 1, 4, 0, topic=t)
+    # producer 5: seq 0 stored after seq 2, with an epoch bump (seq 1 timed out) in between
+    t = "reorderbump"
+    h.write(5, 0, offset=1, at_ms=0, topic=t)
+    h.write(5, 1, outcome="info", error="OUT_OF_ORDER_SEQUENCE_NUMBER", at_ms=3, topic=t)
+    h.write(5, 2, offset=0, at_ms=6, topic=t)
+    h.drain(0, 0, 5, 2, topic=t).drain(0, 1, 5, 0, topic=t)
+    _rebalances(h)
+    _truncations(h)
+    h.drain_end(complete=True)
+    return h
+
+
+def _truncations(h: History) -> None:
+    """Offsets reused after a truncation, and a record the log moved (not a reuse)."""
+    t = "reuse"  # c0 read (30, 1) at offset 1; the log now holds (30, 2) there
+    h.write(30, 0, offset=0, topic=t).write(30, 1, offset=1, topic=t)
+    h.read("c0", 0, 0, 30, 0, topic=t).read("c0", 0, 1, 30, 1, topic=t)
+    h.write(30, 2, offset=1, topic=t)
+    h.drain(0, 0, 30, 0, topic=t).drain(0, 1, 30, 2, topic=t)
+    t = "moved"  # c0 read (31, 1) at offset 0, the log holds it at 1: inconsistent
+    h.write(31, 0, offset=0, topic=t).write(31, 1, offset=1, topic=t)
+    h.read("c0", 0, 0, 31, 1, topic=t)
+    h.drain(0, 0, 31, 0, topic=t).drain(0, 1, 31, 1, topic=t)
+
+
+def _rebalances(h: History) -> None:
+    """Poll steps across (or not across) recorded rebalances, topic "rb"."""
+    t = "rb"
+    for s in range(6):
+        h.write(20, s, offset=s, topic=t)
+        h.drain(0, s, 20, s, topic=t)
+    # c1 (subscribe): 0 -> 1 -> 4 (skip across its rebalance of rb:0 at poll 4: excused)
+    # -> 2 (back; its rebalance at poll 6 moved rb:1 only: a violation)
+    # -> 5 (skip; only c2's rebalance at poll 8: a violation)
+    for off, poll in ((0, 1), (1, 2), (4, 5), (2, 7), (5, 9)):
+        h.read("c1", 0, off, 20, off, poll=poll, mode="subscribe", topic=t)
+    h.event("rebalance", at_ms=1200, reader="c1", what="assigned", poll=4,
+            partitions=[f"{t}:0", f"{t}:1"])
+    h.event("rebalance", at_ms=1300, reader="c1", what="revoked", poll=6, partitions=[f"{t}:1"])
+    h.event("rebalance", at_ms=1400, reader="c2", what="assigned", poll=8, partitions=[f"{t}:0"])
+    # c3 (assign mode) skips 0 -> 3; a rebalance event of c3 does not excuse assign mode
+    for off, poll in ((0, 1), (3, 2)):
+        h.read("c3", 0, off, 20, off, poll=poll, topic=t)
+    h.event("rebalance", at_ms=1500, reader="c3", what="assigned", poll=2, partitions=[f"{t}:0"])
+    # c4 (enable.partition.eof=true) moves from 0 to 2: librdkafka#4844's position + 2;
+    # c3's 0 -> 3 skipped two offsets: not that bug
+    for off, poll in ((0, 1), (2, 2)):
+        h.read("c4", 0, off, 20, off, poll=poll, topic=t)
+
+
+@pytest.fixture(scope="module")
+def idem(spark, tmp_path_factory) -> dict[str, Any]:  # type: ignore[no-untyped-def]
+    from checkers import check_run
+
+    results = check_run(_idempotence().save(tmp_path_factory.mktemp("idem") / "run"))
+    assert "error" not in results, results.get("traceback")
+    return results
+
+
+def _by_topic(results: dict[str, Any], kind: str) -> dict[str, dict[str, Any]]:
+    return {e["topic"]: e for e in results["anomalies"][kind]["examples"]}
+
+
+def test_duplicates_under_idempotence_are_forbidden_despite_timeouts(idem) -> None:  # type: ignore[no-untyped-def]
+    dup = idem["anomalies"]["duplicate"]
+    assert dup["count"] == 4 and dup["allowed"] is False  # + (31, 1) of "moved"
+    assert dup["why"].startswith("forbidden: enable.idempotence=true")
+    assert idem["valid"] is False
+    assert idem["stats"]["errors"][TIMEOUT] == 3
+
+
+def test_duplicate_after_epoch_bump_names_the_known_bug(idem) -> None:  # type: ignore[no-untyped-def]
+    ex = _by_topic(idem, "duplicate")
+    bumped = ex["dupbump"]
+    assert bumped["known_bug"]["id"] == "librdkafka#4953"
+    assert bumped["known_bug"]["status"] == "open"
+    assert bumped["epoch_bump_ns"] == bumped["complete_ns"] + 5_000_000  # seq 1 ended at 7 ms
+    assert "epoch bump of producer 1" in bumped["summary"]
+    # no bump of that producer, or the bump came after the later copy was read: untagged
+    for topic in ("dupnobump", "duplate", "moved"):
+        assert "known_bug" not in ex[topic] and "epoch_bump_ns" not in ex[topic], topic
+
+
+def test_reorder_under_idempotence_forbidden_and_tagged(idem) -> None:  # type: ignore[no-untyped-def]
+    ro = idem["anomalies"]["reorder"]
+    assert ro["count"] == 1 and ro["allowed"] is False
+    (e,) = ro["examples"]
+    assert (e["producer"], e["seq"], e["read_offset"], e["other"]["seq"]) == (5, 0, 1, 2)
+    assert e["known_bug"]["id"] == "librdkafka#4953"
+
+
+def test_known_bug_counts_are_exact(idem) -> None:  # type: ignore[no-untyped-def]
+    assert idem["anomalies"]["duplicate"]["known_bugs"] == {"librdkafka#4953": 1}
+    assert idem["known_bugs"]["librdkafka#4953"]["status"] == "open"
+    assert idem["known_bugs"]["librdkafka#4844"]["fixed_in"] == "2.13.2"
+    assert idem["anomalies"]["reorder"]["known_bugs"] == {"librdkafka#4953": 1}
+    assert idem["anomalies"]["lost"]["known_bugs"] == {}
+    assert idem["accepted_known"] == []
+
+
+def _many_bumped_duplicates(n: int, accept: list[str], stray: bool) -> History:
+    """``n`` duplicates of producer 1, all after its epoch bump; ``stray``: one more duplicate
+    of producer 2, which never had an epoch-bump error."""
+    h = History()
+    h.run["accept_known"] = accept
+    for s in range(n):
+        h.write(1, s, offset=2 * s, at_ms=s)
+    h.write(1, n, outcome="info", error=TIMEOUT, at_ms=n + 5)
+    for s in range(n):
+        h.drain(0, 2 * s, 1, s).drain(0, 2 * s + 1, 1, s)
+    if stray:
+        h.write(2, 0, offset=0, partition=1).drain(1, 0, 2, 0).drain(1, 1, 2, 0)
+    h.drain_end(complete=True)
+    return h
+
+
+def test_accepted_known_bug_leaves_the_verdict_valid(check) -> None:  # type: ignore[no-untyped-def]
+    r = check(_many_bumped_duplicates(40, ["librdkafka#4953"], stray=False))
+    dup = r["anomalies"]["duplicate"]
+    assert dup["count"] == 40 and dup["known_bugs"] == {"librdkafka#4953": 40}
+    assert len(dup["examples"]) == 32  # capped; the counts are exact
+    assert dup["allowed"] is True and dup["accepted"] == 40
+    assert dup["why"].startswith("accepted: 40 match known bugs this run accepts")
+    assert r["valid"] is True and r["accepted_known"] == ["librdkafka#4953"]
+    assert "accepts known bugs librdkafka#4953" in r["guarantees"]["duplicate"]
+    assert all(e["known_bug"] == {"id": "librdkafka#4953", "status": "open", "accepted": True,
+                                  "link": "https://github.com/confluentinc/librdkafka/issues/4953"}
+               for e in dup["examples"])
+
+
+def test_one_unexplained_record_keeps_an_accepted_kind_forbidden(check) -> None:  # type: ignore[no-untyped-def]
+    r = check(_many_bumped_duplicates(40, ["librdkafka#4953"], stray=True))
+    dup = r["anomalies"]["duplicate"]
+    assert dup["count"] == 41 and dup["known_bugs"] == {"librdkafka#4953": 40}
+    assert dup["allowed"] is False and dup["accepted"] == 40
+    assert "1 of 41 neither" in dup["why"]
+    assert r["valid"] is False
+    # the one that fails the verdict is shown first, even past the 32-example cap
+    assert dup["examples"][0]["producer"] == 2 and "known_bug" not in dup["examples"][0]
+    assert sum(1 for e in dup["examples"] if "known_bug" not in e) == 1
+
+
+def test_unaccepted_known_bug_is_a_violation(check) -> None:  # type: ignore[no-untyped-def]
+    r = check(_many_bumped_duplicates(3, [], stray=False))
+    dup = r["anomalies"]["duplicate"]
+    assert dup["known_bugs"] == {"librdkafka#4953": 3} and dup["allowed"] is False
+    assert "accepted" not in dup and r["valid"] is False
+    assert dup["examples"][0]["known_bug"]["accepted"] is False
+    assert "matches known bug librdkafka#4953 (open)" in dup["examples"][0]["summary"]
+
+
+def test_poll_steps_are_excused_only_across_a_rebalance_of_that_partition(idem) -> None:  # type: ignore[no-untyped-def]
+    skips = idem["anomalies"]["poll-skip"]
+    assert skips["count"] == 4 and skips["excused"] == 1 and skips["allowed"] is False
+    got = {(e["reader"], e["prev_offset"], e["offset"]): e for e in skips["examples"]}
+    assert set(got) == {("c1", 1, 4), ("c1", 2, 5), ("c3", 0, 3), ("c4", 0, 2)}
+    assert skips["known_bugs"] == {"librdkafka#4844": 1}
+    assert got[("c4", 0, 2)]["known_bug"]["id"] == "librdkafka#4844"
+    assert "known_bug" not in got[("c3", 0, 3)]
+    assert got[("c1", 1, 4)]["excused"] is True
+    assert got[("c1", 1, 4)]["rebalances"] == [{"poll": 4, "what": "assigned"}]
+    assert (got[("c1", 1, 4)]["prev_poll"], got[("c1", 1, 4)]["poll"]) == (2, 5)
+    assert "across its rebalance assigned at poll 4" in got[("c1", 1, 4)]["summary"]
+    assert got[("c1", 2, 5)]["excused"] is False and got[("c3", 0, 3)]["excused"] is False
+    assert "rebalances" not in got[("c1", 2, 5)]
+    # forbidden ones first (unexplained, then a known bug's), excused last
+    assert [e["excused"] for e in skips["examples"]] == [False, False, False, True]
+    assert skips["examples"][2]["reader"] == "c4"
+    back = idem["anomalies"]["nonmonotonic-poll"]
+    assert back["count"] == 1 and "excused" not in back and back["allowed"] is False
+    assert (back["examples"][0]["prev_offset"], back["examples"][0]["offset"]) == (4, 2)
+    assert "2 neither" in skips["why"] or "(1 excused" in skips["why"]
+
+
+def test_rebalances_are_not_faults(idem) -> None:  # type: ignore[no-untyped-def]
+    for e in idem["anomalies"]["poll-skip"]["examples"]:
+        assert all(f["kind"] != "rebalance" for f in e["faults_at_missing"])
+
+
+def test_reused_offset_after_truncation_is_forbidden_where_loss_is(idem) -> None:  # type: ignore[no-untyped-def]
+    a = idem["anomalies"]["reused-offset"]
+    assert a["count"] == 1 and a["allowed"] is False and a["why"].startswith("forbidden")
+    (e,) = a["examples"]
+    assert (e["topic"], e["offset"], e["producer"], e["seq"]) == ("reuse", 1, 30, 2)
+    assert e["vanished"] == {"producer": 30, "seq": 1} and e["excused"] is False
+    assert "offset was reused" in e["summary"]
+    incons = idem["anomalies"]["inconsistent-offset"]
+    assert incons["count"] == 1 and incons["examples"][0]["topic"] == "moved"
+    assert idem["anomalies"]["lost"]["count"] == 0  # c0 read (30, 1): not lost
+
+
+def test_reused_offset_allowed_where_loss_is(check) -> None:  # type: ignore[no-untyped-def]
+    h = History()
+    h.run["producer_config"] = {"acks": "1", "enable.idempotence": False}
+    h.write(0, 0, offset=0).write(0, 1, offset=1).write(0, 2, offset=2)
+    h.read("c0", 0, 0, 0, 0).read("c0", 0, 1, 0, 1).read("c0", 0, 2, 0, 2)
+    h.write(0, 3, offset=1)  # after the leader failover the tail 1..2 is gone
+    h.drain(0, 0, 0, 0).drain(0, 1, 0, 3)
+    h.drain_end(complete=True)
+    r = check(h)
+    a = r["anomalies"]["reused-offset"]
+    assert a["count"] == 1 and a["allowed"] is True
+    assert a["why"].startswith("allowed where lost is") and "acks=1" in a["why"]
+    assert r["anomalies"]["inconsistent-offset"]["count"] == 0
+    assert r["valid"] is True
