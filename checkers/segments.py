@@ -25,6 +25,7 @@ LOG_OVERHEAD = 12  # baseOffset + batchLength precede the part batchLength count
 COMPRESSION_NONE, COMPRESSION_GZIP, COMPRESSION_SNAPPY, COMPRESSION_LZ4, COMPRESSION_ZSTD = range(5)
 _XERIAL_MAGIC = b"\x82SNAPPY\x00"
 _XERIAL_HEADER = 16  # magic (8), version (4), compatible version (4)
+TRANSACTIONAL_FLAG = 0x10
 CONTROL_FLAG = 0x20
 
 
@@ -48,6 +49,10 @@ class Batch:
     @property
     def is_control(self) -> bool:
         return self.magic >= 2 and bool(self.attributes & CONTROL_FLAG)
+
+    @property
+    def is_transactional(self) -> bool:
+        return self.magic >= 2 and bool(self.attributes & TRANSACTIONAL_FLAG)
 
 
 def iter_batches(data: bytes) -> Iterator[Batch]:

@@ -18,7 +18,6 @@ from checkers.divergence import check_divergence
 from checkers.runfiles import RunDir
 from checkers.segments import (
     BATCH_HEADER,
-    TRANSACTIONAL_FLAG,
     Batch,
     batch_records,
     iter_batches,
@@ -127,7 +126,7 @@ def test_compressed_batches_decode_to_what_was_produced(logs: Path, codec: str) 
 def test_idempotent_batches(logs: Path) -> None:
     batches = _batches(logs, 2, "idem")
     assert batches and all(_producer_id(b) >= 0 for b in batches)
-    assert not any(b.attributes & TRANSACTIONAL_FLAG for b in batches)
+    assert not any(b.is_transactional for b in batches)
     records = [r for b in batches for r in batch_records(b)]
     assert [(r.offset, r.value_prefix) for r in records] == [
         (i, _value("idem", i)[:16].hex()) for i in range(N)]
@@ -135,7 +134,7 @@ def test_idempotent_batches(logs: Path) -> None:
 
 def test_transactional_batches_and_control_records(logs: Path) -> None:
     batches = _batches(logs, 3, "txn")
-    assert all(b.attributes & TRANSACTIONAL_FLAG for b in batches)
+    assert all(b.is_transactional for b in batches)
     control = [b for b in batches if b.is_control]
     assert len(control) == 3  # commit, abort, commit
     records = [r for b in batches for r in batch_records(b)]
