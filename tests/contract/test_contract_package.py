@@ -35,7 +35,7 @@ def test_every_anomaly_kind_has_a_definition_unit_meaning_and_place() -> None:
 
 def test_fault_registry_closers_and_css() -> None:
     assert FAULT_KINDS == ("kill", "stop", "pause", "partition", "slow", "power-loss",
-                           "voter-partition")
+                           "cpu-throttle", "voter-partition")
     assert CLOSERS == {"start": ("kill", "stop", "power-loss"), "resume": ("pause",),
                        "heal": ("partition", "slow", "voter-partition")}
     assert FAULTS["slow"].params == ("delay_ms", "jitter_ms", "loss", "rate_kbit")
