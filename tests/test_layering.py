@@ -70,6 +70,12 @@ def test_no_product_package_imports_the_test_support(package: str) -> None:
             if TEST_SUPPORT in imported_packages(p)] == []
 
 
+def test_the_test_support_is_built_on_the_contract_alone() -> None:
+    # Histories written from the contract's schemas and kinds, not from a stage's internals.
+    found = {n for p in modules(TEST_SUPPORT) for n in imported_packages(p) if n in PRODUCT}
+    assert found == {"contract"}
+
+
 def test_the_wheel_leaves_the_test_support_out() -> None:
     import tomllib
 
