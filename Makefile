@@ -33,7 +33,7 @@ test: setup
 
 lint: venv
 	$(BIN)/ruff check .
-	$(BIN)/mypy contract chaos workloads checkers reports compose bench
+	$(BIN)/mypy contract chaos workloads checkers reports compose bench kafka_chaos_testing
 
 bench: setup
 	$(BIN)/python -m bench

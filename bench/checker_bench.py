@@ -26,7 +26,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.checker_data import Spec, generate  # noqa: E402
+from kafka_chaos_testing.bench_data import Spec, generate  # noqa: E402
 
 PAGE = os.sysconf("SC_PAGE_SIZE")
 

@@ -2,8 +2,8 @@
 
     python bench/report_bench.py [--writes 10000000] [--dir /tmp/kc-report-bench] [--browser]
 
-The synthetic run (``reports.synthetic``) is written once and reused while its spec is the
-same; rendering is timed separately (best of ``--repeat``), and ``--browser`` also times
+The synthetic run (``kafka_chaos_testing.synthetic``) is written once and reused while its
+spec is the same; rendering is timed separately (best of ``--repeat``), and ``--browser`` also times
 opening the report in headless Chromium.
 """
 
@@ -20,15 +20,15 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from kafka_chaos_testing.synthetic import PlannedFault, SyntheticSpec, write_synthetic_run  # noqa: E402
 from reports import render_run  # noqa: E402
-from reports.synthetic import Fault, SyntheticSpec, write_synthetic_run  # noqa: E402
 
 
 def bench_spec(writes: int) -> SyntheticSpec:
     """A long run at 5k writes/s over 12 partitions, a fault every 100 s, acks=1 losing some."""
     duration = max(60.0, writes / 5000)
     kinds = ["kill", "pause", "partition"]
-    faults = [Fault(kinds[i % 3], [1 + i % 3], t, t + 25)
+    faults = [PlannedFault(kinds[i % 3], [1 + i % 3], t, t + 25)
               for i, t in enumerate(range(40, int(duration) - 40, 100))]
     return SyntheticSpec(scenario="acks1-leader-failover", writes=writes, duration_s=duration,
                          partitions=12, producers=8, acks="1", lost=2_000, duplicate=40,

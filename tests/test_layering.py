@@ -4,7 +4,9 @@ imports are read (ast, nothing is imported) and a stage that imports another sta
 - ``contract`` imports no stage (and nothing heavy: tests/contract checks that at run time);
 - ``compose``, ``workloads``, ``checkers``, ``reports`` import only ``contract``, themselves and
   third-party packages;
-- ``chaos`` (orchestrator, CLI, plugin) and ``bench`` wire the stages and may import any of them.
+- ``chaos`` (orchestrator, CLI, plugin) and ``bench`` wire the stages and may import any of them;
+- the test-support package ``kafka_chaos_testing`` (synthetic and literal histories) is for the
+  tests and ``bench`` only: no product package imports it, and the wheel does not ship it.
 """
 
 from __future__ import annotations
@@ -24,6 +26,9 @@ ALLOWED: dict[str, frozenset[str]] = {
     **{stage: frozenset({"contract"}) for stage in STAGES},
     **{wiring: frozenset(PRODUCT) for wiring in WIRING},
 }
+#: Test support (kafka_chaos_testing/): the tests and the benchmarks may import it, the product not.
+TEST_SUPPORT = "kafka_chaos_testing"
+SHIPPED = ("contract", *STAGES, "chaos")
 #: Third-party packages the contract may use (it must stay light for every stage).
 CONTRACT_THIRD_PARTY = frozenset({"pyarrow"})
 
@@ -57,6 +62,31 @@ def violations(package: str) -> list[str]:
 def test_stages_import_no_other_stage(package: str) -> None:
     assert modules(package), f"no modules found under {package}/"
     assert violations(package) == []
+
+
+@pytest.mark.parametrize("package", SHIPPED)
+def test_no_product_package_imports_the_test_support(package: str) -> None:
+    assert [str(p.relative_to(ROOT)) for p in modules(package)
+            if TEST_SUPPORT in imported_packages(p)] == []
+
+
+def test_the_test_support_is_built_on_the_contract_alone() -> None:
+    # Histories written from the contract's schemas and kinds, not from a stage's internals.
+    found = {n for p in modules(TEST_SUPPORT) for n in imported_packages(p) if n in PRODUCT}
+    assert found == {"contract"}
+
+
+def test_the_wheel_leaves_the_test_support_out() -> None:
+    import tomllib
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    include = project["tool"]["setuptools"]["packages"]["find"]["include"]
+    from setuptools import find_packages
+
+    shipped = {p.split(".")[0] for p in find_packages(where=str(ROOT), include=include)}
+    assert (ROOT / TEST_SUPPORT / "__init__.py").exists()
+    assert TEST_SUPPORT not in shipped
+    assert set(SHIPPED) <= shipped
 
 
 def test_the_contract_imports_only_the_standard_library_and_pyarrow() -> None:

@@ -10,7 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from checker_histories import History
+
+from kafka_chaos_testing.literal import History
 
 pytestmark = pytest.mark.spark
 

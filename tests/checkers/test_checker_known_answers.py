@@ -11,11 +11,11 @@ import os
 from typing import Any
 
 import pytest
-from checker_histories import History
 from checker_segments import batch, write_log
 
 from checkers import ANOMALY_KINDS, check_run
 from contract.exit_codes import exit_code_of_results as exit_code
+from kafka_chaos_testing.literal import History
 
 pytestmark = pytest.mark.spark
 

@@ -8,11 +8,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from checker_histories import History
 from checker_segments import batch, write_log
 
 from checkers import check_run
 from checkers.verdict import expectations
+from kafka_chaos_testing.literal import History
 
 pytestmark = pytest.mark.spark
 

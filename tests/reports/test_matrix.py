@@ -8,15 +8,15 @@ from pathlib import Path
 
 import pytest
 
+from kafka_chaos_testing.synthetic import PlannedFault, SyntheticSpec, write_synthetic_run
 from reports import ReportError, render_matrix
 from reports.matrix import build_matrix, find_runs
-from reports.synthetic import Fault, SyntheticSpec, write_synthetic_run
 
 
 def small(scenario: str, day: int, **kw) -> SyntheticSpec:
     return SyntheticSpec(scenario=scenario, writes=800, duration_s=10.0, partitions=2,
                          started_at=f"2026-11-{day:02d}T02:00:00Z", seed=day,
-                         faults=[Fault("kill", [1], 2, 5)], consumer=False, **kw)
+                         faults=[PlannedFault("kill", [1], 2, 5)], consumer=False, **kw)
 
 
 @pytest.fixture

@@ -38,8 +38,8 @@ def test_hand_run_report_shows_the_checkers_findings(hand_run: Path) -> None:
     assert 'data-kind="lost" data-count="1"' in html
     assert "forbidden: acks=all, min.insync.replicas=2, unclean=false" in html
     assert "p0#4" in html and "t+5.005s" in html
-    assert "F1 kill n1" in html  # the example's fault, attributed from events.jsonl
-    assert "pause n2" in html and "never ended" in html
+    assert "F1 kill 1" in html  # the example's fault, attributed from events.jsonl
+    assert "pause 2" in html and "never ended" in html
     for href in ("history/writes.parquet", "history/events.jsonl", "results.json", "junit.xml"):
         assert f'href="{href}' in html
     assert html.count("<svg") >= 5

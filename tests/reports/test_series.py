@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pyarrow as pa
-import pyarrow.parquet as pq
 from hypothesis import given
 from hypothesis import strategies as st
 
+from kafka_chaos_testing.tables import table, write_single_file
 from reports import svg
 from reports.cluster_state import load_cluster_state
 from reports.throughput import MAX_BUCKETS, bucket_width, downsample, from_checker, from_history
@@ -21,9 +20,8 @@ def test_counts_and_percentiles_per_bucket(tmp_path: Path) -> None:
     invoke = [T0 + i * 1_000_000 for i in range(100)] + [T0 + 2 * S, T0 + 2 * S]
     complete = [v + (i + 1) * 1_000_000 for i, v in enumerate(invoke[:100])] + [
         T0 + 2 * S + 7_000_000, None]
-    pq.write_table(pa.table({"invoke_ns": pa.array(invoke, pa.int64()),
-                             "complete_ns": pa.array(complete, pa.int64()),
-                             "outcome": ["ok"] * 100 + ["fail", "info"]}), tmp_path / "w.parquet")
+    write_single_file(tmp_path / "w.parquet", table("writes", {
+        "invoke_ns": invoke, "complete_ns": complete, "outcome": ["ok"] * 100 + ["fail", "info"]}))
     s = from_history(tmp_path / "w.parquet", T0, 3.0)
     assert s.bucket_s == 1 and s.t == [0, 1, 2]
     assert s.rate["ok"] == [100, 0, 0]
@@ -97,14 +95,9 @@ def test_a_segment_keeps_the_epoch_a_later_sample_missed(tmp_path: Path) -> None
     # The observer learns the epoch in about every other sample; the segment's last sample
     # has none, and the segment must still show the one learned before.
     epochs = [4, None, 4, None]
-    table = pa.table({
-        "ts_ns": pa.array([T0 + i * S for i in range(4)], pa.int64()),
-        "topic": ["t"] * 4, "partition": pa.array([0] * 4, pa.int32()),
-        "leader": pa.array([1] * 4, pa.int32()),
-        "isr": pa.array([[1, 2]] * 4, pa.list_(pa.int32())),
-        "replicas": pa.array([[1, 2]] * 4, pa.list_(pa.int32())),
-        "leader_epoch": pa.array(epochs, pa.int32()),
-    })
-    pq.write_table(table, tmp_path / "obs.parquet")
+    write_single_file(tmp_path / "obs.parquet", table("observations", {
+        "ts_ns": [T0 + i * S for i in range(4)], "topic": ["t"] * 4, "partition": [0] * 4,
+        "leader": [1] * 4, "isr": [[1, 2]] * 4, "replicas": [[1, 2]] * 4,
+        "leader_epoch": epochs}))
     [lane] = load_cluster_state(tmp_path / "obs.parquet", T0, 4.0).lanes
     assert [(s.leader, s.isr, s.epoch) for s in lane.segments] == [(1, (1, 2), 4)]

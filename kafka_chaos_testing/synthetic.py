@@ -5,7 +5,7 @@ history as Parquet datasets of part files, events.jsonl, logs/ and — unless ``
 a results.json consistent with the anomalies it planted). It is vectorised with numpy so that
 a 10M-write run is written in well under a minute.
 
-    python -m reports.synthetic OUT_DIR [--writes N] [--invalid]
+    python -m kafka_chaos_testing.synthetic OUT_DIR [--writes N] [--invalid]
 """
 
 from __future__ import annotations
@@ -22,13 +22,15 @@ from contract.anomalies import ANOMALY_KINDS
 
 from . import synthetic_cluster as cluster
 from . import synthetic_history as hist
+from .tables import write_dataset, write_events
 
 T0_NS = 1_795_339_800_000_000_000  # 2026-11-22T09:30:00Z
 
 
 @dataclass
-class Fault:
-    """A planned fault: kind, target node ids, start and end (seconds into the workload)."""
+class PlannedFault:
+    """A fault the synthetic run records: kind (a :data:`contract.faults.FAULTS` name), target
+    node ids, start and end in seconds into the workload (end None: never healed)."""
 
     kind: str
     targets: list[int]
@@ -52,11 +54,11 @@ class SyntheticSpec:
     unclean: bool = False
     min_insync: int = 2
     idempotence: bool = True
-    faults: list[Fault] = field(
+    faults: list[PlannedFault] = field(
         default_factory=lambda: [
-            Fault("kill", [2], 12.0, 20.0),
-            Fault("pause", [3], 30.0, 38.0),
-            Fault("partition", [1], 45.0, 52.0),
+            PlannedFault("kill", [2], 12.0, 20.0),
+            PlannedFault("pause", [3], 30.0, 38.0),
+            PlannedFault("partition", [1], 45.0, 52.0),
         ]
     )
     lost: int = 0
@@ -81,15 +83,13 @@ def write_synthetic_run(spec: SyntheticSpec, run_dir: Path) -> Path:
     plan = hist.plan_times(spec)
     writes = hist.make_writes(spec, plan, rng)
     truth = hist.plant_anomalies(spec, plan, writes, rng)
-    hist.write_dataset(run_dir / "history/writes.parquet", writes.table(), spec.part_rows)
-    hist.write_dataset(run_dir / "history/reads.parquet", truth.reads, spec.part_rows)
-    hist.write_dataset(
+    write_dataset(run_dir / "history/writes.parquet", writes.table(), spec.part_rows)
+    write_dataset(run_dir / "history/reads.parquet", truth.reads, spec.part_rows)
+    write_dataset(
         run_dir / "history/observations.parquet", cluster.make_observations(spec, plan), 200_000
     )
-    events = cluster.make_events(spec, plan, truth.drain_complete)
-    with open(run_dir / "history/events.jsonl", "w", encoding="utf-8") as f:
-        for e in events:
-            f.write(json.dumps(e) + "\n")
+    events = cluster.make_events(plan, truth.drain_complete, drain_targets(spec, writes))
+    write_events(run_dir / "history/events.jsonl", events)
     (run_dir / "run.json").write_text(json.dumps(_run_json(spec), indent=2))
     logs = run_dir / "logs"
     logs.mkdir(exist_ok=True)
@@ -102,6 +102,15 @@ def write_synthetic_run(spec: SyntheticSpec, run_dir: Path) -> Path:
     return run_dir
 
 
+def drain_targets(spec: SyntheticSpec, w: hist.Writes) -> dict[str, int]:
+    """The end offsets the drain aimed at: one past the last acknowledged offset of each
+    partition (keyed ``"chaos:<partition>"``, as ``workloads/drain.py`` writes them)."""
+    ends = np.zeros(spec.partitions, dtype="int64")
+    acked = w.offset >= 0
+    np.maximum.at(ends, w.partition[acked], w.offset[acked] + 1)
+    return {f"chaos:{p}": int(ends[p]) for p in range(spec.partitions)}
+
+
 def make_results(
     spec: SyntheticSpec, plan: hist.Plan, w: hist.Writes, truth: hist.Truth
 ) -> dict[str, Any]:
@@ -109,7 +118,7 @@ def make_results(
     lost_allowed = spec.acks in ("0", "1") or spec.unclean or spec.min_insync < 2
     def faults_at(ts: int) -> list[dict[str, Any]]:
         """Fault attribution in the checker's form (checkers/attribution.py)."""
-        return [{"kind": k, "targets": [f"n{t}" for t in ts_], "start_ns": a, "end_ns": b}
+        return [{"kind": k, "targets": list(ts_), "start_ns": a, "end_ns": b}
                 for k, ts_, a, b in plan.faults if a <= ts <= (b or plan.end)]
 
     def write_examples(idx: np.ndarray, **extra: Any) -> list[dict[str, Any]]:
@@ -210,7 +219,7 @@ def _run_json(spec: SyntheticSpec) -> dict[str, Any]:
                      "consumers": [{"id": "c0", "mode": "assign"}] if spec.consumer else [],
                      "transactions": {"enabled": False}},
         "faults": {"kinds": sorted({f.kind for f in spec.faults}), "interval_s": 10,
-                   "schedule": "synthetic"},
+                   "schedule": "random"},
         "broker_config": {},
         "topic_config": {"replication.factor": min(3, spec.brokers),
                          "min.insync.replicas": spec.min_insync,
@@ -225,7 +234,7 @@ def _run_json(spec: SyntheticSpec) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> int:
     """Command line: write one synthetic run directory."""
-    ap = argparse.ArgumentParser(prog="python -m reports.synthetic")
+    ap = argparse.ArgumentParser(prog="python -m kafka_chaos_testing.synthetic")
     ap.add_argument("out", type=Path)
     ap.add_argument("--writes", type=int, default=20_000)
     ap.add_argument("--invalid", action="store_true", help="plant forbidden anomalies")

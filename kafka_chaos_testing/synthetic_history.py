@@ -1,4 +1,4 @@
-"""The vectorised parts of ``reports.synthetic``: writes, reads, observations, events, results.
+"""The vectorised parts of :mod:`.synthetic`: the writes and the reads, with planted anomalies.
 
 Planted anomalies mimic how they arise in Kafka so that the report's pictures look like the
 real thing: ``lost`` writes are the tail a crashed leader acknowledged (their offsets are then
@@ -10,15 +10,21 @@ different record than the drain at one offset.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
+
+from contract.schemas import OUTCOMES
+
+from .tables import table
 
 if TYPE_CHECKING:
     from .synthetic import SyntheticSpec
+
+#: The outcome codes of ``Writes.outcome`` (0 ok, 1 fail, 2 info) and the error of each.
+OK, FAIL, INFO = (OUTCOMES.index(o) for o in ("ok", "fail", "info"))
+ERRORS = {OK: None, FAIL: "NOT_ENOUGH_REPLICAS", INFO: "_MSG_TIMED_OUT"}
 
 S = 1_000_000_000
 SETUP_S, HEAL_S, DRAIN_S, CHECK_S = 5.0, 3.0, 6.0, 2.0
@@ -64,28 +70,22 @@ class Writes:
     offset: np.ndarray  # -1: none
 
     def table(self) -> pa.Table:
+        """The writes table (contract.schemas.WRITES_SCHEMA); txn columns null."""
         n = len(self.seq)
-        outcome = pa.DictionaryArray.from_arrays(
-            pa.array(self.outcome.astype("int8")), ["ok", "fail", "info"]
-        ).cast(pa.string())
-        error = pa.DictionaryArray.from_arrays(
-            pa.array(self.outcome.astype("int8")),
-            [None, "NOT_ENOUGH_REPLICAS", "_MSG_TIMED_OUT"],
-        ).cast(pa.string())
-        return pa.table({
+        codes = pa.array(self.outcome.astype("int8"))
+        return table("writes", {
             "op_id": pa.array(np.arange(n, dtype="int64")),
-            "producer": pa.array(self.producer.astype("int32")),
+            "producer": pa.array(self.producer),
             "seq": pa.array(self.seq),
-            "topic": pa.DictionaryArray.from_arrays(
-                pa.array(np.zeros(n, dtype="int8")), ["chaos"]).cast(pa.string()),
-            "partition": pa.array(self.partition.astype("int32")),
+            "topic": pa.DictionaryArray.from_arrays(pa.array(np.zeros(n, dtype="int8")),
+                                                    ["chaos"]).cast(pa.string()),
+            "partition": pa.array(self.partition),
             "invoke_ns": pa.array(self.invoke),
             "complete_ns": pa.array(self.complete, mask=self.complete < 0),
-            "outcome": outcome,
+            "outcome": pa.DictionaryArray.from_arrays(codes, list(OUTCOMES)).cast(pa.string()),
             "offset": pa.array(self.offset, mask=self.offset < 0),
-            "error": error,
-            "txn": pa.nulls(n, pa.string()),
-            "txn_outcome": pa.nulls(n, pa.string()),
+            "error": pa.DictionaryArray.from_arrays(
+                codes, [ERRORS[c] for c in range(len(OUTCOMES))]).cast(pa.string()),
         })
 
 
@@ -206,29 +206,19 @@ def plant_anomalies(
     reader_names = ["drain", "c0"]
     code = np.concatenate(cols["reader"])
     n = len(code)
-    reads = pa.table({
+    reads = table("reads", {
         "reader": pa.DictionaryArray.from_arrays(pa.array(code), reader_names).cast(pa.string()),
         "mode": pa.DictionaryArray.from_arrays(pa.array(code), ["drain", "assign"]).cast(
             pa.string()),
-        "poll": pa.array(np.concatenate(cols["poll"]).astype("int64")),
-        "read_ns": pa.array(np.concatenate(cols["read_ns"]).astype("int64")),
+        "poll": pa.array(np.concatenate(cols["poll"])),
+        "read_ns": pa.array(np.concatenate(cols["read_ns"])),
         "topic": pa.DictionaryArray.from_arrays(
             pa.array(np.zeros(n, dtype="int8")), ["chaos"]).cast(pa.string()),
-        "partition": pa.array(np.concatenate(cols["partition"]).astype("int32")),
-        "offset": pa.array(np.concatenate(cols["offset"]).astype("int64")),
-        "producer": pa.array(np.concatenate(cols["producer"]).astype("int32")),
-        "seq": pa.array(np.concatenate(cols["seq"]).astype("int64")),
+        "partition": pa.array(np.concatenate(cols["partition"])),
+        "offset": pa.array(np.concatenate(cols["offset"])),
+        "producer": pa.array(np.concatenate(cols["producer"])),
+        "seq": pa.array(np.concatenate(cols["seq"])),
         "valid": pa.array(np.ones(n, dtype=bool)),
     })
     return Truth(reads, not spec.unseen, lost, unseen, dup, dup_offsets, inconsistent,
                  divergence)
-
-
-def write_dataset(path: Path, table: pa.Table, rows_per_part: int) -> None:
-    """A Parquet dataset as the workloads write it: a directory of complete part files."""
-    path.mkdir(parents=True, exist_ok=True)
-    for i, start in enumerate(range(0, max(table.num_rows, 1), rows_per_part)):
-        part = table.slice(start, rows_per_part)
-        tmp = path / f"part-0-{i:06d}.parquet.tmp"
-        pq.write_table(part, tmp, compression="zstd")
-        tmp.rename(path / f"part-0-{i:06d}.parquet")

@@ -1,4 +1,4 @@
-"""Synthetic cluster observations and events for ``reports.synthetic``.
+"""Synthetic cluster observations and events for :mod:`.synthetic`.
 
 Leadership follows the faults the way KRaft would move it: a killed or cut-off leader's
 partitions go briefly offline, then a surviving in-sync replica leads; a paused follower drops
@@ -12,7 +12,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyarrow as pa
 
+from contract.events import END, START
+from contract.faults import FAULTS
+
 from .synthetic_history import Plan, S
+from .tables import event, phase_event, table
 
 if TYPE_CHECKING:
     from .synthetic import SyntheticSpec
@@ -55,40 +59,40 @@ def make_observations(spec: SyntheticSpec, plan: Plan) -> pa.Table:
             rows["isr"].append(isr)
             rows["replicas"].append(replicas)
             rows["leader_epoch"].append(epoch)
-    return pa.table({
-        "ts_ns": pa.array(rows["ts_ns"], pa.int64()),
-        "topic": pa.array(rows["topic"], pa.string()),
-        "partition": pa.array(rows["partition"], pa.int32()),
-        "leader": pa.array(rows["leader"], pa.int32()),
-        "isr": pa.array(rows["isr"], pa.list_(pa.int32())),
-        "replicas": pa.array(rows["replicas"], pa.list_(pa.int32())),
-        "leader_epoch": pa.array(rows["leader_epoch"], pa.int32()),
-    })
+    # high_watermark and log_end_offsets stay null, as when the observer cannot get them.
+    return table("observations", rows)
 
 
-def make_events(spec: SyntheticSpec, plan: Plan, drain_complete: bool) -> list[dict[str, Any]]:
-    """Phase events and fault start/end events, in time order."""
-    heal0 = plan.work1
+def fault_details(kind: str, targets: list[int]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The start and end details a fault of ``kind`` writes (``chaos/faults/``): the target
+    spec it resolved; a partition its shape (and only the shape when it heals)."""
+    if kind not in FAULTS:
+        raise ValueError(f"unknown fault kind {kind!r} (known: {', '.join(FAULTS)})")
+    target = ",".join(map(str, targets))
+    if kind in ("partition", "voter-partition"):
+        return {"shape": "isolate", "target": target}, {"shape": "isolate"}
+    return {"target": target}, {"target": target}
+
+
+def make_events(plan: Plan, drain_complete: bool,
+                end_offsets: dict[str, int]) -> list[dict[str, Any]]:
+    """Phase events and fault start/end events, in time order (``end_offsets``: the drain's
+    targets, keyed ``"<topic>:<partition>"``)."""
     events: list[dict[str, Any]] = []
 
     def phase(name: str, a: int, b: int, **detail: Any) -> None:
-        events.append({"ts_ns": a, "kind": "phase", "phase": "start", "targets": [],
-                       "detail": {"name": name}})
-        events.append({"ts_ns": b, "kind": "phase", "phase": "end", "targets": [],
-                       "detail": {"name": name, **detail}})
+        events.append(phase_event(a, name, START))
+        events.append(phase_event(b, name, END, **detail))
 
     phase("setup", plan.t0, plan.work0)
     phase("workload", plan.work0, plan.work1)
-    phase("heal", heal0, plan.drain0)
+    phase("heal", plan.work1, plan.drain0)
     phase("drain", plan.drain0, plan.drain1, complete=drain_complete,
-          end_offsets={f"chaos:{p}": 0 for p in range(spec.partitions)})
-    phase("check", plan.drain1, plan.end)
+          end_offsets=end_offsets)
     for kind, targets, a, b in plan.faults:
-        tg = [f"n{t}" for t in targets]
-        events.append({"ts_ns": a, "kind": kind, "phase": "start", "targets": tg,
-                       "detail": {"signal": "SIGKILL"} if kind == "kill" else {}})
+        started, ended = fault_details(kind, targets)
+        events.append(event(a, kind, START, targets, **started))
         if b is not None:
-            events.append({"ts_ns": b, "kind": kind, "phase": "end", "targets": tg,
-                           "detail": {}})
+            events.append(event(b, kind, END, targets, **ended))
     events.sort(key=lambda e: e["ts_ns"])
     return events

@@ -5,6 +5,7 @@ in order; the drain reads every log; consumer ``c0`` reads partition 0 in assign
 anomalies of most kinds are injected so that every check has work: lost records (never
 read), duplicates (read again past the log end), swapped neighbours (offset mismatch,
 reorder), failed writes that are visible, undecodable values, consumer skips and rewinds.
+Tables in the contract's schemas and events as real runs write them (:mod:`.tables`).
 """
 
 from __future__ import annotations
@@ -15,7 +16,10 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
+
+from contract.events import END, START
+
+from .tables import event, phase_event, table, write_dataset, write_events
 
 BASE_NS = 1_700_000_000_000_000_000
 
@@ -31,12 +35,9 @@ class Spec:
     topic: str = "bench"
 
 
-def _write_parts(table: pa.Table, d: str, parts: int) -> None:
-    os.makedirs(d, exist_ok=True)
-    step = max(1, -(-table.num_rows // parts))
-    for i, start in enumerate(range(0, max(table.num_rows, 1), step)):
-        pq.write_table(table.slice(start, step), os.path.join(d, f"part-bench-{i:06d}.parquet"),
-                       compression="snappy")
+def _write_parts(tbl: pa.Table, d: str, parts: int) -> None:
+    write_dataset(d, tbl, max(1, -(-tbl.num_rows // parts)), prefix="part-bench",
+                  compression="snappy")
 
 
 def generate(spec: Spec, run_dir: str) -> dict[str, int]:
@@ -65,14 +66,13 @@ def generate(spec: Spec, run_dir: str) -> dict[str, int]:
         base[p] = csum[starts[p] - 1] + 1 if starts[p] > 0 else 0
     offset[order] = np.where(ll, csum - base[lp], -1)
     acked_off = np.where(outcome == "ok", offset, -1)
-    writes = pa.table({
+    writes = table("writes", {
         "op_id": i, "producer": producer, "seq": seq,
         "topic": pa.array(np.full(n, spec.topic)), "partition": partition,
         "invoke_ns": invoke, "complete_ns": complete, "outcome": outcome,
         "offset": pa.array(acked_off, mask=acked_off < 0),
         "error": pa.array(np.where(outcome == "ok", "", "_MSG_TIMED_OUT"),
                           mask=outcome == "ok"),
-        "txn": pa.nulls(n, pa.string()), "txn_outcome": pa.nulls(n, pa.string()),
     })
     # the drain reads every landed record, except a few "lost" ones
     li = np.flatnonzero(landed)
@@ -124,10 +124,10 @@ def generate(spec: Spec, run_dir: str) -> dict[str, int]:
     }
     cols = {key: np.concatenate([drain[key], consumer[key]]) for key in drain}
     bad = ~cols["valid"]
-    reads = pa.table({
+    reads = table("reads", {
         "reader": cols["reader"], "mode": cols["mode"], "poll": cols["poll"],
         "read_ns": cols["read_ns"], "topic": pa.array(np.full(cols["poll"].size, spec.topic)),
-        "partition": cols["partition"].astype(np.int32), "offset": cols["offset"],
+        "partition": cols["partition"], "offset": cols["offset"],
         "producer": pa.array(cols["producer"].astype(np.int32), mask=bad),
         "seq": pa.array(cols["seq"], mask=bad), "valid": cols["valid"],
     })
@@ -136,19 +136,15 @@ def generate(spec: Spec, run_dir: str) -> dict[str, int]:
     _write_parts(reads, os.path.join(hist, "reads.parquet"), spec.part_files)
     end_offsets = {f"{spec.topic}:{p}": int(ends[p]) for p in range(spec.partitions)}
     t_end = int(invoke[-1] + 1_000_000_000)
+    t_kill = BASE_NS + (t_end - BASE_NS) // 2
     events = [
-        {"ts_ns": BASE_NS, "kind": "phase", "phase": "start", "targets": [],
-         "detail": {"name": "workload"}},
-        {"ts_ns": BASE_NS + (t_end - BASE_NS) // 2, "kind": "kill", "phase": "instant",
-         "targets": [2], "detail": {}},
-        {"ts_ns": t_end, "kind": "phase", "phase": "end", "targets": [],
-         "detail": {"name": "workload"}},
-        {"ts_ns": t_end + 1, "kind": "phase", "phase": "end", "targets": [],
-         "detail": {"name": "drain", "complete": True, "end_offsets": end_offsets}},
+        phase_event(BASE_NS, "workload", START),
+        event(t_kill, "kill", START, [2], target="2"),
+        event(t_kill + 5_000_000_000, "kill", END, [2], target="2"),
+        phase_event(t_end, "workload", END),
+        phase_event(t_end + 1, "drain", END, complete=True, end_offsets=end_offsets),
     ]
-    with open(os.path.join(hist, "events.jsonl"), "w") as fh:
-        for e in events:
-            fh.write(json.dumps(e) + "\n")
+    write_events(os.path.join(hist, "events.jsonl"), events)
     run = {"scenario": "bench", "cluster": {"brokers": 3},
            "topic_config": {"min.insync.replicas": 2, "replication.factor": 3},
            "producer_config": {"acks": "all", "enable.idempotence": True},

@@ -1,4 +1,8 @@
-"""Literal histories for checker tests: a tiny builder that writes a run directory."""
+"""Literal histories for checker tests: a tiny builder that writes a run directory.
+
+Every table is written in the contract's schema (:mod:`.tables`), events as the workloads emit
+them.
+"""
 
 from __future__ import annotations
 
@@ -7,31 +11,13 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-import pyarrow as pa
-import pyarrow.parquet as pq
+from contract.events import END, INSTANT, PHASE
+
+from .tables import event, table, write_dataset, write_events, write_single_file
 
 BASE_NS = 1_700_000_000_000_000_000
 MS = 1_000_000
 S = 1_000_000_000
-
-WRITES = pa.schema([
-    ("op_id", pa.int64()), ("producer", pa.int32()), ("seq", pa.int64()),
-    ("topic", pa.string()), ("partition", pa.int32()), ("invoke_ns", pa.int64()),
-    ("complete_ns", pa.int64()), ("outcome", pa.string()), ("offset", pa.int64()),
-    ("error", pa.string()), ("txn", pa.string()), ("txn_outcome", pa.string()),
-])
-READS = pa.schema([
-    ("reader", pa.string()), ("mode", pa.string()), ("poll", pa.int64()),
-    ("read_ns", pa.int64()), ("topic", pa.string()), ("partition", pa.int32()),
-    ("offset", pa.int64()), ("producer", pa.int32()), ("seq", pa.int64()),
-    ("valid", pa.bool_()),
-])
-OBS = pa.schema([
-    ("ts_ns", pa.int64()), ("topic", pa.string()), ("partition", pa.int32()),
-    ("leader", pa.int32()), ("isr", pa.list_(pa.int32())), ("replicas", pa.list_(pa.int32())),
-    ("leader_epoch", pa.int32()), ("high_watermark", pa.int64()),
-    ("log_end_offsets", pa.list_(pa.int64())),
-])
 
 
 @dataclass
@@ -84,15 +70,14 @@ class History:
               **kw: Any) -> History:
         return self.read("drain", partition, offset, producer, seq, **kw)
 
-    def event(self, kind: str, phase: str = "instant", at_ms: int = 0,
+    def event(self, kind: str, phase: str = INSTANT, at_ms: int = 0,
               targets: list[Any] | None = None, **detail: Any) -> History:
-        self.events.append({"ts_ns": BASE_NS + at_ms * MS, "kind": kind, "phase": phase,
-                            "targets": targets or [], "detail": detail})
+        self.events.append(event(BASE_NS + at_ms * MS, kind, phase, targets or (), **detail))
         return self
 
     def drain_end(self, complete: bool = True, end_offsets: dict[str, int] | None = None,
                   at_ms: int = 100_000) -> History:
-        return self.event("phase", "end", at_ms, name="drain", complete=complete,
+        return self.event(PHASE, END, at_ms, name="drain", complete=complete,
                           end_offsets=end_offsets or {})
 
     def observe(self, at_ms: int, partition: int, leader: int, isr: list[int],
@@ -116,19 +101,14 @@ class History:
         os.makedirs(hist, exist_ok=True)
         with open(os.path.join(path, "run.json"), "w") as fh:
             json.dump(self.run, fh)
-        for name, rows, schema in (("writes", self.writes, WRITES), ("reads", self.reads, READS),
-                                   ("observations", self.observations, OBS)):
-            table = pa.Table.from_pylist(rows, schema=schema)
+        for name, rows in (("writes", self.writes), ("reads", self.reads),
+                           ("observations", self.observations)):
+            tbl = table(name, rows)
+            target = os.path.join(hist, f"{name}.parquet")
             if parts <= 1:
-                pq.write_table(table, os.path.join(hist, f"{name}.parquet"))
+                write_single_file(target, tbl)
             else:
-                d = os.path.join(hist, f"{name}.parquet")
-                os.makedirs(d, exist_ok=True)
-                step = max(1, -(-len(rows) // parts))
-                for i in range(0, max(len(rows), 1), step):
-                    pq.write_table(table.slice(i, step),
-                                   os.path.join(d, f"part-w-{i:06d}.parquet"))
-        with open(os.path.join(hist, "events.jsonl"), "w") as fh:
-            for e in self.events:
-                fh.write(json.dumps(e) + "\n")
+                write_dataset(target, tbl, max(1, -(-len(rows) // parts)), prefix="part-w",
+                              compression="snappy")
+        write_events(os.path.join(hist, "events.jsonl"), self.events)
         return path
