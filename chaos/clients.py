@@ -15,7 +15,6 @@ from __future__ import annotations
 import fcntl
 import json
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -25,19 +24,22 @@ from contextlib import contextmanager
 from importlib import metadata
 from pathlib import Path
 
+from chaos.config import CLIENT_VERSION, RunConfigError
 from workloads import ChildInterpreter
 
-#: What a release string may look like (also refuses paths and pip options).
-VERSION_RE = re.compile(r"^\d+\.\d+(\.\d+)?([.-]?(a|b|rc|post|dev)\d+)?$")
 #: The packages the workload processes import besides confluent-kafka (workloads/, contract/).
 WORKLOAD_DEPS = ("pyarrow", "numpy", "tenacity")
 INFO_FILE = "kafka-chaos-client.json"  # written last: its presence means "complete"
-_PROBE = ("import json, sys, confluent_kafka as c; print(json.dumps({'sys_path': sys.path, "
-          "'confluent_kafka': c.version()[0], 'librdkafka': c.libversion()[0]}))")
+# version()/libversion() are (str, int) pairs, but plain strings in some releases (2.12.0).
+_PROBE = ("import json, sys, confluent_kafka as c\n"
+          "s = lambda v: v if isinstance(v, str) else v[0]\n"
+          "print(json.dumps({'sys_path': sys.path, "
+          "'confluent_kafka': s(c.version()), 'librdkafka': s(c.libversion())}))")
 
 
-class ClientVenvError(RuntimeError):
-    """A client venv could not be made; the message is the one line shown to the user."""
+class ClientVenvError(RunConfigError):
+    """A client venv could not be made (bad input: exit 2 before the cluster starts); the
+    message is the one line shown to the user."""
 
 
 def cache_root() -> Path:
@@ -64,7 +66,10 @@ def requirements(version: str) -> list[str]:
 
 
 def _run(cmd: list[str], what: str) -> str:
-    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    # Our PYTHONPATH (a checkout, another site-packages) must not leak into the venv's pip
+    # ("already installed") nor into its recorded sys.path.
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=False, env=env)
     if proc.returncode != 0:
         lines = [ln.strip() for ln in (proc.stderr + proc.stdout).splitlines() if ln.strip()]
         errors = [ln for ln in lines if ln.startswith("ERROR")]
@@ -83,7 +88,7 @@ def build_venv(target: Path, version: str) -> None:
 
 
 def _probe(python: Path) -> dict[str, object]:
-    out = _run([str(python), "-c", _PROBE], f"{python}: confluent_kafka does not import")
+    out = _run([str(python), "-I", "-c", _PROBE], f"{python}: confluent_kafka does not import")
     info: dict[str, object] = json.loads(out.strip().splitlines()[-1])
     return info
 
@@ -101,7 +106,6 @@ def _lock(path: Path) -> Iterator[None]:
 
 def _interpreter(final: Path) -> ChildInterpreter:
     info = json.loads((final / INFO_FILE).read_text())
-    # The probe ran in the temporary folder: its paths move with the rename.
     paths = [str(p) for p in info["sys_path"]]
     return ChildInterpreter(python=final / "bin" / "python", sys_path=paths,
                             confluent_kafka=str(info["confluent_kafka"]),
@@ -114,7 +118,7 @@ def ensure_client(version: str, say: Callable[[str], None] = print,
 
     Raises ClientVenvError (one line) when the version is malformed or pip cannot install it.
     """
-    if not VERSION_RE.match(version):
+    if not CLIENT_VERSION.match(version):
         raise ClientVenvError(f"--client-version must be a release such as 2.12.0, "
                               f"got {version!r}")
     final = venv_dir(version)
@@ -133,7 +137,8 @@ def ensure_client(version: str, say: Callable[[str], None] = print,
             if info["confluent_kafka"] != version:
                 raise ClientVenvError(f"--client-version {version}: the venv imports "
                                       f"confluent-kafka {info['confluent_kafka']}")
-            info["sys_path"] = [p.replace(str(tmp), str(final))  # type: ignore[union-attr]
+            # The probe ran in the temporary folder: its paths move with the rename.
+            info["sys_path"] = [str(p).replace(str(tmp), str(final))
                                 for p in info["sys_path"]]  # type: ignore[attr-defined]
             (tmp / INFO_FILE).write_text(json.dumps(info))
             shutil.rmtree(final, ignore_errors=True)  # an incomplete one (no info file)
