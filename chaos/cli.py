@@ -108,6 +108,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--seed", type=int)
     r.add_argument("--kafka-version")
     r.add_argument("--image", help="use this image as is (e.g. apache/kafka:4.1.1)")
+    r.add_argument("--client-version", metavar="X.Y.Z",
+                   help="confluent-kafka release for the producers and consumers (a venv "
+                   "cached under ~/.cache/kafka-chaos/clients, built from PyPI on first use)")
     r.add_argument("--out", help="runs folder (default runs)")
     r.add_argument("--broker-config", type=_kv, action="append", metavar="K=V")
     r.add_argument("--topic-config", type=_kv, action="append", metavar="K=V")
@@ -214,7 +217,11 @@ def cmd_run(args: argparse.Namespace) -> int:
         file_opts = _load_toml(args.config).get("run", {}) if args.config else {}
         cfg = scenario.run_config(**run_overrides(args, file_opts))
         cfg.validate()
-    except (RunConfigError, TypeError) as e:
+        if cfg.client_version:  # before the cluster: a release pip cannot install is bad input
+            from chaos.clients import ensure_client
+
+            ensure_client(cfg.client_version, say=print)
+    except (RunConfigError, TypeError) as e:  # ClientVenvError is a RunConfigError
         print(f"kafka-chaos: error: {e}", file=sys.stderr)
         return 2
     from chaos.orchestrator import run

@@ -14,6 +14,8 @@ from contract.known_bugs import KNOWN_BUGS, unknown_ids
 from contract.settings import normalise_acks
 
 TOPIC = "chaos"
+#: A confluent-kafka release string (also refuses paths and pip options).
+CLIENT_VERSION = re.compile(r"^\d+\.\d+(\.\d+)?([.-]?(a|b|rc|post|dev)\d+)?$")
 
 
 class RunConfigError(ValueError):
@@ -47,6 +49,9 @@ class RunConfig:
     targets: list[str] = field(default_factory=lambda: ["random", "leader", "follower"])
     seed: int = 0
     kafka_version: str | None = None
+    # confluent-kafka release for the producers and consumers (a cached venv, chaos/clients.py);
+    # None: the one installed with kafka-chaos
+    client_version: str | None = None
     image: str | None = None
     out: str = "runs"
     fast_faults: bool = True
@@ -119,6 +124,9 @@ class RunConfig:
             raise bad(f"--kafka-version must be 3.9.x or 4.x.y, got {self.kafka_version!r}")
         if self.image and not re.match(r"^[\w./:@-]+$", self.image):
             raise bad(f"--image is not an image reference: {self.image!r}")
+        if self.client_version is not None and not CLIENT_VERSION.match(self.client_version):
+            raise bad(f"--client-version must be a confluent-kafka release such as 2.12.0, "
+                      f"got {self.client_version!r}")
         unknown_bugs = unknown_ids(list(self.accept_known))
         if unknown_bugs:
             raise bad(f"--accept-known: unknown known-bug id {unknown_bugs[0]!r} (known: "

@@ -16,10 +16,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from chaos.clients import ensure_client
 from chaos.config import TOPIC, RunConfig
 from chaos.faults.base import FaultContext
 from chaos.nemesis import Nemesis
-from chaos.rundir import kafka_version_of, new_run_dir, write_run_json
+from chaos.rundir import kafka_version_of, new_run_dir, record_client_versions, write_run_json
 from chaos.scenarios.base import Scenario
 from compose.cleanup import signals_raise
 from compose.cluster import CollectFailure, KafkaCluster
@@ -27,6 +28,7 @@ from compose.config import FAST_FAULTS, ClusterConfig
 from contract.events import COLLECT_ERROR, INSTANT, INTERRUPTED, RUN_ERROR
 from contract.settings import normalise_acks
 from workloads import (
+    ChildInterpreter,
     ConsumerConfig,
     ConsumerSpec,
     EventLog,
@@ -80,8 +82,10 @@ def _log_to(run_dir: Path) -> logging.Handler:
 class Run:
     """The state of one run, so cleanup can reach everything that was started."""
 
-    def __init__(self, cfg: RunConfig, scenario: Scenario | None, progress: Progress) -> None:
+    def __init__(self, cfg: RunConfig, scenario: Scenario | None, progress: Progress,
+                 client: ChildInterpreter | None = None) -> None:
         self.cfg = cfg
+        self.client = client  # the producers' and consumers' Python (None: this one)
         self.scenario = scenario
         self.say = progress
         self.run_dir = new_run_dir(cfg.out, cfg.scenario)
@@ -146,7 +150,7 @@ class Run:
             producer_config=pcfg.kafka_config(), consumer_config=ccons.kafka_config(),
             workload=workload, expect=sc.expect_for(cfg, version) if sc else None,
             mechanism=sc.mechanism_for(cfg, version) if sc else None,
-            scenario_doc=sc.doc if sc and sc.script else None)
+            scenario_doc=sc.doc if sc and sc.script else None, client=self.client)
         self.events.phase("setup", "end")
 
     def workload(self) -> None:
@@ -157,13 +161,15 @@ class Run:
         if cfg.consumers:
             specs = [ConsumerSpec(f"c{i}", cfg.consumer_mode) for i in range(cfg.consumers)]  # type: ignore[arg-type]
             self.consumers = start_consumers(self.run_dir, boot, TOPIC, cfg.partitions,
-                                             _consumer_config(cfg), specs)
+                                             _consumer_config(cfg), specs,
+                                             interpreter=self.client)
         self.events.phase("workload", "start")
         self.phase("workload", cfg.duration)
         self.step(f"workload: {cfg.producers} producer(s) for {cfg.duration:.0f}s, "
                   f"faults: {self._fault_summary()}")
         self.producers = start_producers(self.run_dir, boot, TOPIC, cfg.partitions,
-                                         _producer_config(cfg), cfg.producers)
+                                         _producer_config(cfg), cfg.producers,
+                                         interpreter=self.client)
         self.nemesis = Nemesis(FaultContext(cluster, self.events, TOPIC, random.Random(cfg.seed)))
         deadline = time.monotonic() + cfg.duration
         self.nemesis.deadline = deadline
@@ -177,6 +183,7 @@ class Run:
             self.nemesis.run_random(cfg.faults, cfg.targets, cfg.fault_interval, deadline)
         self.nemesis.wait(deadline - time.monotonic())
         stats = self.producers.stop(timeout_s=60)
+        record_client_versions(self.run_dir, stats)
         self.events.phase("workload", "end", producers=stats)
         self.step("workload done: " + ", ".join(
             f"{k}: {v.get('ok', 0)} ok / {v.get('info', 0)} info / {v.get('fail', 0)} fail"
@@ -225,7 +232,8 @@ class Run:
         if self.producers:
             steps.append(("producers", lambda: self.producers.stop(timeout_s=30)))  # type: ignore[union-attr]
         if self.consumers:
-            steps.append(("consumers", lambda: self.consumers.stop(timeout_s=30)))  # type: ignore[union-attr]
+            steps.append(("consumers", lambda: record_client_versions(
+                self.run_dir, self.consumers.stop(timeout_s=30))))  # type: ignore[union-attr]
         if self.observer:
             steps.append(("observer", self.observer.stop))
         if self.cluster:
@@ -242,9 +250,13 @@ class Run:
 
 def run(cfg: RunConfig, scenario: Scenario | None = None,
         progress: Progress = print) -> RunOutcome:
-    """Runs one chaos run and returns its outcome (results when checked)."""
+    """Runs one chaos run and returns its outcome (results when checked).
+
+    Raises RunConfigError or ClientVenvError before anything starts (the client venv of
+    ``cfg.client_version`` is built, on first use, before the cluster)."""
     cfg.validate()
-    r = Run(cfg, scenario, progress)
+    client = ensure_client(cfg.client_version, say=progress) if cfg.client_version else None
+    r = Run(cfg, scenario, progress, client)
     handler = _log_to(r.run_dir)
     out = RunOutcome(r.run_dir)
     try:

@@ -20,7 +20,8 @@ from typing import Any
 # The RunConfig fields a matrix may vary; the others are fixed per test (marker kwargs).
 MATRIX_FIELDS = ("acks", "unclean", "idempotence", "min_insync", "replication_factor",
                  "brokers", "partitions", "faults", "fault_interval", "transactions",
-                 "kafka_version", "consumer_mode", "isolation_level", "targets", "scenario")
+                 "kafka_version", "client_version", "consumer_mode", "isolation_level",
+                 "targets", "scenario")
 
 
 def _faults(value: Any) -> list[str]:

@@ -12,6 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from chaos.config import RunConfig
+from workloads import ChildInterpreter
+from workloads.client_info import client_versions
 
 
 def new_run_dir(out: str | Path, scenario: str) -> Path:
@@ -40,13 +42,21 @@ def _version(dist: str) -> str | None:
         return None
 
 
-def versions(kafka_version: str) -> dict[str, Any]:
-    import confluent_kafka
-
+def versions(kafka_version: str, client: ChildInterpreter | None = None) -> dict[str, Any]:
+    """run.json's ``versions``. ``confluent_kafka``/``librdkafka`` are the workload processes'
+    (``client``: the venv they run in; None: this interpreter's), replaced by what the
+    processes themselves report when they stop (:func:`record_client_versions`). The
+    observer and the drain run in the orchestrator's process: ``orchestrator_*``."""
+    own = client_versions()
+    own_ck, own_rd = own["confluent_kafka"], own["librdkafka"]
     return {
         "kafka": kafka_version,
-        "confluent_kafka": confluent_kafka.version()[0],
-        "librdkafka": confluent_kafka.libversion()[0],
+        "confluent_kafka": client.confluent_kafka if client else own_ck,
+        "librdkafka": client.librdkafka if client else own_rd,
+        "client_venv": str(client.venv) if client and client.venv else None,
+        "client_reported_by": [],
+        "orchestrator_confluent_kafka": own_ck,
+        "orchestrator_librdkafka": own_rd,
         "spark": _version("pyspark"),
         "kafka_chaos": _version("kafka-chaos"),
         "python": platform.python_version(),
@@ -57,7 +67,8 @@ def write_run_json(run_dir: Path, cfg: RunConfig, *, image: str, kafka_version: 
                    broker_config: dict[str, str], producer_config: dict[str, str],
                    consumer_config: dict[str, str], workload: dict[str, Any],
                    expect: dict[str, Any] | None, mechanism: list[dict[str, Any]] | None,
-                   scenario_doc: str | None = None) -> dict[str, Any]:
+                   scenario_doc: str | None = None,
+                   client: ChildInterpreter | None = None) -> dict[str, Any]:
     """Writes run.json (atomically) and returns it."""
     doc: dict[str, Any] = {
         "scenario": cfg.scenario,
@@ -80,7 +91,7 @@ def write_run_json(run_dir: Path, cfg: RunConfig, *, image: str, kafka_version: 
         "producer_config": producer_config,
         "consumer_config": consumer_config,
         "options": asdict(cfg),
-        "versions": versions(kafka_version),
+        "versions": versions(kafka_version, client),
     }
     if scenario_doc:
         doc["scenario_doc"] = scenario_doc
@@ -90,10 +101,35 @@ def write_run_json(run_dir: Path, cfg: RunConfig, *, image: str, kafka_version: 
         doc["mechanism"] = mechanism
     if cfg.accept_known:
         doc["accept_known"] = list(cfg.accept_known)  # read by the checker's verdict
+    _write(run_dir, doc)
+    return doc
+
+
+def _write(run_dir: Path, doc: dict[str, Any]) -> None:
     tmp = run_dir / ".run.json.tmp"
     tmp.write_text(json.dumps(doc, indent=2, default=str))
     os.replace(tmp, run_dir / "run.json")
-    return doc
+
+
+def record_client_versions(run_dir: Path, stats: dict[str, dict[str, Any]]) -> None:
+    """Puts the client versions the workload processes reported (their stats' ``client``)
+    into run.json's ``versions``: what they loaded, not what the orchestrator expected.
+    Processes that disagree (never expected) show every version, comma-separated."""
+    reports = {name: st["client"] for name, st in stats.items()
+               if isinstance(st.get("client"), dict)}
+    path = run_dir / "run.json"
+    if not reports or not path.exists():
+        return
+    doc = json.loads(path.read_text())
+    v = doc.setdefault("versions", {})
+    by = sorted({*v.get("client_reported_by", []), *reports})
+    for key in ("confluent_kafka", "librdkafka"):
+        seen = sorted({str(r.get(key)) for r in reports.values()})
+        if v.get("client_reported_by"):  # earlier reports (producers) count too
+            seen = sorted({*seen, *str(v.get(key)).split(",")})
+        v[key] = ",".join(seen)
+    v["client_reported_by"] = by
+    _write(run_dir, doc)
 
 
 def kafka_version_of(image: str, requested: str | None) -> str:

@@ -124,8 +124,20 @@ def settings(run: dict[str, Any]) -> list[Setting]:
         s("duration (s)", workload.get("duration_s")),
         s("producers × rate/s", _pair(workload.get("producers"), workload.get("rate"))),
         s("seed", run.get("seed")),
+        # The producers' and consumers' client (run.json versions: what they reported).
+        s("confluent-kafka", versions.get("confluent_kafka")),
         s("librdkafka", versions.get("librdkafka")),
+        *_orchestrator_client(versions),
     ]
+
+
+def _orchestrator_client(versions: dict[str, Any]) -> list[Setting]:
+    """The observer's and the drain's client (the orchestrator's own), shown when it is not
+    the workload's (a ``--client-version`` run)."""
+    ck, rd = versions.get("orchestrator_confluent_kafka"), versions.get("orchestrator_librdkafka")
+    if ck is None or (ck, rd) == (versions.get("confluent_kafka"), versions.get("librdkafka")):
+        return []
+    return [Setting("observer + drain client", f"confluent-kafka {ck}, librdkafka {rd}")]
 
 
 def _pair(a: Any, b: Any) -> str | None:

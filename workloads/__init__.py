@@ -9,10 +9,17 @@ from workloads.config import ConsumerConfig, ConsumerSpec, ProducerConfig, Workl
 from workloads.drain import DrainResult, drain
 from workloads.history import EventLog
 from workloads.observer import Observer
-from workloads.processes import ProcessGroup, new_stop_event, start_consumers, start_producers
+from workloads.processes import (
+    ChildInterpreter,
+    ProcessGroup,
+    new_stop_event,
+    start_consumers,
+    start_producers,
+)
 from workloads.record import decode, encode
 
 __all__ = [
+    "ChildInterpreter",
     "ConsumerConfig",
     "ConsumerSpec",
     "DrainResult",

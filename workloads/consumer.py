@@ -20,6 +20,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartiti
 from contract.events import INSTANT, REBALANCE
 from contract.schemas import READS_SCHEMA
 from workloads.child_logging import configure_logging
+from workloads.client_info import client_versions
 from workloads.config import ConsumerConfig, ConsumerSpec
 from workloads.history import ChunkedParquetWriter, EventLog, history_dir
 from workloads.record import decode
@@ -152,4 +153,4 @@ def consumer_main(run_dir: Path, bootstrap: str, topic: str, partitions: int,
         proc.run()
     finally:
         if stats_queue is not None:
-            stats_queue.put(proc.stats())
+            stats_queue.put({**proc.stats(), "client": client_versions()})

@@ -11,11 +11,15 @@ from __future__ import annotations
 
 import logging
 import multiprocessing as mp
+import multiprocessing.spawn as mp_spawn
 import os
 import queue
+import sys
 import threading
 import time
-from collections.abc import Callable
+import types
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from multiprocessing.process import BaseProcess
 from pathlib import Path
@@ -73,6 +77,48 @@ class StopFlag:
 def new_stop_event() -> StopFlag:
     """A stop flag the workload's processes can share (create it before starting them)."""
     return StopFlag()
+
+
+@dataclass(frozen=True)
+class ChildInterpreter:
+    """Another Python to run the workload processes with (chaos/clients.py makes one per
+    confluent-kafka release): its executable and its own ``sys.path`` (stdlib and
+    site-packages; the project's packages are added at the end)."""
+
+    python: Path
+    sys_path: list[str]
+    confluent_kafka: str  # what the venv imports (the children report it again)
+    librdkafka: str
+    venv: Path | None = None
+
+
+_PROJECT_ROOT = str(Path(__file__).resolve().parent.parent)  # holds workloads/ and contract/
+
+
+@contextmanager
+def _spawning_with(interp: ChildInterpreter | None) -> Iterator[None]:
+    """While processes start: spawn ``interp``'s executable, with its own ``sys.path``.
+
+    A spawned child takes the parent's ``sys.path`` and re-imports the parent's ``__main__``
+    (the preparation data is read in ``Process.start``). Both are swapped for the duration of
+    the starts: the child's path is the venv's first (its confluent_kafka wins), then the
+    project root (our workloads/contract); no ``__main__`` (the CLI's would import the
+    orchestrator's dependencies, which the venv does not have). Starts run on one thread.
+    """
+    if interp is None:
+        yield
+        return
+    saved_path, saved_main = list(sys.path), sys.modules["__main__"]
+    saved_exe = mp_spawn.get_executable()
+    mp_spawn.set_executable(str(interp.python))
+    sys.path[:] = [*interp.sys_path, _PROJECT_ROOT]
+    sys.modules["__main__"] = types.ModuleType("__main__")
+    try:
+        yield
+    finally:
+        sys.modules["__main__"] = saved_main
+        sys.path[:] = saved_path
+        mp_spawn.set_executable(saved_exe)
 
 
 @dataclass
@@ -136,37 +182,43 @@ class ProcessGroup:
 
 def start_producers(run_dir: Path, bootstrap: str, topic: str, partitions: int,
                     cfg: ProducerConfig, count: int, stop_event: Any = None,
-                    first_id: int = 0) -> ProcessGroup:
+                    first_id: int = 0,
+                    interpreter: ChildInterpreter | None = None) -> ProcessGroup:
     """Starts ``count`` producer processes (ids ``first_id``…), each writing its own part files
     of writes.parquet. ``stop_event`` should come from :func:`new_stop_event` (None: a new one).
+    ``interpreter``: run them with that Python (another confluent-kafka); None: this one.
     """
     cfg.validate()
     group = ProcessGroup(stop_event if stop_event is not None else new_stop_event(),
                          stats_queue=_CTX.Queue(), _key=lambda s: f"p{s['producer']}")
-    for i in range(first_id, first_id + count):
-        p = _CTX.Process(target=_orphan_safe, name=f"kc-producer-{i}", daemon=True,
-                         args=(os.getpid(), producer_main, group.stop_event,
-                               Path(run_dir), bootstrap, topic, partitions, cfg, i,
-                               group.stop_event, group.stats_queue))
-        p.start()
-        group.procs[f"p{i}"] = p
+    with _spawning_with(interpreter):
+        for i in range(first_id, first_id + count):
+            p = _CTX.Process(target=_orphan_safe, name=f"kc-producer-{i}", daemon=True,
+                             args=(os.getpid(), producer_main, group.stop_event,
+                                   Path(run_dir), bootstrap, topic, partitions, cfg, i,
+                                   group.stop_event, group.stats_queue))
+            p.start()
+            group.procs[f"p{i}"] = p
     return group
 
 
 def start_consumers(run_dir: Path, bootstrap: str, topic: str, partitions: int,
                     cfg: ConsumerConfig, specs: list[ConsumerSpec],
-                    stop_event: Any = None) -> ProcessGroup:
+                    stop_event: Any = None,
+                    interpreter: ChildInterpreter | None = None) -> ProcessGroup:
     """Starts one consumer process per spec; each writes its own part files of reads.parquet.
+    ``interpreter`` as for :func:`start_producers`.
     """
     if len({s.id for s in specs}) != len(specs):
         raise ValueError("consumer ids must be unique")
     group = ProcessGroup(stop_event if stop_event is not None else new_stop_event(),
                          stats_queue=_CTX.Queue(), _key=lambda s: str(s["reader"]))
-    for spec in specs:
-        p = _CTX.Process(target=_orphan_safe, name=f"kc-consumer-{spec.id}", daemon=True,
-                         args=(os.getpid(), consumer_main, group.stop_event,
-                               Path(run_dir), bootstrap, topic, partitions, cfg, spec,
-                               group.stop_event, group.stats_queue))
-        p.start()
-        group.procs[spec.id] = p
+    with _spawning_with(interpreter):
+        for spec in specs:
+            p = _CTX.Process(target=_orphan_safe, name=f"kc-consumer-{spec.id}", daemon=True,
+                             args=(os.getpid(), consumer_main, group.stop_event,
+                                   Path(run_dir), bootstrap, topic, partitions, cfg, spec,
+                                   group.stop_event, group.stats_queue))
+            p.start()
+            group.procs[spec.id] = p
     return group

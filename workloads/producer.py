@@ -21,6 +21,7 @@ from typing import Any
 from confluent_kafka import KafkaError, KafkaException, Producer
 
 from workloads.child_logging import configure_logging
+from workloads.client_info import client_versions
 from workloads.config import ProducerConfig
 from workloads.record import encode
 from workloads.write_recorder import make_recorder
@@ -231,6 +232,7 @@ def producer_main(run_dir: Path | None, bootstrap: str, topic: str, partitions: 
                   stats_queue: Any) -> None:
     """Entry point of a producer process (spawned by workloads.processes)."""
     configure_logging(run_dir, f"p{producer_id}")
+    log.info("producer %d: client %s", producer_id, client_versions())
     gc.disable()  # see _GC_INTERVAL_S
     proc = ProducerProcess(run_dir, bootstrap, topic, partitions, cfg, producer_id, stop_event)
     proc.install_signal_handlers()
@@ -248,6 +250,7 @@ def producer_main(run_dir: Path | None, bootstrap: str, topic: str, partitions: 
         stats = proc.recorder.stats()
         # CPU of the produce phase, this process's threads included (librdkafka's too).
         stats["cpu_s"] = time.process_time() - cpu0
+        stats["client"] = client_versions()  # what this process loaded (run.json versions)
         log.info("producer %d done: %s", producer_id, stats)
         if stats_queue is not None:
             stats_queue.put(stats)

@@ -65,3 +65,18 @@ def test_matrix_of_nothing_and_of_a_file(tmp_path: Path) -> None:
     (tmp_path / "f").write_text("x")
     with pytest.raises(ReportError):
         render_matrix(tmp_path / "f")
+
+
+def test_client_versions_become_a_column_when_runs_differ(tmp_path: Path) -> None:
+    import json
+
+    root = tmp_path / "runs"
+    for name, client in (("a", None), ("b", "2.11.1")):
+        run = write_synthetic_run(small("safe-config-chaos", 20), root / name)
+        if client:  # a --client-version run: run.json has what its processes reported
+            doc = json.loads((run / "run.json").read_text())
+            doc["versions"].update(confluent_kafka=client, librdkafka=client)
+            (run / "run.json").write_text(json.dumps(doc))
+    ctx = build_matrix(root, render_missing=False)
+    assert ctx["varying"] == ["confluent-kafka", "librdkafka"]
+    assert ("safe-config-chaos", ("2.11.1", "2.11.1")) in ctx["cells"]

@@ -135,6 +135,20 @@ def test_settings_fill_in_documented_defaults() -> None:
     assert {s.name: s.value for s in overridden}["min.insync.replicas"] == "2"
 
 
+def test_settings_show_the_workload_client_and_a_different_orchestrator_client() -> None:
+    same = {"versions": {"confluent_kafka": "2.16.1", "librdkafka": "2.16.0",
+                         "orchestrator_confluent_kafka": "2.16.1",
+                         "orchestrator_librdkafka": "2.16.0"}}
+    shown = {s.name: s.value for s in settings(same)}
+    assert shown["confluent-kafka"] == "2.16.1" and shown["librdkafka"] == "2.16.0"
+    assert "observer + drain client" not in shown
+    other = {"versions": {**same["versions"], "confluent_kafka": "2.12.0",
+                          "librdkafka": "2.12.0"}}
+    shown = {s.name: s.value for s in settings(other)}
+    assert shown["confluent-kafka"] == "2.12.0" and shown["librdkafka"] == "2.12.0"
+    assert shown["observer + drain client"] == "confluent-kafka 2.16.1, librdkafka 2.16.0"
+
+
 def test_junit_has_one_case_per_kind_and_failures_carry_examples(invalid_run: Path) -> None:
     render_run(invalid_run)
     root = ET.parse(invalid_run / "junit.xml").getroot()
