@@ -6,13 +6,13 @@ removed before the copy."""
 from __future__ import annotations
 
 import json
-import os
 
 import docker
 import pytest
 
 from chaos.config import RunConfig
 from chaos.orchestrator import Run
+from compose.cleanup import LABEL_CLUSTER
 from compose.cluster import KafkaCluster
 from compose.config import ClusterConfig
 
@@ -40,5 +40,7 @@ def test_a_failed_copy_is_a_collect_error_event(tmp_path, docker_client: docker.
     # the node that was there was copied
     assert (run.run_dir / "logs" / "data" / "broker-1" / "t-0").is_dir()
     assert not (run.run_dir / "logs" / "data" / "broker-2").exists()
+    # Nothing of this test's cluster is left (other clusters of this session, shared by
+    # other tests, carry the same owner pid and may still be up).
     assert not docker_client.containers.list(all=True, filters={
-        "label": f"io.kafka-chaos.owner-pid={os.getpid()}"})
+        "label": f"{LABEL_CLUSTER}={cluster.name}"})
