@@ -6,7 +6,7 @@ import json
 import os
 import time
 import traceback
-from dataclasses import dataclass
+from collections.abc import Sequence
 from typing import Any
 
 from pyspark import StorageLevel
@@ -14,78 +14,22 @@ from pyspark.sql import DataFrame, SparkSession
 
 from contract.anomalies import ANOMALY_KINDS, DEFINITIONS, UNITS
 from contract.results import RESULTS_FILE
-from contract.settings import Settings, settings_from_run
+from contract.settings import Settings
 
 from . import guarantees
-from .attribution import Attributor
-from .collect import Findings, attach_reads, collect_findings
-from .divergence import check_divergence
-from .epochs import epoch_bumps
-from .examples import build_example
-from .history import (
-    OBSERVATIONS_SCHEMA,
-    READS_SCHEMA,
-    WRITES_SCHEMA,
-    Event,
-    drain_end,
-    load_table,
-    parse_events,
-    phase_window,
-)
+from .checks import CHECKS, STATS_ORDER
+from .collect import Findings, collect_findings
+from .combine import Check, Combined
+from .context import CheckContext, Drain, drain_state, load_context
 from .identity import IdentityInputs, identity_anomalies, identity_table, reorder_anomalies
 from .known import EXPLAINS, KnownInputs, known_bug_column
 from .known import entries as known_entries
-from .observations import (
-    PartitionHistory,
-    collect_changes,
-    power_loss_coverage,
-    single_replica_power_losses,
-)
-from .positions import Rebalances, position_anomalies, rebalance_polls
-from .proof import (
-    divergence_status,
-    fault_counts,
-    faults_unknown,
-    transaction_outcomes,
-    transactions_unknown,
-)
+from .positions import Rebalances, position_anomalies
 from .runfiles import RunDir, is_uri
 from .session import build_session
-from .stats import read_summary, timeseries, write_summary
-from .verdict import expectations, mechanism, verdict
+from .verdict import expectations
 
 RESULTS = RESULTS_FILE
-
-
-@dataclass(frozen=True)
-class Drain:
-    """How far the final drain got."""
-
-    ended: bool
-    flag: bool
-    complete: list[str]
-    incomplete: list[str]
-
-
-def drain_state(events: list[Event], partitions: list[str], drained: dict[str, int]) -> Drain:
-    """A partition is complete when the drain says so, or when it read up to end_offset-1."""
-    end = drain_end(events)
-    if end is None:
-        return Drain(False, False, [], sorted(partitions))
-    flag = bool(end.detail.get("complete"))
-    ends = end.detail.get("end_offsets") or {}
-    keys = sorted(set(partitions) | set(ends))
-    complete: list[str] = []
-    incomplete: list[str] = []
-    for key in keys:
-        ok = flag
-        if not ok and key in ends:
-            try:
-                ok = drained.get(key, -1) >= int(ends[key]) - 1
-            except (TypeError, ValueError):
-                ok = False
-        (complete if ok else incomplete).append(key)
-    return Drain(True, flag, complete, incomplete)
 
 
 def _empty_anomalies(settings: Settings) -> dict[str, dict[str, Any]]:
@@ -98,7 +42,8 @@ def _empty_anomalies(settings: Settings) -> dict[str, dict[str, Any]]:
 def find_anomalies(writes: DataFrame, reads: DataFrame, inputs: IdentityInputs,
                    known: KnownInputs | None = None,
                    rebalances: Rebalances | None = None) -> Findings:
-    """Every anomaly of the history tables except divergence: exact counts and examples.
+    """Every anomaly of the history tables except divergence: exact counts and examples
+    (the row checks of checkers/checks.py, without a run directory).
 
     Three exchanges in all: identity (writes + reads), position (reads), and reorder.
     """
@@ -129,129 +74,31 @@ class _Clock:
         self._last = now
 
 
+def run_checks(ctx: CheckContext, checks: Sequence[Check], clock: _Clock) -> Combined:
+    """Run the checks in order on the shared context and combine their results."""
+    combined = Combined()
+    try:
+        for check in checks:
+            result = check.run(ctx)
+            ctx.rows.extend(result.rows)
+            combined.add(result)
+            clock.lap(check.name)
+    finally:
+        ctx.release()
+    return combined
+
+
 def _analyse(spark: SparkSession, run: RunDir, master: str) -> dict[str, Any]:
     clock = _Clock()
-    text = run.read_text("run.json", spark)
-    run_cfg: dict[str, Any] = json.loads(text) if text else {}
-    settings = settings_from_run(run_cfg)
-    events, bad_lines = parse_events(run.read_text("history/events.jsonl", spark))
-    writes = load_table(spark, run, "writes", WRITES_SCHEMA)
-    reads = load_table(spark, run, "reads", READS_SCHEMA)
-    obs = load_table(spark, run, "observations", OBSERVATIONS_SCHEMA, absent_as_none=True)
-    parts_n = int(spark.conf.get("spark.sql.shuffle.partitions") or "8")
+    ctx = load_context(spark, run)
+    settings = ctx.settings
     clock.lap("load")
-
-    ws = write_summary(writes)
-    rs = read_summary(reads)
-    per_reader = rs.per_reader
-    partitions = ws.partitions
-    drain = drain_state(events, partitions, rs.drained)
-    clock.lap("summaries")
-    history, n_changes = collect_changes(obs) if obs is not None else (PartitionHistory([]), 0)
-    power = power_loss_coverage(events, history, sorted(set(partitions) | set(drain.complete)),
-                                settings.brokers)
-    clock.lap("observations")
-
-    topics = sorted(set(ws.topics) | set(rs.topics))
-    bumps = epoch_bumps(writes) if settings.idempotence else {}
-    single = single_replica_power_losses(events, history, sorted(power), settings.brokers)
-    findings = find_anomalies(writes, reads, IdentityInputs(settings, drain.complete, power,
-                                                            parts_n, topics,
-                                                            sorted(per_reader), bumps),
-                              KnownInputs(settings, single), rebalance_polls(events))
-    clock.lap("anomalies")
-    attach_reads(spark, reads, findings)
-    clock.lap("example_reads")
-    div = check_divergence(run, spark)
-    div_status = divergence_status(run_cfg, events, div.checked, div.note)
-    div.checked = div_status.checked
-    clock.lap("divergence")
-
+    found = run_checks(ctx, CHECKS, clock)
+    anomalies = {k: found.anomalies[k] for k in ANOMALY_KINDS}
+    stats = {k: found.stats[k] for k in STATS_ORDER if k in found.stats}
+    stats.update({k: v for k, v in found.stats.items() if k not in stats})
+    valid = found.valid
     rules = guarantees.rules(settings)
-    attributor = Attributor(events, history)
-    anomalies: dict[str, dict[str, Any]] = {}
-    for kind in ANOMALY_KINDS:
-        if kind == "divergence":
-            count, excused, examples = div.count, 0, div.examples
-        else:
-            count = findings.counts.get(kind, 0)
-            excused = findings.excused.get(kind, 0)
-            examples = [build_example(kind, row, attributor, settings.accept_known)
-                        for row in findings.examples.get(kind, [])]
-        allowed, why, accepted = guarantees.decide(kind, count, excused, rules[kind],
-                                                   findings.by_bug.get(kind),
-                                                   settings.accept_known)
-        entry: dict[str, Any] = {"count": count, "allowed": allowed, "why": why,
-                                 "unit": UNITS[kind], "definition": DEFINITIONS[kind],
-                                 "known_bugs": findings.known_bugs(kind)}
-        if excused:
-            entry["excused"] = excused
-        if accepted:
-            entry["accepted"] = accepted
-        if kind == "divergence":
-            entry["checked"] = div.checked
-            if div_status.reason:
-                entry["reason"] = div_status.reason
-        entry["examples"] = examples
-        anomalies[kind] = entry
-
-    unknown: list[str] = []
-    if not text:
-        unknown.append("run.json is missing: the guarantee model assumed Kafka's defaults")
-    if not drain.ended:
-        unknown.append("the history has no drain end event: the final read did not finish")
-    if ws.ok == 0:
-        # A workload that never got an acknowledgement proves nothing about durability.
-        unknown.append("no write was acknowledged: the run shows nothing about durability")
-    if anomalies["unseen"]["count"]:
-        unknown.append(f"{anomalies['unseen']['count']} acknowledged writes are unseen in "
-                       f"partitions the drain did not read completely: {drain.incomplete[:20]}")
-    if div_status.unknown:
-        unknown.append(div_status.unknown)
-    faults = fault_counts(events)
-    if reason := faults_unknown(run_cfg, faults):
-        unknown.append(reason)
-    txns = transaction_outcomes(writes) if settings.transactional else None
-    if txns is not None and (reason := transactions_unknown(True, txns)):
-        unknown.append(reason)
-    mech = None
-    if settings.mechanism:
-        mech = mechanism(settings.mechanism, events, history)
-        if not mech["observed"]:
-            unknown.append("the scenario's mechanism was not observed: "
-                           + "; ".join(d["kind"] for d in mech["details"] if not d["observed"]))
-    valid = verdict(anomalies, unknown)
-    clock.lap("verdict")
-
-    w_start, w_end = phase_window(events, "workload")
-    t0 = w_start if w_start is not None else ws.first_ns
-    t1 = w_end if w_end is not None else ws.last_ns
-    duration = max(0.0, (t1 - t0) / 1e9) if t0 is not None and t1 is not None else 0.0
-    series, longest, total = None, 0.0, 0.0
-    if t0 is not None and t1 is not None:
-        series, longest, total = timeseries(writes, reads, t0, max(t1, t0 + 1))
-    stats: dict[str, Any] = {
-        "writes": {"ok": ws.ok, "fail": ws.fail, "info": ws.info},
-        "reads": sum(per_reader.values()),
-        "reads_by_reader": per_reader,
-        "drain_complete": drain.ended and not drain.incomplete,
-        "drain": {"ended": drain.ended, "complete_flag": drain.flag,
-                  "complete_partitions": drain.complete[:1000],
-                  "incomplete_partitions": drain.incomplete[:1000]},
-        "duration_s": round(duration, 3),
-        "ack_rate_per_s": round(ws.ok / duration, 3) if duration > 0 else 0.0,
-        "unavailable_s": longest,
-        "unavailable_total_s": total,
-        "errors": dict(sorted(ws.errors.items(), key=lambda kv: -kv[1])),
-        "faults": faults.stats(),
-        **({"transactions": txns} if txns is not None else {}),
-        "divergence": {**div.stats(),
-                       **({"reason": div_status.reason} if div_status.reason else {})},
-        "partition_changes": n_changes,
-        "power_loss_covered_partitions": sorted(power),
-        "events": len(events),
-        "events_unparsed_lines": bad_lines,
-    }
     results: dict[str, Any] = {
         "valid": valid,
         "anomalies": anomalies,
@@ -264,16 +111,15 @@ def _analyse(spark: SparkSession, run: RunDir, master: str) -> dict[str, Any]:
         "checker": {"engine": "pyspark", "master": master, "seconds": 0.0,
                     "spark_version": spark.version},
     }
-    if unknown:
-        results["unknown_reasons"] = unknown
-    if series is not None:
-        results["timeseries"] = series
-    clock.lap("stats")
+    if found.unknown:
+        results["unknown_reasons"] = found.unknown
+    if "timeseries" in found.extra:
+        results["timeseries"] = found.extra["timeseries"]
     results["checker"]["phases"] = clock.phases
     if settings.expect:
         results["expectations"] = expectations(settings.expect, valid, anomalies, stats)
-    if mech is not None:
-        results["mechanism"] = mech
+    if "mechanism" in found.extra:
+        results["mechanism"] = found.extra["mechanism"]
     return results
 
 
@@ -319,4 +165,4 @@ def check_run(run_dir: str | os.PathLike[str], spark_master: str | None = None) 
     return results
 
 
-__all__ = ["check_run", "find_anomalies"]
+__all__ = ["Drain", "check_run", "drain_state", "find_anomalies", "run_checks"]

@@ -1,0 +1,246 @@
+"""The checks, each one small unit behind :class:`checkers.combine.Check`, and ``CHECKS``,
+their order (the order of results.json's unknown reasons).
+
+Row checks (identity, reorder, positions) return their anomaly rows lazily; ``RowAnomalies``
+turns the rows of all of them, collected once, into results.json entries. Adding an anomaly
+kind: the kind in ``contract/anomalies.py`` (definition, unit) with its rule in
+``checkers/guarantees.py``, its rows in an existing row check (or a new check added to
+``CHECKS``), and its known-answer test.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from contract.anomalies import ANOMALY_KINDS, DEFINITIONS, UNITS
+
+from . import guarantees
+from .attribution import Attributor
+from .combine import CheckResult
+from .context import CheckContext
+from .divergence import check_divergence
+from .examples import build_example
+from .history import phase_window
+from .identity import identity_anomalies, reorder_anomalies
+from .positions import position_anomalies, rebalance_polls
+from .proof import (
+    divergence_status,
+    fault_counts,
+    faults_unknown,
+    transaction_outcomes,
+    transactions_unknown,
+)
+from .stats import timeseries
+from .verdict import mechanism
+
+DIVERGENCE = "divergence"
+
+
+def anomaly_entry(kind: str, count: int, excused: int, examples: list[dict[str, Any]],
+                  ctx: CheckContext, by_bug: dict[str | None, tuple[int, int]] | None,
+                  known_bugs: dict[str, int]) -> dict[str, Any]:
+    """One results.json anomaly entry, judged by the guarantee model."""
+    settings = ctx.settings
+    rule = guarantees.rules(settings)[kind]
+    allowed, why, accepted = guarantees.decide(kind, count, excused, rule, by_bug,
+                                               settings.accept_known)
+    entry: dict[str, Any] = {"count": count, "allowed": allowed, "why": why,
+                             "unit": UNITS[kind], "definition": DEFINITIONS[kind],
+                             "known_bugs": known_bugs}
+    if excused:
+        entry["excused"] = excused
+    if accepted:
+        entry["accepted"] = accepted
+    entry["examples"] = examples
+    return entry
+
+
+@dataclass
+class RunFacts:
+    """What the verdict needs before anything counts: run.json, the drain, an ack."""
+
+    name: str = "facts"
+
+    def run(self, ctx: CheckContext) -> CheckResult:
+        unknown: list[str] = []
+        if not ctx.run_json_found:
+            unknown.append("run.json is missing: the guarantee model assumed Kafka's defaults")
+        if not ctx.drain.ended:
+            unknown.append("the history has no drain end event: the final read did not finish")
+        if ctx.ws.ok == 0:
+            # A workload that never got an acknowledgement proves nothing about durability.
+            unknown.append("no write was acknowledged: the run shows nothing about durability")
+        return CheckResult(unknown=unknown)
+
+
+@dataclass
+class IdentityCheck:
+    """lost, unseen, duplicate, offset-mismatch, failed-visible, aborted-read (identity.py)."""
+
+    name: str = "identity"
+
+    def run(self, ctx: CheckContext) -> CheckResult:
+        return CheckResult(rows=[identity_anomalies(ctx.identity_table(), ctx.inputs)])
+
+
+@dataclass
+class ReorderCheck:
+    """reorder, over the same persisted identity table as IdentityCheck."""
+
+    name: str = "reorder"
+
+    def run(self, ctx: CheckContext) -> CheckResult:
+        return CheckResult(rows=[reorder_anomalies(ctx.identity_table(), ctx.inputs)])
+
+
+@dataclass
+class PositionsCheck:
+    """The position kinds of positions.py (one exchange by topic and partition)."""
+
+    name: str = "positions"
+
+    def run(self, ctx: CheckContext) -> CheckResult:
+        inp = ctx.inputs
+        return CheckResult(rows=[position_anomalies(ctx.reads, inp.partitions, inp.topics,
+                                                    inp.readers, rebalance_polls(ctx.events),
+                                                    inp.power_loss_until)])
+
+
+@dataclass
+class RowAnomalies:
+    """Every kind but divergence, from the row checks' findings (collected once here)."""
+
+    name: str = "anomalies"
+
+    def run(self, ctx: CheckContext) -> CheckResult:
+        findings = ctx.findings()
+        attributor = Attributor(ctx.events, ctx.history)
+        anomalies: dict[str, dict[str, Any]] = {}
+        for kind in ANOMALY_KINDS:
+            if kind == DIVERGENCE:
+                continue
+            examples = [build_example(kind, row, attributor, ctx.settings.accept_known)
+                        for row in findings.examples.get(kind, [])]
+            anomalies[kind] = anomaly_entry(kind, findings.counts.get(kind, 0),
+                                            findings.excused.get(kind, 0), examples, ctx,
+                                            findings.by_bug.get(kind),
+                                            findings.known_bugs(kind))
+        unknown: list[str] = []
+        if n := anomalies["unseen"]["count"]:
+            unknown.append(f"{n} acknowledged writes are unseen in partitions the drain did "
+                           f"not read completely: {ctx.drain.incomplete[:20]}")
+        return CheckResult(anomalies=anomalies, unknown=unknown)
+
+
+@dataclass
+class DivergenceCheck:
+    """Replica divergence (divergence.py) and whether it was checked when asked (proof.py)."""
+
+    name: str = "divergence"
+
+    def run(self, ctx: CheckContext) -> CheckResult:
+        div = check_divergence(ctx.run, ctx.spark)
+        status = divergence_status(ctx.run_cfg, ctx.events, div.checked, div.note)
+        div.checked = status.checked
+        entry = anomaly_entry(DIVERGENCE, div.count, 0, div.examples, ctx, None, {})
+        examples = entry.pop("examples")
+        entry["checked"] = div.checked
+        if status.reason:
+            entry["reason"] = status.reason
+        entry["examples"] = examples
+        stats = {**div.stats(), **({"reason": status.reason} if status.reason else {})}
+        return CheckResult(anomalies={DIVERGENCE: entry},
+                           unknown=[status.unknown] if status.unknown else [],
+                           stats={"divergence": stats})
+
+
+@dataclass
+class FaultsCheck:
+    """Faults that took effect, when the schedule asked for some."""
+
+    name: str = "faults"
+
+    def run(self, ctx: CheckContext) -> CheckResult:
+        faults = fault_counts(ctx.events)
+        reason = faults_unknown(ctx.run_cfg, faults)
+        return CheckResult(unknown=[reason] if reason else [], stats={"faults": faults.stats()})
+
+
+@dataclass
+class TransactionsCheck:
+    """Transaction outcomes of a transactional run."""
+
+    name: str = "transactions"
+
+    def run(self, ctx: CheckContext) -> CheckResult:
+        if not ctx.settings.transactional:
+            return CheckResult()
+        txns = transaction_outcomes(ctx.writes)
+        reason = transactions_unknown(True, txns)
+        return CheckResult(unknown=[reason] if reason else [], stats={"transactions": txns})
+
+
+@dataclass
+class MechanismCheck:
+    """The scenario's mechanism (verdict.py), when the run names one."""
+
+    name: str = "mechanism"
+
+    def run(self, ctx: CheckContext) -> CheckResult:
+        if not ctx.settings.mechanism:
+            return CheckResult()
+        mech = mechanism(ctx.settings.mechanism, ctx.events, ctx.history)
+        unknown = [] if mech["observed"] else [
+            "the scenario's mechanism was not observed: "
+            + "; ".join(d["kind"] for d in mech["details"] if not d["observed"])]
+        return CheckResult(unknown=unknown, extra={"mechanism": mech})
+
+
+@dataclass
+class StatsCheck:
+    """Counts, drain, availability and the timeseries (stats.py)."""
+
+    name: str = "stats"
+
+    def run(self, ctx: CheckContext) -> CheckResult:
+        ws, drain, per_reader = ctx.ws, ctx.drain, ctx.rs.per_reader
+        w_start, w_end = phase_window(ctx.events, "workload")
+        t0 = w_start if w_start is not None else ws.first_ns
+        t1 = w_end if w_end is not None else ws.last_ns
+        duration = max(0.0, (t1 - t0) / 1e9) if t0 is not None and t1 is not None else 0.0
+        series, longest, total = None, 0.0, 0.0
+        if t0 is not None and t1 is not None:
+            series, longest, total = timeseries(ctx.writes, ctx.reads, t0, max(t1, t0 + 1))
+        stats: dict[str, Any] = {
+            "writes": {"ok": ws.ok, "fail": ws.fail, "info": ws.info},
+            "reads": sum(per_reader.values()),
+            "reads_by_reader": per_reader,
+            "drain_complete": drain.ended and not drain.incomplete,
+            "drain": {"ended": drain.ended, "complete_flag": drain.flag,
+                      "complete_partitions": drain.complete[:1000],
+                      "incomplete_partitions": drain.incomplete[:1000]},
+            "duration_s": round(duration, 3),
+            "ack_rate_per_s": round(ws.ok / duration, 3) if duration > 0 else 0.0,
+            "unavailable_s": longest,
+            "unavailable_total_s": total,
+            "errors": dict(sorted(ws.errors.items(), key=lambda kv: -kv[1])),
+            "partition_changes": ctx.n_changes,
+            "power_loss_covered_partitions": sorted(ctx.power),
+            "events": len(ctx.events),
+            "events_unparsed_lines": ctx.bad_lines,
+        }
+        return CheckResult(stats=stats,
+                           extra={"timeseries": series} if series is not None else {})
+
+
+# The order is the order of the unknown reasons; the row checks come before RowAnomalies,
+# which collects their rows.
+CHECKS = (RunFacts(), IdentityCheck(), ReorderCheck(), PositionsCheck(), RowAnomalies(),
+          DivergenceCheck(), FaultsCheck(), TransactionsCheck(), MechanismCheck(), StatsCheck())
+
+# results.json's stats keys in their published order (each check adds its own).
+STATS_ORDER = ("writes", "reads", "reads_by_reader", "drain_complete", "drain", "duration_s",
+               "ack_rate_per_s", "unavailable_s", "unavailable_total_s", "errors", "faults",
+               "transactions", "divergence", "partition_changes",
+               "power_loss_covered_partitions", "events", "events_unparsed_lines")

@@ -1,0 +1,147 @@
+"""The one shared context every check reads (checkers/combine.py): the run's files and
+tables loaded once, the summaries, the drain, the observations, and the data two checks
+share — the identity table (persisted once for the identity and reorder checks) and the
+findings (every check's anomaly rows collected in one pass)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from pyspark import StorageLevel
+from pyspark.sql import DataFrame, SparkSession
+
+from contract.settings import Settings, settings_from_run
+
+from .collect import Findings, attach_reads, collect_findings
+from .epochs import epoch_bumps
+from .history import (
+    OBSERVATIONS_SCHEMA,
+    READS_SCHEMA,
+    WRITES_SCHEMA,
+    Event,
+    drain_end,
+    load_table,
+    parse_events,
+)
+from .identity import IdentityInputs, identity_table
+from .known import KnownInputs, known_bug_column
+from .observations import (
+    PartitionHistory,
+    collect_changes,
+    power_loss_coverage,
+    single_replica_power_losses,
+)
+from .runfiles import RunDir
+from .stats import ReadSummary, WriteSummary, read_summary, write_summary
+
+
+@dataclass(frozen=True)
+class Drain:
+    """How far the final drain got."""
+
+    ended: bool
+    flag: bool
+    complete: list[str]
+    incomplete: list[str]
+
+
+def drain_state(events: list[Event], partitions: list[str], drained: dict[str, int]) -> Drain:
+    """A partition is complete when the drain says so, or when it read up to end_offset-1."""
+    end = drain_end(events)
+    if end is None:
+        return Drain(False, False, [], sorted(partitions))
+    flag = bool(end.detail.get("complete"))
+    ends = end.detail.get("end_offsets") or {}
+    keys = sorted(set(partitions) | set(ends))
+    complete: list[str] = []
+    incomplete: list[str] = []
+    for key in keys:
+        ok = flag
+        if not ok and key in ends:
+            try:
+                ok = drained.get(key, -1) >= int(ends[key]) - 1
+            except (TypeError, ValueError):
+                ok = False
+        (complete if ok else incomplete).append(key)
+    return Drain(True, flag, complete, incomplete)
+
+
+@dataclass
+class CheckContext:
+    """Everything the checks share, computed once (``load_context``)."""
+
+    spark: SparkSession
+    run: RunDir
+    run_json_found: bool
+    run_cfg: dict[str, Any]
+    settings: Settings
+    events: list[Event]
+    bad_lines: int
+    writes: DataFrame
+    reads: DataFrame
+    ws: WriteSummary
+    rs: ReadSummary
+    drain: Drain
+    history: PartitionHistory
+    n_changes: int
+    power: dict[str, int]
+    inputs: IdentityInputs
+    known: KnownInputs
+    rows: list[DataFrame] = field(default_factory=list)
+    _ident: DataFrame | None = None
+    _findings: Findings | None = None
+
+    def identity_table(self) -> DataFrame:
+        """The identity table, persisted on first use: the identity and reorder checks
+        both read it, so Spark computes the identity exchange and aggregations once."""
+        if self._ident is None:
+            self._ident = identity_table(self.writes, self.reads, self.inputs).persist(
+                StorageLevel.MEMORY_AND_DISK)
+        return self._ident
+
+    def findings(self) -> Findings:
+        """Counts and examples of every anomaly row the checks so far returned, collected
+        once (one aggregation, one example window, one read of the example reads)."""
+        if self._findings is None:
+            self._findings = collect_findings(self.rows, known_bug_column(self.known),
+                                              self.settings.accept_known)
+            self.release()
+            attach_reads(self.spark, self.reads, self._findings)
+        return self._findings
+
+    def release(self) -> None:
+        """Drop the persisted identity table (idempotent)."""
+        if self._ident is not None:
+            self._ident.unpersist()
+            self._ident = None
+
+
+def load_context(spark: SparkSession, run: RunDir) -> CheckContext:
+    """Read run.json, events and the history tables; the summaries the checks share."""
+    text = run.read_text("run.json", spark)
+    run_cfg: dict[str, Any] = json.loads(text) if text else {}
+    settings = settings_from_run(run_cfg)
+    events, bad_lines = parse_events(run.read_text("history/events.jsonl", spark))
+    writes = load_table(spark, run, "writes", WRITES_SCHEMA)
+    reads = load_table(spark, run, "reads", READS_SCHEMA)
+    obs = load_table(spark, run, "observations", OBSERVATIONS_SCHEMA, absent_as_none=True)
+    parts_n = int(spark.conf.get("spark.sql.shuffle.partitions") or "8")
+
+    ws = write_summary(writes)
+    rs = read_summary(reads)
+    partitions = ws.partitions
+    drain = drain_state(events, partitions, rs.drained)
+    history, n_changes = collect_changes(obs) if obs is not None else (PartitionHistory([]), 0)
+    power = power_loss_coverage(events, history, sorted(set(partitions) | set(drain.complete)),
+                                settings.brokers)
+
+    topics = sorted(set(ws.topics) | set(rs.topics))
+    bumps = epoch_bumps(writes) if settings.idempotence else {}
+    single = single_replica_power_losses(events, history, sorted(power), settings.brokers)
+    inputs = IdentityInputs(settings, drain.complete, power, parts_n, topics,
+                            sorted(rs.per_reader), bumps)
+    return CheckContext(spark, run, bool(text), run_cfg, settings, events, bad_lines, writes,
+                        reads, ws, rs, drain, history, n_changes, power, inputs,
+                        KnownInputs(settings, single))
