@@ -64,6 +64,9 @@ def summary(kind: str, e: dict[str, Any]) -> str:
         if rebs:
             text += "; excused: across its rebalance " + ", ".join(
                 f"{r['what']} at poll {r['poll']}" for r in rebs)
+        if e.get("excuse") == "truncation":
+            text += "; excused: the log was truncated there and the offset reused, so the " \
+                "client reset its position to the truncation point (see reused-offset)"
         return text
     return kind
 
@@ -86,7 +89,9 @@ def build_example(kind: str, row: dict[str, Any], attributor: Attributor,
     if kind in ("poll-skip", "nonmonotonic-poll"):
         e.update(reader=row.get("reader"), poll=row.get("poll"), prev_poll=row.get("prev_poll"),
                  prev_offset=row.get("prev_offset"), excused=bool(row.get("excused")))
-        if e["excused"]:  # name the rebalance(s) the step crossed
+        if e["excused"]:
+            e["excuse"] = row.get("excuse")
+        if e.get("excuse") == "rebalance":  # name the rebalance(s) the step crossed
             e["rebalances"] = across(attributor.rebalances, str(e["reader"]), str(e["topic"]),
                                      int(e["partition"]), int(row.get("prev_poll") or 0),
                                      int(row.get("poll") or 0))

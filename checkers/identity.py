@@ -17,6 +17,7 @@ from typing import Any
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
+from contract.schemas import DRAIN_READER
 from contract.settings import READ_COMMITTED, Settings
 
 from .epochs import bump_between
@@ -105,6 +106,7 @@ def identity_table(writes: DataFrame, reads: DataFrame, inp: IdentityInputs) -> 
         _code(F.col("txn_outcome"), _TXN).alias("txn"),
         F.lit(0).alias("is_r"),
         F.lit(0).alias("rc_r"),
+        F.lit(0).alias("dr_r"),
         F.lit(None).cast("long").alias("read_ns"),
     )
     r = reads.where(
@@ -118,6 +120,7 @@ def identity_table(writes: DataFrame, reads: DataFrame, inp: IdentityInputs) -> 
         F.lit(None).cast("int").alias("txn"),
         F.lit(1).alias("is_r"),
         read_committed_expr(inp.settings).cast("int").alias("rc_r"),
+        (F.col("reader") == DRAIN_READER).cast("int").alias("dr_r"),
         F.col("read_ns"),
     )
     u = w.unionByName(r).repartition(inp.partitions, "producer", "seq")
@@ -131,6 +134,7 @@ def identity_table(writes: DataFrame, reads: DataFrame, inp: IdentityInputs) -> 
         F.sum("is_w").alias("n_w"),
         F.sum("is_r").alias("n_r"),
         F.sum("rc_r").alias("rc_r"),
+        F.max("dr_r").alias("dr_r"),
         F.min("read_ns").alias("read_ns"),
     )
     read_here = F.col("n_r") > 0
@@ -149,6 +153,7 @@ def identity_table(writes: DataFrame, reads: DataFrame, inp: IdentityInputs) -> 
             F.when(read_here & (F.col("has_w") == 1) & F.col("offset").isNotNull(), 1).otherwise(0)
         ).alias("at_acked"),
         F.min(F.when(read_here, F.col("offset"))).alias("min_read_off"),
+        F.min(F.when(F.col("dr_r") == 1, F.col("offset"))).alias("min_drain_off"),
         F.min("read_ns").alias("read_ns"),
         # first read of the copy stored last (highest offset read): the latest copy
         F.max_by("read_ns", F.when(read_here, F.col("offset"))).alias("last_copy_ns"),
@@ -168,8 +173,14 @@ def identity_table(writes: DataFrame, reads: DataFrame, inp: IdentityInputs) -> 
         F.sum("rc_r").alias("rc_r"),
         F.sum("n_pos").alias("n_pos"),
         F.max("at_acked").alias("at_acked"),
-        # first read in the write's own partition: where the log stored it (for reorder)
-        F.min(F.when(has_w, F.col("min_read_off"))).alias("stored_off"),
+        # where the log stores it (for reorder): the drain's read in the write's own
+        # partition; a live reader's read only where the drain did not read the partition to
+        # its end (a record only live readers saw in a complete partition vanished with a
+        # truncated tail: its old offset says nothing about the order of the log that is)
+        F.min(F.when(has_w, F.coalesce(
+            F.col("min_drain_off"),
+            F.when(~complete_tp(inp, F.col("tid"), F.col("partition")),
+                   F.col("min_read_off"))))).alias("stored_off"),
         # somewhere it was read (for records no attempt produced; examples list the reads)
         F.min(F.when(read_there, F.col("tid"))).alias("r_tid"),
         F.min(F.when(read_there, F.col("partition"))).alias("r_partition"),
@@ -177,6 +188,13 @@ def identity_table(writes: DataFrame, reads: DataFrame, inp: IdentityInputs) -> 
         F.min("read_ns").alias("read_ns"),
         F.max("last_copy_ns").alias("last_copy_ns"),
     )
+
+
+def complete_tp(inp: IdentityInputs, tid: Column, partition: Column) -> Column:
+    """True where the drain read this topic-partition to its end."""
+    if not inp.complete_partitions:
+        return F.lit(False)
+    return _tp_key(topic_name(inp.topics, tid), partition).isin(inp.complete_partitions)
 
 
 def identity_anomalies(ident: DataFrame, inp: IdentityInputs) -> DataFrame:
@@ -188,7 +206,7 @@ def identity_anomalies(ident: DataFrame, inp: IdentityInputs) -> DataFrame:
     read = F.col("n_r") > 0
     topic = topic_name(inp.topics, F.col("w_tid"))
     tp = _tp_key(topic, F.col("w_partition"))
-    complete = tp.isin(inp.complete_partitions) if inp.complete_partitions else F.lit(False)
+    complete = complete_tp(inp, F.col("w_tid"), F.col("w_partition"))
     until_map = _map(dict(inp.power_loss_until))
     if until_map is not None:
         until_col = until_map[tp]

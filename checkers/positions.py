@@ -15,12 +15,11 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.window import Window
 
+from contract.schemas import DRAIN_READER
+
 from .history import Event
 from .identity import topic_id, topic_name
 from .rows import anomaly_rows
-
-DRAIN = "drain"
-
 
 #: The record key of an undecodable value (smaller than every decoded key).
 UNDECODABLE = -(1 << 63)
@@ -108,13 +107,16 @@ def position_anomalies(reads: DataFrame, partitions: int, topics: list[str],
     excused when a power loss of the partition's whole ISR came after its first read.
 
     A poll step is excused when the reader is in subscribe mode and one of its recorded
-    rebalances of that partition has a poll number in [previous read's poll, this poll].
+    rebalances of that partition has a poll number in [previous read's poll, this poll]; a
+    step back is also excused when it lands on a reused offset (a reset to the truncation
+    point; ``excuse`` says which).
 
     One chain without branches (a branch would repeat the exchange): windows by offset
     (sharing one sort), then the per-reader window, then one projection that lists each
     row's kinds. Topics and readers travel as ints so that sorted rows are fixed-width.
     """
-    consumer = (F.col("reader") != DRAIN) & (F.coalesce(F.col("mode"), F.lit("")) != DRAIN)
+    consumer = ((F.col("reader") != DRAIN_READER)
+                & (F.coalesce(F.col("mode"), F.lit("")) != DRAIN_READER))
     r = reads.select(
         _id(readers, F.col("reader")).alias("rid"),
         consumer.alias("consumer"),
@@ -166,8 +168,14 @@ def position_anomalies(reads: DataFrame, partitions: int, topics: list[str],
     flagged = r3.select("*", F.explode(kinds).alias("kind"))
     kind = F.col("kind")
     poll_kind = kind.isin("nonmonotonic-poll", "poll-skip")
-    incons = kind == "inconsistent-offset"
     reuse = kind == "reused-offset"
+    # A reader's step back onto an offset a truncation reused: the client found the log
+    # truncated and reset its position to the truncation point (KIP-320; librdkafka does it
+    # silently). The truncation itself is reported, and judged, as reused-offset.
+    reset = ((kind == "nonmonotonic-poll") & (F.col("lo") != F.col("hi")) & reused)
+    across = poll_kind & F.col("subscribe") & _crossed(rebalances or {}, topics, readers)
+    power = reuse & _power_loss_after(power_loss_until or {}, topics)
+    incons = kind == "inconsistent-offset"
     # reused-offset: the record the log holds now, and one the live readers saw before
     old = F.when(F.col("lo") == F.col("d_lo"), F.col("hi")).otherwise(F.col("lo"))
     key = F.when(poll_kind, F.col("rec")).when(incons, F.col("lo")).when(reuse, F.col("d_lo"))
@@ -183,8 +191,8 @@ def position_anomalies(reads: DataFrame, partitions: int, topics: list[str],
         prev_offset=F.when(poll_kind, F.col("prev_offset")),
         prev_poll=F.when(poll_kind, F.col("prev_poll")),
         event_ns=F.when(poll_kind, F.col("read_ns")).otherwise(F.col("first_ns")),
-        excused=(poll_kind & F.col("subscribe") & _crossed(rebalances or {}, topics, readers))
-        | (reuse & _power_loss_after(power_loss_until or {}, topics)),
+        excused=across | reset | power,
+        excuse=F.when(across, "rebalance").when(reset, "truncation").when(power, "power-loss"),
     )
 
 

@@ -28,6 +28,7 @@ ANOMALY_COLUMNS: tuple[tuple[str, DataType], ...] = (
     ("n", LongType()),
     ("excused", BooleanType()),
     ("epoch_bump_ns", LongType()),  # duplicate/reorder: the producer's epoch bump before it
+    ("excuse", StringType()),  # why an excused row is: rebalance, truncation, power-loss
 )
 
 

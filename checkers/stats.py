@@ -14,6 +14,8 @@ from typing import Any
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from contract.schemas import DRAIN_READER
+
 #: At most this many timeseries points; the bucket width grows for long runs.
 MAX_POINTS = 600
 #: Resolution of the unavailability measure.
@@ -84,7 +86,7 @@ def read_summary(reads: DataFrame) -> ReadSummary:
         per_reader[str(r["reader"])] = per_reader.get(str(r["reader"]), 0) + int(r["n"])
         if r["topic"] is not None:
             topics.add(r["topic"])
-        if r["reader"] == "drain" and r["max_offset"] is not None:
+        if r["reader"] == DRAIN_READER and r["max_offset"] is not None:
             drained[f"{r['topic']}:{r['partition']}"] = int(r["max_offset"])
     return ReadSummary(per_reader, drained, sorted(topics))
 

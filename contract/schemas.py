@@ -38,6 +38,10 @@ READS_SCHEMA = pa.schema([
     ("valid", pa.bool_()),
 ])
 
+#: ``reads.reader`` (and ``mode``) of the final drain: the reader that reads every partition to
+#: its end after healing, so what it read is what the log holds.
+DRAIN_READER = "drain"
+
 #: ``history/observations.parquet``: the cluster observer's samples.
 OBSERVATIONS_SCHEMA = pa.schema([
     ("ts_ns", pa.int64()),

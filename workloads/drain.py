@@ -25,6 +25,7 @@ from confluent_kafka import TopicPartition as TP
 from confluent_kafka.admin import AdminClient, OffsetSpec
 from tenacity import Retrying, retry_if_exception_type, stop_after_delay, wait_fixed
 
+from contract.schemas import DRAIN_READER
 from workloads.consumer import ReadRecorder, consumer_client
 from workloads.history import EventLog
 
@@ -104,7 +105,7 @@ def end_offsets(admin: AdminClient, topic: str, partitions: int, isolation: Isol
 def _read(run_dir: Path, bootstrap: str, topic: str, ends: dict[int, int | None],
           isolation: Isolation, timeout_s: float) -> tuple[dict[int, int], int]:
     """Reads every partition from the beginning; returns (positions reached, records)."""
-    rec = ReadRecorder(run_dir, "drain", "drain")
+    rec = ReadRecorder(run_dir, DRAIN_READER, DRAIN_READER)
     c = consumer_client(bootstrap, {
         "group.id": "kc-drain", "enable.auto.commit": "false", "auto.offset.reset": "earliest",
         "enable.partition.eof": "true", "isolation.level": isolation,

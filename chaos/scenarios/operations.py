@@ -83,16 +83,15 @@ def power_loss_script(nem: Any) -> None:
 def power_loss_expect(cfg: RunConfig, _version: str) -> Expect:
     """What Kafka does depends on who read the tail before it vanished.
 
-    Drain only (the default here): the unflushed tail was acknowledged by every in-sync
-    replica and survives nowhere, so it is lost (allowed), and nobody saw the reused offsets.
-    With live consumers, records they read before the cut disappear and their offsets are
-    later given to new records: those reads count as "seen" (not lost) and as
-    inconsistent-offset, which the checker does not excuse by power loss; only "no
-    divergence" is then promised."""
-    if cfg.consumers > 0:
-        return {"anomalies": {"divergence": "==0"}}
+    The unflushed tail was acknowledged by every in-sync replica and survives nowhere: what
+    nobody read is lost, and what a live consumer read has its offset reused by new records
+    after recovery (reused-offset). Both are excused by the power loss of the whole ISR; the
+    consumer is reset to the truncation point. What must hold: no divergence, and no offset
+    read as two records unless the log's truncation explains it."""
     anomalies = {"divergence": "==0", "inconsistent-offset": "==0"}
-    if normalise_acks(cfg.acks) == "all" and "segment.ms" in cfg.topic_config:
+    if cfg.consumers > 0:
+        anomalies["reused-offset"] = ">0"
+    elif normalise_acks(cfg.acks) == "all" and "segment.ms" in cfg.topic_config:
         anomalies["lost"] = ">0"
     return {"valid": True, "anomalies": anomalies}
 
@@ -117,14 +116,13 @@ ALL_REPLICAS_POWER_LOSS = Scenario(
         "a power cut: a real kernel writes dirty pages back within ~30 s on its own. Seen "
         "on Kafka 4.3 (Eligible Leader Replicas on): every replica's unclean shutdown empties "
         "the ISR and the ELR, and the controller elects the last known ELR member, logging "
-        "an 'unclean election' although unclean.leader.election.enable=false. Only "
-        "the final drain reads by default: a live consumer would read the tail before it "
-        "vanishes (so it would not count as lost) and then see its offsets reused by new "
-        "records after recovery (inconsistent-offset)."
+        "an 'unclean election' although unclean.leader.election.enable=false. A live "
+        "consumer reads the tail before it vanishes and then sees its offsets reused by new "
+        "records after recovery (reused-offset, excused by the power loss like the loss)."
     ),
     config={"acks": "all", "replication_factor": 3, "min_insync": 2, "unclean": False,
             "idempotence": True, "duration": 60.0, "rate": 150.0, "faults": [],
-            "consumers": 0,
+            "consumers": 1,
             # A rolled segment is flushed; its recovery point reaches disk within 1 s instead
             # of Kafka's 60 s, so the cut loses what Kafka really never fsynced.
             "topic_config": {"segment.ms": "5000"},

@@ -72,8 +72,12 @@ def reference(writes: list[dict[str, Any]], reads: list[dict[str, Any]], complet
             n = sum(1 for r in rs if rc.get(r["reader"], default_rc))
             if n:
                 add("aborted-read", n)
-        # reorder input: the first offset read in the write's own partition
-        home = [r["offset"] for r in rs if r["topic"] == topic and r["partition"] == part]
+        # reorder input: where the log stores it, i.e. the drain's read in the write's own
+        # partition; a live reader's only where the drain did not read that partition fully
+        here = [r for r in rs if r["topic"] == topic and r["partition"] == part]
+        home = [r["offset"] for r in here if r["reader"] == "drain"]
+        if not home and key not in complete:
+            home = [r["offset"] for r in here]
         if ok and home:
             stored[(ident[0], topic, part)].append((min(home), ident[1]))
     for items in stored.values():
@@ -94,6 +98,7 @@ def reference(writes: list[dict[str, Any]], reads: list[dict[str, Any]], complet
         if r["reader"] == "drain" or r["mode"] == "drain":
             drained_at[pos].add(rec)
             drained_in[(r["topic"], r["partition"])].add(rec)
+    reused: set[tuple[str, int, int]] = set()
     for pos, recs in at.items():
         if len(recs) >= 2:
             # reused: the drain read one decodable record here, every other one is decodable
@@ -102,6 +107,7 @@ def reference(writes: list[dict[str, Any]], reads: list[dict[str, Any]], complet
             others = recs - now
             if (len(now) == 1 and (False,) not in now
                     and all(o != (False,) and o not in drained_in[pos[:2]] for o in others)):
+                reused.add(pos)
                 until = power.get(f"{pos[0]}:{pos[1]}")
                 add("reused-offset", excused=until is not None and first_read[pos] <= until)
             else:
@@ -123,7 +129,9 @@ def reference(writes: list[dict[str, Any]], reads: list[dict[str, Any]], complet
             excused = cur["mode"] == "subscribe" and any(
                 prev["poll"] <= q <= cur["poll"] for q in moved.get((cur["reader"], t, p), []))
             if cur["offset"] <= prev["offset"]:
-                add("nonmonotonic-poll", excused=excused)
+                # a reset to a truncation point lands on an offset that was reused
+                add("nonmonotonic-poll",
+                    excused=excused or (t, p, cur["offset"]) in reused)
             elif ranks[(t, p)][cur["offset"]] - ranks[(t, p)][prev["offset"]] > 1:
                 add("poll-skip", excused=excused)
     return {k: (v[0], v[1]) for k, v in counts.items() if v[0]}

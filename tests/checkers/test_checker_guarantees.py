@@ -245,3 +245,23 @@ def test_reused_offset_allowed_where_loss_is(check) -> None:  # type: ignore[no-
     assert a["why"].startswith("allowed where lost is") and "acks=1" in a["why"]
     assert r["anomalies"]["inconsistent-offset"]["count"] == 0
     assert r["valid"] is True
+
+
+def test_truncated_tail_read_live_is_no_reorder(check) -> None:  # type: ignore[no-untyped-def]
+    """min.insync.replicas=1 with idempotence (the unclean-election shape): a live reader read
+    seqs 1-2 at offsets 1-2; the tail vanished and seqs 3-4 took those offsets. The order of
+    the log that is (the drain's) is fine: reused offsets, allowed where loss is, no reorder
+    (which idempotence forbids) from the vanished records' old offsets."""
+    h = History().config("topic_config", min_insync_replicas=1)
+    for s in range(3):
+        h.write(0, s, offset=s).read("c0", 0, s, 0, s)
+    h.write(0, 3, offset=1).write(0, 4, offset=2)
+    for off, s in ((0, 0), (1, 3), (2, 4)):
+        h.drain(0, off, 0, s)
+    h.drain_end(complete=True)
+    r = check(h)
+    assert r["anomalies"]["reused-offset"]["count"] == 2
+    assert r["anomalies"]["reused-offset"]["allowed"] is True
+    assert r["anomalies"]["reorder"]["count"] == 0
+    assert r["anomalies"]["lost"]["count"] == 0 and r["anomalies"]["duplicate"]["count"] == 0
+    assert r["valid"] is True

@@ -63,6 +63,14 @@ def assert_scenario_held(res: dict[str, Any]) -> None:
     assert res["stats"]["drain_complete"]
 
 
+def assert_resets_excused(res: dict[str, Any]) -> None:
+    """Every step back of a live reader is a reset onto reused offsets, named as such."""
+    back = res["anomalies"]["nonmonotonic-poll"]
+    assert back.get("excused", 0) == back["count"], back
+    for e in back["examples"]:
+        assert e["excuse"] == "truncation" and "truncation point" in e["summary"], e
+
+
 # ---------------------------------------------------------------- pure (no cluster)
 def test_all_five_are_registered_with_docs_and_situation_mechanism():
     names = {s.name for s in REPLICATION}
@@ -81,8 +89,13 @@ def test_all_five_are_registered_with_docs_and_situation_mechanism():
 def test_unclean_expectation_follows_the_setting():
     sc = SCENARIOS["unclean-election"]
     on, off = sc.run_config(), sc.run_config(unclean=False)
-    assert sc.expect_for(on, NEW)["anomalies"]["lost"] == ">0"
+    # a live consumer reads the lone leader's tail: its offsets are reused, not lost
+    assert on.consumers == 1 and sc.expect_for(on, NEW)["anomalies"]["reused-offset"] == ">0"
+    assert sc.expect_for(on, NEW)["valid"] is True
+    drain_only = sc.run_config(consumers=0)
+    assert sc.expect_for(drain_only, NEW)["anomalies"]["lost"] == ">0"
     assert sc.expect_for(off, NEW)["anomalies"]["lost"] == "==0"
+    assert sc.expect_for(off, NEW)["anomalies"]["reused-offset"] == "==0"
     assert {"kind": "stale-leader-elected"} in sc.mechanism_for(on, OLD)
     assert {"kind": "offline"} in sc.mechanism_for(off, OLD)
     assert on.broker_config["unclean.leader.election.interval.ms"] == "1000"
@@ -92,8 +105,10 @@ def test_last_replica_standing_expectation_depends_on_elr():
     sc = SCENARIOS["last-replica-standing"]
     cfg = sc.run_config()
     assert not elr_default("3.9.1") and not elr_default("4.0.0") and elr_default("4.1.0")
-    assert sc.expect_for(cfg, OLD)["anomalies"]["lost"] == ">0"
+    assert sc.expect_for(cfg, OLD)["anomalies"]["reused-offset"] == ">0"
+    assert sc.expect_for(sc.run_config(consumers=0), OLD)["anomalies"]["lost"] == ">0"
     assert sc.expect_for(cfg, NEW)["anomalies"]["lost"] == "==0"
+    assert sc.expect_for(cfg, NEW)["anomalies"]["reused-offset"] == "==0"
     assert {"kind": "offline"} in sc.mechanism_for(cfg, OLD)
     assert {"kind": "leader-changed"} in sc.mechanism_for(cfg, NEW)
 
@@ -104,6 +119,9 @@ def test_acks1_leader_failover_loses_the_acknowledged_tail(tmp_path):
     res = run_scenario("acks1-leader-failover", tmp_path)
     assert_scenario_held(res)
     assert count(res, "lost") > 0 and res["anomalies"]["lost"]["allowed"]
+    # the live consumer read, but never past the high watermark: nothing it read vanished
+    assert res["stats"]["reads_by_reader"].get("c0", 0) > 0
+    assert count(res, "reused-offset") == 0
     assert res["valid"] is True
 
 
@@ -112,8 +130,11 @@ def test_acks1_leader_failover_loses_the_acknowledged_tail(tmp_path):
 def test_unclean_election_elects_a_stale_follower_and_loses_writes(tmp_path, version):
     res = run_scenario("unclean-election", tmp_path, kafka_version=version)
     assert_scenario_held(res)
-    assert count(res, "lost") > 0 and res["anomalies"]["lost"]["allowed"]
-    assert count(res, "divergence") == 0
+    # the live consumer read the lone leader's tail; the stale leader reused its offsets
+    assert count(res, "reused-offset") > 0 and res["anomalies"]["reused-offset"]["allowed"]
+    assert count(res, "lost") == 0 or res["anomalies"]["lost"]["allowed"]
+    assert_resets_excused(res)
+    assert count(res, "divergence") == 0 and res["valid"] is True
 
 
 @pytest.mark.cluster
@@ -150,6 +171,11 @@ def test_last_replica_standing_per_version(tmp_path, version):
     assert count(res, "divergence") == 0 and count(res, "inconsistent-offset") == 0
     if elr_default(version):
         assert count(res, "lost") == 0 and res["valid"] is True
+        assert count(res, "reused-offset") == 0
     else:
-        assert count(res, "lost") > 0
-        assert res["anomalies"]["lost"]["allowed"], lost_explained(res)
+        # what the consumer read vanished with the power loss and its offsets were reused
+        assert count(res, "reused-offset") > 0
+        assert res["anomalies"]["reused-offset"]["allowed"], res["anomalies"]["reused-offset"]
+        assert count(res, "lost") == 0 or res["anomalies"]["lost"]["allowed"], \
+            lost_explained(res)
+        assert_resets_excused(res)
