@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import argparse
 import sys
-from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
-from chaos.config import RunConfig, RunConfigError
+from chaos.config import KAFKA_TABLES, RUN_FIELDS, RunConfigError
 from contract.exit_codes import exit_code_of_results
 from contract.faults import RANDOM_FAULT_KINDS
 
@@ -149,7 +148,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 # ---------------------------------------------------------------------- run options
-KAFKA_TABLES = ("broker_config", "topic_config", "producer_config", "consumer_config")
 #: RunConfig fields the run command reads in its own way (lists, K=V pairs) or not at all.
 SPECIAL_FIELDS = frozenset({"scenario", "faults", "targets", "spark_master", "accept_known",
                             *KAFKA_TABLES})
@@ -161,7 +159,7 @@ def run_overrides(args: argparse.Namespace, file_opts: dict[str, Any]) -> dict[s
     Every RunConfig field with a same-named option is taken as given (the dataclass is the
     one list of fields); the special ones are parsed below.
     """
-    known = {f.name for f in fields(RunConfig)}
+    known = set(RUN_FIELDS)
     out: dict[str, Any] = {k.replace("-", "_"): v for k, v in file_opts.items()}
     unknown = sorted(set(out) - known)
     if unknown:

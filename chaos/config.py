@@ -11,9 +11,11 @@ from compose.config import MAX_BROKERS
 from compose.image import SUPPORTED_VERSIONS
 from contract.faults import RANDOM_FAULT_KINDS
 from contract.known_bugs import KNOWN_BUGS, unknown_ids
-from contract.settings import normalise_acks
+from contract.settings import ProducerSettingsError, normalise_acks, producer_settings
 
 TOPIC = "chaos"
+#: The four tables of Kafka properties (Kafka's own names) that extend the typed fields.
+KAFKA_TABLES = ("broker_config", "topic_config", "producer_config", "consumer_config")
 #: A confluent-kafka release string (also refuses paths and pip options).
 CLIENT_VERSION = re.compile(r"^\d+\.\d+(\.\d+)?([.-]?(a|b|rc|post|dev)\d+)?$")
 
@@ -67,6 +69,12 @@ class RunConfig:
     # known-bug ids (contract/known_bugs.py) whose records may leave the verdict valid
     accept_known: list[str] = field(default_factory=list)
 
+    def __post_init__(self) -> None:
+        # acks=-1 is acks=all: spelled one way from here on (orchestrator, scenarios' expectations
+        # and run.json's options read it); a bad value is left for validate() to refuse.
+        if isinstance(self.acks, str):
+            self.acks = normalise_acks(self.acks) or self.acks
+
     def validate(self) -> None:
         """Raises RunConfigError with a one-line reason for the first bad value."""
         def bad(msg: str) -> RunConfigError:
@@ -84,13 +92,11 @@ class RunConfig:
         if not 1 <= self.min_insync <= self.replication_factor:
             raise bad(f"--min-insync must be 1..{self.replication_factor} (the replication "
                       f"factor), got {self.min_insync}")
-        acks = normalise_acks(self.acks) if isinstance(self.acks, str) else None
-        if acks is None:
-            raise bad(f"--acks must be 0, 1 or all, got {self.acks!r}")
-        if self.transactions and acks != "all":
-            raise bad("--transactions needs --acks all")
-        if self.idempotence and acks != "all":
-            raise bad("--idempotence needs --acks all")
+        try:  # the producer rules live once, in the contract (the workload asks them too)
+            producer_settings(self.acks, self.idempotence, self.transactions,
+                              self.producer_config)
+        except ProducerSettingsError as e:
+            raise bad(str(e)) from None
         if not 1 <= self.producers <= 64:
             raise bad(f"--producers must be 1..64, got {self.producers}")
         if not 0 <= self.consumers <= 16:
@@ -131,7 +137,7 @@ class RunConfig:
         if unknown_bugs:
             raise bad(f"--accept-known: unknown known-bug id {unknown_bugs[0]!r} (known: "
                       f"{', '.join(b.id for b in KNOWN_BUGS)})")
-        for name in ("broker_config", "topic_config", "producer_config", "consumer_config"):
+        for name in KAFKA_TABLES:
             for k in getattr(self, name):
                 if not re.match(r"^[a-z0-9._-]+$", k):
                     raise bad(f"{name}: {k!r} is not a Kafka property name")
@@ -148,3 +154,8 @@ class RunConfig:
         data = {f.name: getattr(self, f.name) for f in fields(self)}
         data.update(changes)
         return RunConfig(**data)
+
+
+#: Every RunConfig field, in the order declared: the one list of run options that the command
+#: line, TOML files and test matrices read (``dataclasses.fields`` of the class).
+RUN_FIELDS = tuple(f.name for f in fields(RunConfig))

@@ -4,6 +4,7 @@ as "in force"."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -81,7 +82,7 @@ class Settings:
         return not version or version >= (3, 9)
 
 
-def raw_acks(producer: dict[str, Any]) -> Any:
+def raw_acks(producer: Mapping[str, Any]) -> Any:
     """The producer's acks as run.json states it (either of librdkafka's names), or None."""
     return producer.get("acks", producer.get("request.required.acks"))
 
@@ -104,6 +105,41 @@ def normalise_acks(value: Any) -> str | None:
     if text in ("all", "-1"):
         return "all"
     return text if text in ("0", "1") else None
+
+
+class ProducerSettingsError(ValueError):
+    """Producer settings the client would refuse or contradict; the message is one line."""
+
+
+def producer_settings(acks: Any, idempotence: bool | None = None, transactional: bool = False,
+                      overrides: Mapping[str, Any] | None = None) -> tuple[str, bool]:
+    """The acks (``"0"``, ``"1"`` or ``"all"``) and whether idempotence is on, for a producer
+    configured with these typed settings; raises :class:`ProducerSettingsError` for values or
+    combinations librdkafka refuses. The one place these rules live: the run configuration
+    (chaos) and the workload's producer configuration both ask here.
+
+    ``idempotence`` None: on exactly when acks=all (like Kafka's Java client); transactions
+    imply it. ``overrides`` are librdkafka properties given alongside (``producer_config``):
+    as in the client, their ``acks`` and ``enable.idempotence`` win over the typed values.
+    """
+    extra = overrides or {}
+    given = raw_acks(extra)
+    if given is None:
+        given = acks
+        norm = normalise_acks(acks) if isinstance(acks, str) else None
+    else:
+        norm = normalise_acks(given)
+    if norm is None:
+        raise ProducerSettingsError(f"acks must be 0, 1 or all (-1 is all), got {given!r}")
+    if "enable.idempotence" in extra:
+        idempotence = _truthy(extra["enable.idempotence"], False)
+    if transactional and idempotence is False:
+        raise ProducerSettingsError("transactions need enable.idempotence=true")
+    if transactional and norm != "all":
+        raise ProducerSettingsError(f"transactions need acks=all, got acks={norm}")
+    if idempotence and norm != "all":
+        raise ProducerSettingsError(f"enable.idempotence=true needs acks=all, got acks={norm}")
+    return norm, transactional or (norm == "all" if idempotence is None else idempotence)
 
 
 def _acks(producer: dict[str, Any]) -> str:

@@ -14,6 +14,13 @@ from tests.run.cli import CLI, start
 
 @pytest.mark.parametrize("args,reason", [
     (["run", "--acks", "2"], "--acks"),
+    # the producer rules (contract.settings.producer_settings), in the one rule's words
+    (["run", "--acks", "1", "--idempotence"], "enable.idempotence=true needs acks=all"),
+    (["run", "--acks", "0", "--transactions"], "transactions need acks=all, got acks=0"),
+    (["run", "--transactions", "--no-idempotence"], "transactions need enable.idempotence=true"),
+    (["run", "--producer-config", "acks=2"], "acks must be 0, 1 or all (-1 is all), got '2'"),
+    (["run", "--acks", "0", "--producer-config", "enable.idempotence=true"],
+     "enable.idempotence=true needs acks=all, got acks=0"),
     (["run", "--brokers", "12"], "--brokers must be 1..9"),
     (["run", "--faults", "kill,meteor"], "unknown kind 'meteor'"),
     (["run", "--min-insync", "4"], "--min-insync"),
