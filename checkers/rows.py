@@ -28,6 +28,7 @@ ANOMALY_COLUMNS: tuple[tuple[str, DataType], ...] = (
     ("n", LongType()),
     ("excused", BooleanType()),
     ("epoch_bump_ns", LongType()),  # duplicate/reorder: the producer's epoch bump before it
+    ("invoke_ns", LongType()),  # the write's first produce attempt, where the kind is about it
 )
 
 

@@ -5,16 +5,24 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+#: What one instance of a kind is about, which decides how its examples are built and whose
+#: reads they list: one write identity (producer, seq); one offset of a partition's log; one
+#: step of a reader between two reads; one record read (by identity when it decodes, else by
+#: its offset).
+WRITE, OFFSET, STEP, RECORD = "write", "offset", "step", "record"
+
 
 @dataclass(frozen=True)
 class AnomalyKind:
     """One anomaly kind: what it is (``definition``, in results.json), what one unit of its
-    count is (``unit``), and a short meaning for tables (``meaning``)."""
+    count is (``unit``), a short meaning for tables (``meaning``), and what one instance is
+    about (``subject``: WRITE, OFFSET, STEP or RECORD)."""
 
     kind: str
     definition: str
     unit: str
     meaning: str
+    subject: str = WRITE
 
 
 #: Every anomaly kind, in the order results.json lists them.
@@ -40,7 +48,8 @@ ANOMALIES: dict[str, AnomalyKind] = {a.kind: a for a in (
         "inconsistent-offset",
         "one offset read with two different records (readers disagree about the log)",
         "offsets (topic, partition, offset)",
-        "one offset read with two different records"),
+        "one offset read with two different records",
+        OFFSET),
     AnomalyKind(
         "offset-mismatch",
         "an acknowledged write with a reported offset was read, but never at that offset",
@@ -61,17 +70,20 @@ ANOMALIES: dict[str, AnomalyKind] = {a.kind: a for a in (
         "unexpected",
         "a record read that no attempt produced, or whose value does not decode",
         "distinct records read (offset, value) that no attempt produced",
-        "a record no attempt produced, or one that does not decode"),
+        "a record no attempt produced, or one that does not decode",
+        RECORD),
     AnomalyKind(
         "poll-skip",
         "a consumer's consecutive reads of a partition jumped over offsets that exist",
         "consumer reads that followed a jump",
-        "consecutive polls jumped over offsets that exist"),
+        "consecutive polls jumped over offsets that exist",
+        STEP),
     AnomalyKind(
         "nonmonotonic-poll",
         "a consumer's consecutive reads of a partition went backwards",
         "consumer reads that went backwards",
-        "consecutive polls went backwards"),
+        "consecutive polls went backwards",
+        STEP),
     AnomalyKind(
         "aborted-read",
         "a read_committed reader saw a record of an aborted transaction",
@@ -82,12 +94,14 @@ ANOMALIES: dict[str, AnomalyKind] = {a.kind: a for a in (
         "a live reader saw a record at an offset that, after a truncation of that partition, "
         "now holds another record (the vanished tail's offsets were reused)",
         "offsets (topic, partition, offset) read with a record that later vanished",
-        "an offset read live now holds another record (truncated tail reused)"),
+        "an offset read live now holds another record (truncated tail reused)",
+        OFFSET),
     AnomalyKind(
         "divergence",
         "two replicas of a partition hold different records at the same offset",
         "offsets (topic, partition, offset) where replicas differ",
-        "two replicas hold different records at the same offset"),
+        "two replicas hold different records at the same offset",
+        OFFSET),
 )}
 
 #: Every anomaly kind, in the order results.json lists them.
@@ -107,3 +121,4 @@ MAX_EXAMPLES = 32
 UNITS: dict[str, str] = {k: a.unit for k, a in ANOMALIES.items()}
 DEFINITIONS: dict[str, str] = {k: a.definition for k, a in ANOMALIES.items()}
 MEANINGS: dict[str, str] = {k: a.meaning for k, a in ANOMALIES.items()}
+SUBJECTS: dict[str, str] = {k: a.subject for k, a in ANOMALIES.items()}
