@@ -11,6 +11,13 @@ from dataclasses import dataclass
 #: its offset).
 WRITE, OFFSET, STEP, RECORD = "write", "offset", "step", "record"
 
+#: How much earlier than its write's first attempt a read must be to count as
+#: read-before-write. Every workload process (producers, consumers, the drain) stamps
+#: invoke_ns and read_ns with the same host's wall clock (time.time_ns()) — invoke before
+#: produce(), read after consume() returns — so a read can only follow the attempt; the
+#: slack absorbs a step of that clock (NTP) during a run.
+READ_BEFORE_WRITE_SLACK_NS = 1_000_000_000
+
 
 @dataclass(frozen=True)
 class AnomalyKind:
@@ -97,6 +104,14 @@ ANOMALIES: dict[str, AnomalyKind] = {a.kind: a for a in (
         "an offset read live now holds another record (truncated tail reused)",
         OFFSET),
     AnomalyKind(
+        "read-before-write",
+        f"a record read (by any reader) more than {READ_BEFORE_WRITE_SLACK_NS / 1e9:g} s "
+        "before the first produce attempt of its write (producer, seq): causally impossible "
+        "on one host's clock, so the history attributes the record to the wrong write (e.g. "
+        "two writers using one producer id)",
+        "writes (identities) first read before their first produce attempt",
+        "a record read before its write was first attempted (history mis-attributes it)"),
+    AnomalyKind(
         "divergence",
         "two replicas of a partition hold different records at the same offset",
         "offsets (topic, partition, offset) where replicas differ",
@@ -110,8 +125,8 @@ ANOMALY_KINDS: tuple[str, ...] = tuple(ANOMALIES)
 #: The order a report reader cares about: losses and broken logs first.
 REPORT_ORDER: tuple[str, ...] = (
     "lost", "unseen", "divergence", "reused-offset", "inconsistent-offset", "offset-mismatch",
-    "failed-visible", "aborted-read", "unexpected", "duplicate", "reorder", "poll-skip",
-    "nonmonotonic-poll",
+    "failed-visible", "aborted-read", "unexpected", "read-before-write", "duplicate", "reorder",
+    "poll-skip", "nonmonotonic-poll",
 )
 
 #: Maximum number of examples kept per kind (counts stay exact).
