@@ -7,7 +7,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from chaos.faults import targets
-from compose.config import MAX_BROKERS
+from compose.config import ClusterConfig, ConfigError
 from compose.image import SUPPORTED_VERSIONS
 from contract.faults import RANDOM_FAULT_KINDS
 from contract.known_bugs import KNOWN_BUGS, unknown_ids
@@ -80,10 +80,10 @@ class RunConfig:
         def bad(msg: str) -> RunConfigError:
             return RunConfigError(msg)
 
-        if not 1 <= self.brokers <= MAX_BROKERS:
-            raise bad(f"--brokers must be 1..{MAX_BROKERS}, got {self.brokers}")
-        if self.controllers not in (0, 1, 3, 5):
-            raise bad(f"--controllers must be 0 (combined), 1, 3 or 5, got {self.controllers}")
+        try:  # the cluster's own rules, in the words `cluster up` uses too
+            ClusterConfig(brokers=self.brokers, controllers=self.controllers).validate()
+        except ConfigError as e:
+            raise bad(str(e)) from None
         if not 1 <= self.partitions <= 1000:
             raise bad(f"--partitions must be 1..1000, got {self.partitions}")
         if not 1 <= self.replication_factor <= self.brokers:
