@@ -11,7 +11,13 @@ from compose.config import ClusterConfig, ConfigError
 from compose.image import SUPPORTED_VERSIONS
 from contract.faults import RANDOM_FAULT_KINDS
 from contract.known_bugs import KNOWN_BUGS, unknown_ids
-from contract.settings import ProducerSettingsError, normalise_acks, producer_settings
+from contract.settings import (
+    CONSUMER_MODES,
+    ISOLATION_LEVELS,
+    ProducerSettingsError,
+    normalise_acks,
+    producer_settings,
+)
 
 TOPIC = "chaos"
 #: The four tables of Kafka properties (Kafka's own names) that extend the typed fields.
@@ -101,10 +107,12 @@ class RunConfig:
             raise bad(f"--producers must be 1..64, got {self.producers}")
         if not 0 <= self.consumers <= 16:
             raise bad(f"--consumers must be 0..16, got {self.consumers}")
-        if self.consumer_mode not in ("assign", "subscribe"):
-            raise bad(f"--consumer-mode must be assign or subscribe, got {self.consumer_mode!r}")
-        if self.isolation_level not in ("read_committed", "read_uncommitted"):
-            raise bad("--isolation-level must be read_committed or read_uncommitted")
+        if self.consumer_mode not in CONSUMER_MODES:
+            raise bad(f"--consumer-mode must be {' or '.join(CONSUMER_MODES)}, "
+                      f"got {self.consumer_mode!r}")
+        if self.isolation_level not in ISOLATION_LEVELS:
+            raise bad(f"--isolation-level must be {' or '.join(ISOLATION_LEVELS)}, "
+                      f"got {self.isolation_level!r}")
         if self.rate < 0:
             raise bad(f"--rate must be >= 0 (0: flat out), got {self.rate}")
         if not 1 <= self.duration <= 24 * 3600:

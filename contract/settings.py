@@ -10,6 +10,12 @@ from typing import Any
 
 READ_COMMITTED = "read_committed"
 READ_UNCOMMITTED = "read_uncommitted"
+#: The values a run accepts: acks (``-1`` is also accepted, as ``all``), consumer isolation
+#: levels, and how a run's consumers get their partitions (reads.parquet's ``mode`` column
+#: adds ``drain`` for the final read).
+ACKS_VALUES = ("0", "1", "all")
+ISOLATION_LEVELS = (READ_COMMITTED, READ_UNCOMMITTED)
+CONSUMER_MODES = ("assign", "subscribe")
 
 #: The defaults in force when run.json leaves a setting unset (Kafka's, and librdkafka's for
 #: the clients: its ``enable.idempotence`` is false and its consumer reads committed).
@@ -102,9 +108,9 @@ def transactions_enabled(run: dict[str, Any]) -> bool:
 def normalise_acks(value: Any) -> str | None:
     """``"all"`` for all or -1 (the same setting), ``"0"``/``"1"``; None for anything else."""
     text = str(value).strip().lower()
-    if text in ("all", "-1"):
+    if text == "-1":
         return "all"
-    return text if text in ("0", "1") else None
+    return text if text in ACKS_VALUES else None
 
 
 class ProducerSettingsError(ValueError):

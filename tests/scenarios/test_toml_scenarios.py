@@ -141,6 +141,12 @@ BAD = {
     "acks in producer_config": ('[[scenario]]\nname = "a"\nsummary = "s"\n'
                                 '[scenario.config.producer_config]\nacks = 5',
                                 "config: acks must be 0, 1 or all (-1 is all), got '5'"),
+    "consumer mode": ('[[scenario]]\nname = "a"\nsummary = "s"\n[scenario.config]\n'
+                      'consumer_mode = "round"',
+                      "config: --consumer-mode must be assign or subscribe, got 'round'"),
+    "isolation level": ('[[scenario]]\nname = "a"\nsummary = "s"\n[scenario.config]\n'
+                        'isolation_level = "committed"', "config: --isolation-level must be "
+                        "read_committed or read_uncommitted, got 'committed'"),
     "out not settable": ('[[scenario]]\nname = "a"\nsummary = "s"\n[scenario.config]\n'
                          'out = "x"', "unknown key 'out'"),
     "kafka table value": ('[[scenario]]\nname = "a"\nsummary = "s"\n'
