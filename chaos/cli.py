@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import argparse
 import sys
-from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
-from chaos.config import RunConfig, RunConfigError
+from chaos.config import KAFKA_TABLES, RUN_FIELDS, RunConfigError
 from contract.exit_codes import exit_code_of_results
 from contract.faults import RANDOM_FAULT_KINDS
+from contract.settings import ACKS_VALUES, CONSUMER_MODES, ISOLATION_LEVELS
 
 EXAMPLES = {
     "run": """examples:
@@ -92,13 +92,13 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--replication-factor", type=int)
     r.add_argument("--min-insync", type=int)
     _bool_pair(r, "unclean", "unclean.leader.election.enable")
-    r.add_argument("--acks", choices=["0", "1", "all"])
+    r.add_argument("--acks", choices=ACKS_VALUES)
     _bool_pair(r, "idempotence", "enable.idempotence (default: on with acks=all)")
     r.add_argument("--transactions", action="store_true", default=None)
     r.add_argument("--producers", type=int)
     r.add_argument("--consumers", type=int)
-    r.add_argument("--consumer-mode", choices=["assign", "subscribe"])
-    r.add_argument("--isolation-level", choices=["read_committed", "read_uncommitted"])
+    r.add_argument("--consumer-mode", choices=CONSUMER_MODES)
+    r.add_argument("--isolation-level", choices=ISOLATION_LEVELS)
     r.add_argument("--rate", type=float, help="records/s per producer (0: flat out)")
     r.add_argument("--duration", type=float, help="seconds of workload")
     r.add_argument("--record-size", type=int)
@@ -149,7 +149,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 # ---------------------------------------------------------------------- run options
-KAFKA_TABLES = ("broker_config", "topic_config", "producer_config", "consumer_config")
 #: RunConfig fields the run command reads in its own way (lists, K=V pairs) or not at all.
 SPECIAL_FIELDS = frozenset({"scenario", "faults", "targets", "spark_master", "accept_known",
                             *KAFKA_TABLES})
@@ -161,7 +160,7 @@ def run_overrides(args: argparse.Namespace, file_opts: dict[str, Any]) -> dict[s
     Every RunConfig field with a same-named option is taken as given (the dataclass is the
     one list of fields); the special ones are parsed below.
     """
-    known = {f.name for f in fields(RunConfig)}
+    known = set(RUN_FIELDS)
     out: dict[str, Any] = {k.replace("-", "_"): v for k, v in file_opts.items()}
     unknown = sorted(set(out) - known)
     if unknown:

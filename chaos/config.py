@@ -7,13 +7,21 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from chaos.faults import targets
-from compose.config import MAX_BROKERS
+from compose.config import ClusterConfig, ConfigError
 from compose.image import SUPPORTED_VERSIONS
 from contract.faults import RANDOM_FAULT_KINDS
 from contract.known_bugs import KNOWN_BUGS, unknown_ids
-from contract.settings import normalise_acks
+from contract.settings import (
+    CONSUMER_MODES,
+    ISOLATION_LEVELS,
+    ProducerSettingsError,
+    normalise_acks,
+    producer_settings,
+)
 
 TOPIC = "chaos"
+#: The four tables of Kafka properties (Kafka's own names) that extend the typed fields.
+KAFKA_TABLES = ("broker_config", "topic_config", "producer_config", "consumer_config")
 #: A confluent-kafka release string (also refuses paths and pip options).
 CLIENT_VERSION = re.compile(r"^\d+\.\d+(\.\d+)?([.-]?(a|b|rc|post|dev)\d+)?$")
 
@@ -67,15 +75,21 @@ class RunConfig:
     # known-bug ids (contract/known_bugs.py) whose records may leave the verdict valid
     accept_known: list[str] = field(default_factory=list)
 
+    def __post_init__(self) -> None:
+        # acks=-1 is acks=all: spelled one way from here on (orchestrator, scenarios' expectations
+        # and run.json's options read it); a bad value is left for validate() to refuse.
+        if isinstance(self.acks, str):
+            self.acks = normalise_acks(self.acks) or self.acks
+
     def validate(self) -> None:
         """Raises RunConfigError with a one-line reason for the first bad value."""
         def bad(msg: str) -> RunConfigError:
             return RunConfigError(msg)
 
-        if not 1 <= self.brokers <= MAX_BROKERS:
-            raise bad(f"--brokers must be 1..{MAX_BROKERS}, got {self.brokers}")
-        if self.controllers not in (0, 1, 3, 5):
-            raise bad(f"--controllers must be 0 (combined), 1, 3 or 5, got {self.controllers}")
+        try:  # the cluster's own rules, in the words `cluster up` uses too
+            ClusterConfig(brokers=self.brokers, controllers=self.controllers).validate()
+        except ConfigError as e:
+            raise bad(str(e)) from None
         if not 1 <= self.partitions <= 1000:
             raise bad(f"--partitions must be 1..1000, got {self.partitions}")
         if not 1 <= self.replication_factor <= self.brokers:
@@ -84,21 +98,21 @@ class RunConfig:
         if not 1 <= self.min_insync <= self.replication_factor:
             raise bad(f"--min-insync must be 1..{self.replication_factor} (the replication "
                       f"factor), got {self.min_insync}")
-        acks = normalise_acks(self.acks) if isinstance(self.acks, str) else None
-        if acks is None:
-            raise bad(f"--acks must be 0, 1 or all, got {self.acks!r}")
-        if self.transactions and acks != "all":
-            raise bad("--transactions needs --acks all")
-        if self.idempotence and acks != "all":
-            raise bad("--idempotence needs --acks all")
+        try:  # the producer rules live once, in the contract (the workload asks them too)
+            producer_settings(self.acks, self.idempotence, self.transactions,
+                              self.producer_config)
+        except ProducerSettingsError as e:
+            raise bad(str(e)) from None
         if not 1 <= self.producers <= 64:
             raise bad(f"--producers must be 1..64, got {self.producers}")
         if not 0 <= self.consumers <= 16:
             raise bad(f"--consumers must be 0..16, got {self.consumers}")
-        if self.consumer_mode not in ("assign", "subscribe"):
-            raise bad(f"--consumer-mode must be assign or subscribe, got {self.consumer_mode!r}")
-        if self.isolation_level not in ("read_committed", "read_uncommitted"):
-            raise bad("--isolation-level must be read_committed or read_uncommitted")
+        if self.consumer_mode not in CONSUMER_MODES:
+            raise bad(f"--consumer-mode must be {' or '.join(CONSUMER_MODES)}, "
+                      f"got {self.consumer_mode!r}")
+        if self.isolation_level not in ISOLATION_LEVELS:
+            raise bad(f"--isolation-level must be {' or '.join(ISOLATION_LEVELS)}, "
+                      f"got {self.isolation_level!r}")
         if self.rate < 0:
             raise bad(f"--rate must be >= 0 (0: flat out), got {self.rate}")
         if not 1 <= self.duration <= 24 * 3600:
@@ -131,7 +145,7 @@ class RunConfig:
         if unknown_bugs:
             raise bad(f"--accept-known: unknown known-bug id {unknown_bugs[0]!r} (known: "
                       f"{', '.join(b.id for b in KNOWN_BUGS)})")
-        for name in ("broker_config", "topic_config", "producer_config", "consumer_config"):
+        for name in KAFKA_TABLES:
             for k in getattr(self, name):
                 if not re.match(r"^[a-z0-9._-]+$", k):
                     raise bad(f"{name}: {k!r} is not a Kafka property name")
@@ -148,3 +162,8 @@ class RunConfig:
         data = {f.name: getattr(self, f.name) for f in fields(self)}
         data.update(changes)
         return RunConfig(**data)
+
+
+#: Every RunConfig field, in the order declared: the one list of run options that the command
+#: line, TOML files and test matrices read (``dataclasses.fields`` of the class).
+RUN_FIELDS = tuple(f.name for f in fields(RunConfig))

@@ -26,7 +26,6 @@ from compose.cleanup import signals_raise
 from compose.cluster import CollectFailure, KafkaCluster
 from compose.config import FAST_FAULTS, ClusterConfig
 from contract.events import COLLECT_ERROR, INSTANT, INTERRUPTED, RUN_ERROR
-from contract.settings import normalise_acks
 from workloads import (
     ChildInterpreter,
     ConsumerConfig,
@@ -59,7 +58,7 @@ class RunOutcome:
 
 def _producer_config(cfg: RunConfig) -> ProducerConfig:
     return ProducerConfig(
-        acks=normalise_acks(cfg.acks) or cfg.acks,  # type: ignore[arg-type]
+        acks=cfg.acks,  # type: ignore[arg-type]  # RunConfig spells acks 0, 1 or all
         enable_idempotence=cfg.idempotence, rate=cfg.rate, record_size=cfg.record_size,
         duration_s=cfg.duration, transactional=cfg.transactions, seed=cfg.seed,
         extra=dict(cfg.producer_config))

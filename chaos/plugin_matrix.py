@@ -17,11 +17,17 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-# The RunConfig fields a matrix may vary; the others are fixed per test (marker kwargs).
-MATRIX_FIELDS = ("acks", "unclean", "idempotence", "min_insync", "replication_factor",
-                 "brokers", "partitions", "faults", "fault_interval", "transactions",
-                 "kafka_version", "client_version", "consumer_mode", "isolation_level",
-                 "targets", "scenario")
+#: RunConfig fields a matrix may not vary: where the runs go is the plugin's (--chaos-runs).
+NOT_MATRIX = frozenset({"out"})
+
+
+def matrix_fields() -> tuple[str, ...]:
+    """The fields a matrix may vary: every RunConfig field (chaos.config.RUN_FIELDS, the one
+    list) but :data:`NOT_MATRIX`. Imported here, not at the top: the plugin loads this module
+    with pytest and keeps that cheap."""
+    from chaos.config import RUN_FIELDS
+
+    return tuple(f for f in RUN_FIELDS if f not in NOT_MATRIX)
 
 
 def _faults(value: Any) -> list[str]:
@@ -46,10 +52,11 @@ def normalise(cell: Mapping[str, Any]) -> dict[str, Any]:
 
 def cells(**axes: Iterable[Any]) -> list[dict[str, Any]]:
     """The product of the axes, each cell normalised. Unknown fields are refused."""
-    unknown = [k for k in axes if k not in MATRIX_FIELDS]
+    allowed = matrix_fields()
+    unknown = [k for k in axes if k not in allowed]
     if unknown:
         raise ValueError(f"chaos_matrix: {unknown[0]!r} is not a matrix field "
-                         f"(one of {', '.join(MATRIX_FIELDS)})")
+                         f"(one of {', '.join(allowed)})")
     names = list(axes)
     values = [list(v) if not isinstance(v, str) else [v] for v in axes.values()]
     empty = [n for n, v in zip(names, values, strict=True) if not v]

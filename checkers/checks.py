@@ -76,7 +76,7 @@ class RunFacts:
 
 @dataclass
 class IdentityCheck:
-    """lost, unseen, duplicate, offset-mismatch, failed-visible, aborted-read (identity.py)."""
+    """The kinds about one write (lost, unseen, duplicate, …: identity.py lists them)."""
 
     name: str = "identity"
 

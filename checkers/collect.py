@@ -14,11 +14,11 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.window import Window
 
-from contract.anomalies import MAX_EXAMPLES
+from contract.anomalies import MAX_EXAMPLES, RECORD, SUBJECTS, WRITE
 
 READS_PER_EXAMPLE = 8
-IDENTITY_KINDS = {"lost", "unseen", "duplicate", "offset-mismatch", "reorder",
-                  "failed-visible", "aborted-read"}
+#: Kinds about one write: their examples' reads are looked up by (producer, seq).
+IDENTITY_KINDS = frozenset(k for k, subject in SUBJECTS.items() if subject == WRITE)
 
 
 @dataclass
@@ -120,7 +120,8 @@ def attach_reads(spark: SparkSession, reads: DataFrame, findings: Findings) -> N
             by_pos[(d["topic"], d["partition"], d["offset"])].append(d)
     for kind, exs in findings.examples.items():
         for e in exs:
-            if kind in IDENTITY_KINDS or kind == "unexpected" and e.get("producer") is not None:
+            if kind in IDENTITY_KINDS or SUBJECTS.get(kind) == RECORD \
+                    and e.get("producer") is not None:
                 found = by_ident.get((e.get("producer"), e.get("seq")), [])
             else:
                 found = by_pos.get((e.get("topic"), e.get("partition"), e.get("offset")), [])

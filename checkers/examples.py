@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from contract.anomalies import MEANINGS, STEP, SUBJECTS, WRITE
+
 from .attribution import Attributor
 from .known import describe, tag
 from .positions import across
@@ -68,7 +70,14 @@ def summary(kind: str, e: dict[str, Any]) -> str:
             text += "; excused: the log was truncated there and the offset reused, so the " \
                 "client reset its position to the truncation point (see reused-offset)"
         return text
-    return kind
+    # a kind without a sentence of its own: the record, and the kind's meaning (contract)
+    text = f"{rec} of {tp}: {MEANINGS.get(kind, kind)}"
+    invoked, seen = e.get("invoke_ns"), e.get("event_ns")
+    if invoked is not None and seen is not None:
+        ms = (seen - invoked) / 1e6
+        text += f" (first read {abs(ms):,.0f} ms {'before' if ms < 0 else 'after'} its " \
+                "first produce attempt)"
+    return text
 
 
 def build_example(kind: str, row: dict[str, Any], attributor: Attributor,
@@ -80,8 +89,7 @@ def build_example(kind: str, row: dict[str, Any], attributor: Attributor,
     if row.get("producer") is not None or kind not in ("inconsistent-offset",):
         e["producer"], e["seq"] = row.get("producer"), row.get("seq")
     e["topic"], e["partition"] = row.get("topic"), row.get("partition")
-    if kind in ("poll-skip", "nonmonotonic-poll", "inconsistent-offset", "unexpected",
-                "reused-offset"):
+    if SUBJECTS.get(kind, WRITE) != WRITE:  # about a position, not one write's outcome
         e["offset"] = row.get("offset")
     else:
         e["acked_offset"] = row.get("offset")
@@ -108,7 +116,7 @@ def build_example(kind: str, row: dict[str, Any], attributor: Attributor,
             seen, key=lambda t: (t[0] is None, t[0] or 0, t[1] or 0))]
     if kind in ("lost", "unseen"):
         e["excused"] = bool(row.get("excused"))
-    if kind not in ("poll-skip", "nonmonotonic-poll"):
+    if SUBJECTS.get(kind) != STEP:
         e["read_offsets"] = sorted({r["offset"] for r in reads})
         e["reads"] = [
             {"reader": r["reader"], "topic": r["topic"], "partition": r["partition"],
@@ -119,6 +127,8 @@ def build_example(kind: str, row: dict[str, Any], attributor: Attributor,
         e["txn_outcome"] = "aborted"
     if kind in ("duplicate", "reorder") and row.get("epoch_bump_ns") is not None:
         e["epoch_bump_ns"] = row.get("epoch_bump_ns")
+    if row.get("invoke_ns") is not None:  # only kinds about the first attempt set it
+        e["invoke_ns"] = row.get("invoke_ns")
     e["complete_ns"] = row.get("complete_ns")
     e["event_ns"] = row.get("event_ns")
     bug = tag(row.get("known_bug"), accepted)

@@ -4,8 +4,9 @@ hash aggregations on that partitioning (no further exchange).
 Level 1 groups by (identity, topic, partition, offset): a write and the reads at its
 acknowledged offset meet in one group. Level 2 groups by (identity, topic, partition), and
 level 3 by identity. From the last level come lost/unseen, duplicate, offset-mismatch,
-failed-visible, unexpected (records with no attempt), aborted-read; and the input of the
-reorder check (the first offset each acknowledged write was read at in its own partition).
+failed-visible, unexpected (records with no attempt), aborted-read, read-before-write; and
+the input of the reorder check (the first offset each acknowledged write was read at in its
+own partition).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
+from contract.anomalies import READ_BEFORE_WRITE_SLACK_NS
 from contract.schemas import DRAIN_READER
 from contract.settings import READ_COMMITTED, Settings
 
@@ -221,6 +223,8 @@ def identity_anomalies(ident: DataFrame, inp: IdentityInputs) -> DataFrame:
         F.when((F.col("w_rank") == FAIL) & read, "failed-visible"),
         F.when(~has_write, "unexpected"),
         F.when((F.col("txn") == _TXN["aborted"]) & (F.col("rc_r") > 0), "aborted-read"),
+        F.when(has_write & read & (F.col("read_ns") < F.col("invoke_ns")
+                                   - F.lit(READ_BEFORE_WRITE_SLACK_NS)), "read-before-write"),
     ))
     flagged = ident.select("*", F.explode(kinds).alias("kind"))
     kind = F.col("kind")
@@ -242,6 +246,7 @@ def identity_anomalies(ident: DataFrame, inp: IdentityInputs) -> DataFrame:
         excused=(kind == "lost") & excused_loss,
         epoch_bump_ns=F.when(kind == "duplicate", _bump(inp, F.col("invoke_ns"),
                                                          F.col("last_copy_ns"))),
+        invoke_ns=F.when(kind == "read-before-write", F.col("invoke_ns")),
     )
 
 

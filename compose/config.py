@@ -51,6 +51,7 @@ class ClusterConfig:
     name: str = field(default_factory=lambda: "kc" + secrets.token_hex(3))
 
     def validate(self) -> None:
+        """Raises ConfigError with a one-line reason (also RunConfig's words for these)."""
         if not 1 <= self.brokers <= MAX_BROKERS:
             raise ConfigError(f"--brokers must be between 1 and {MAX_BROKERS}, got {self.brokers}")
         if self.controllers not in (0, 1, 3, 5):

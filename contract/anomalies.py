@@ -5,16 +5,31 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+#: What one instance of a kind is about, which decides how its examples are built and whose
+#: reads they list: one write identity (producer, seq); one offset of a partition's log; one
+#: step of a reader between two reads; one record read (by identity when it decodes, else by
+#: its offset).
+WRITE, OFFSET, STEP, RECORD = "write", "offset", "step", "record"
+
+#: How much earlier than its write's first attempt a read must be to count as
+#: read-before-write. Every workload process (producers, consumers, the drain) stamps
+#: invoke_ns and read_ns with the same host's wall clock (time.time_ns()) — invoke before
+#: produce(), read after consume() returns — so a read can only follow the attempt; the
+#: slack absorbs a step of that clock (NTP) during a run.
+READ_BEFORE_WRITE_SLACK_NS = 1_000_000_000
+
 
 @dataclass(frozen=True)
 class AnomalyKind:
     """One anomaly kind: what it is (``definition``, in results.json), what one unit of its
-    count is (``unit``), and a short meaning for tables (``meaning``)."""
+    count is (``unit``), a short meaning for tables (``meaning``), and what one instance is
+    about (``subject``: WRITE, OFFSET, STEP or RECORD)."""
 
     kind: str
     definition: str
     unit: str
     meaning: str
+    subject: str = WRITE
 
 
 #: Every anomaly kind, in the order results.json lists them.
@@ -40,7 +55,8 @@ ANOMALIES: dict[str, AnomalyKind] = {a.kind: a for a in (
         "inconsistent-offset",
         "one offset read with two different records (readers disagree about the log)",
         "offsets (topic, partition, offset)",
-        "one offset read with two different records"),
+        "one offset read with two different records",
+        OFFSET),
     AnomalyKind(
         "offset-mismatch",
         "an acknowledged write with a reported offset was read, but never at that offset",
@@ -61,17 +77,20 @@ ANOMALIES: dict[str, AnomalyKind] = {a.kind: a for a in (
         "unexpected",
         "a record read that no attempt produced, or whose value does not decode",
         "distinct records read (offset, value) that no attempt produced",
-        "a record no attempt produced, or one that does not decode"),
+        "a record no attempt produced, or one that does not decode",
+        RECORD),
     AnomalyKind(
         "poll-skip",
         "a consumer's consecutive reads of a partition jumped over offsets that exist",
         "consumer reads that followed a jump",
-        "consecutive polls jumped over offsets that exist"),
+        "consecutive polls jumped over offsets that exist",
+        STEP),
     AnomalyKind(
         "nonmonotonic-poll",
         "a consumer's consecutive reads of a partition went backwards",
         "consumer reads that went backwards",
-        "consecutive polls went backwards"),
+        "consecutive polls went backwards",
+        STEP),
     AnomalyKind(
         "aborted-read",
         "a read_committed reader saw a record of an aborted transaction",
@@ -82,12 +101,22 @@ ANOMALIES: dict[str, AnomalyKind] = {a.kind: a for a in (
         "a live reader saw a record at an offset that, after a truncation of that partition, "
         "now holds another record (the vanished tail's offsets were reused)",
         "offsets (topic, partition, offset) read with a record that later vanished",
-        "an offset read live now holds another record (truncated tail reused)"),
+        "an offset read live now holds another record (truncated tail reused)",
+        OFFSET),
+    AnomalyKind(
+        "read-before-write",
+        f"a record read (by any reader) more than {READ_BEFORE_WRITE_SLACK_NS / 1e9:g} s "
+        "before the first produce attempt of its write (producer, seq): causally impossible "
+        "on one host's clock, so the history attributes the record to the wrong write (e.g. "
+        "two writers using one producer id)",
+        "writes (identities) first read before their first produce attempt",
+        "a record read before its write was first attempted (history mis-attributes it)"),
     AnomalyKind(
         "divergence",
         "two replicas of a partition hold different records at the same offset",
         "offsets (topic, partition, offset) where replicas differ",
-        "two replicas hold different records at the same offset"),
+        "two replicas hold different records at the same offset",
+        OFFSET),
 )}
 
 #: Every anomaly kind, in the order results.json lists them.
@@ -96,8 +125,8 @@ ANOMALY_KINDS: tuple[str, ...] = tuple(ANOMALIES)
 #: The order a report reader cares about: losses and broken logs first.
 REPORT_ORDER: tuple[str, ...] = (
     "lost", "unseen", "divergence", "reused-offset", "inconsistent-offset", "offset-mismatch",
-    "failed-visible", "aborted-read", "unexpected", "duplicate", "reorder", "poll-skip",
-    "nonmonotonic-poll",
+    "failed-visible", "aborted-read", "unexpected", "read-before-write", "duplicate", "reorder",
+    "poll-skip", "nonmonotonic-poll",
 )
 
 #: Maximum number of examples kept per kind (counts stay exact).
@@ -107,3 +136,4 @@ MAX_EXAMPLES = 32
 UNITS: dict[str, str] = {k: a.unit for k, a in ANOMALIES.items()}
 DEFINITIONS: dict[str, str] = {k: a.definition for k, a in ANOMALIES.items()}
 MEANINGS: dict[str, str] = {k: a.meaning for k, a in ANOMALIES.items()}
+SUBJECTS: dict[str, str] = {k: a.subject for k, a in ANOMALIES.items()}

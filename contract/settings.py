@@ -4,11 +4,18 @@ as "in force"."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 READ_COMMITTED = "read_committed"
 READ_UNCOMMITTED = "read_uncommitted"
+#: The values a run accepts: acks (``-1`` is also accepted, as ``all``), consumer isolation
+#: levels, and how a run's consumers get their partitions (reads.parquet's ``mode`` column
+#: adds ``drain`` for the final read).
+ACKS_VALUES = ("0", "1", "all")
+ISOLATION_LEVELS = (READ_COMMITTED, READ_UNCOMMITTED)
+CONSUMER_MODES = ("assign", "subscribe")
 
 #: The defaults in force when run.json leaves a setting unset (Kafka's, and librdkafka's for
 #: the clients: its ``enable.idempotence`` is false and its consumer reads committed).
@@ -81,7 +88,7 @@ class Settings:
         return not version or version >= (3, 9)
 
 
-def raw_acks(producer: dict[str, Any]) -> Any:
+def raw_acks(producer: Mapping[str, Any]) -> Any:
     """The producer's acks as run.json states it (either of librdkafka's names), or None."""
     return producer.get("acks", producer.get("request.required.acks"))
 
@@ -101,9 +108,44 @@ def transactions_enabled(run: dict[str, Any]) -> bool:
 def normalise_acks(value: Any) -> str | None:
     """``"all"`` for all or -1 (the same setting), ``"0"``/``"1"``; None for anything else."""
     text = str(value).strip().lower()
-    if text in ("all", "-1"):
+    if text == "-1":
         return "all"
-    return text if text in ("0", "1") else None
+    return text if text in ACKS_VALUES else None
+
+
+class ProducerSettingsError(ValueError):
+    """Producer settings the client would refuse or contradict; the message is one line."""
+
+
+def producer_settings(acks: Any, idempotence: bool | None = None, transactional: bool = False,
+                      overrides: Mapping[str, Any] | None = None) -> tuple[str, bool]:
+    """The acks (``"0"``, ``"1"`` or ``"all"``) and whether idempotence is on, for a producer
+    configured with these typed settings; raises :class:`ProducerSettingsError` for values or
+    combinations librdkafka refuses. The one place these rules live: the run configuration
+    (chaos) and the workload's producer configuration both ask here.
+
+    ``idempotence`` None: on exactly when acks=all (like Kafka's Java client); transactions
+    imply it. ``overrides`` are librdkafka properties given alongside (``producer_config``):
+    as in the client, their ``acks`` and ``enable.idempotence`` win over the typed values.
+    """
+    extra = overrides or {}
+    given = raw_acks(extra)
+    if given is None:
+        given = acks
+        norm = normalise_acks(acks) if isinstance(acks, str) else None
+    else:
+        norm = normalise_acks(given)
+    if norm is None:
+        raise ProducerSettingsError(f"acks must be 0, 1 or all (-1 is all), got {given!r}")
+    if "enable.idempotence" in extra:
+        idempotence = _truthy(extra["enable.idempotence"], False)
+    if transactional and idempotence is False:
+        raise ProducerSettingsError("transactions need enable.idempotence=true")
+    if transactional and norm != "all":
+        raise ProducerSettingsError(f"transactions need acks=all, got acks={norm}")
+    if idempotence and norm != "all":
+        raise ProducerSettingsError(f"enable.idempotence=true needs acks=all, got acks={norm}")
+    return norm, transactional or (norm == "all" if idempotence is None else idempotence)
 
 
 def _acks(producer: dict[str, Any]) -> str:

@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
+from contract.settings import ProducerSettingsError, producer_settings
+
 Acks = Literal["0", "1", "all"]
 Partitioner = Literal["round-robin", "random"]
 
@@ -59,8 +61,8 @@ class ProducerConfig:
     extra: dict[str, str] = field(default_factory=dict)
 
     def validate(self) -> None:
-        if self.acks not in ("0", "1", "all"):
-            raise WorkloadConfigError(f"acks must be 0, 1 or all, got {self.acks!r}")
+        """Raises WorkloadConfigError with a one-line reason for the first bad value."""
+        self._producer_settings()
         if self.rate < 0:
             raise WorkloadConfigError(f"rate must be >= 0, got {self.rate}")
         if self.duration_s <= 0:
@@ -71,19 +73,20 @@ class ProducerConfig:
             raise WorkloadConfigError("records per transaction must be >= 1")
         if not 0.0 <= self.abort_share <= 1.0:
             raise WorkloadConfigError(f"abort share must be in [0, 1], got {self.abort_share}")
-        if self.transactional and self.acks != "all":
-            raise WorkloadConfigError("transactions need acks=all")
-        if self.enable_idempotence and self.acks != "all":
-            raise WorkloadConfigError("enable.idempotence needs acks=all")
+
+    def _producer_settings(self) -> tuple[str, bool]:
+        # acks and idempotence by the contract's one set of rules (also the run config's)
+        try:
+            return producer_settings(self.acks, self.enable_idempotence, self.transactional,
+                                     self.extra)
+        except ProducerSettingsError as e:
+            raise WorkloadConfigError(str(e)) from None
 
     @property
     def idempotent(self) -> bool:
-        """Whether the client runs idempotent (explicitly, by default, or for transactions)."""
-        if self.transactional:
-            return True
-        if self.enable_idempotence is None:
-            return self.acks == "all"
-        return self.enable_idempotence
+        """Whether the client runs idempotent (explicitly, by default, or for transactions);
+        raises WorkloadConfigError for settings the client would refuse."""
+        return self._producer_settings()[1]
 
     def transactional_id(self, producer: int) -> str:
         return f"{self.transactional_id_prefix}-{producer}"

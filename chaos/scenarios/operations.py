@@ -23,7 +23,6 @@ from chaos.scenarios.script_steps import isr_full, preferred_leaders, wait_until
 from compose.cluster import ClusterError
 from compose.config import CLIENT_PORT
 from contract.events import CONTROLLER_CHANGE, INSTANT, PREFERRED_LEADERS
-from contract.settings import normalise_acks
 
 # How long a restarted node may take to rejoin every ISR on a loaded 2-core machine.
 CATCH_UP_S = 60.0
@@ -31,7 +30,7 @@ CATCH_UP_S = 60.0
 
 def safe(cfg: RunConfig) -> bool:
     """The configuration under which Kafka promises no acknowledged write is lost."""
-    return normalise_acks(cfg.acks) == "all" and cfg.min_insync >= 2 and not cfg.unclean \
+    return cfg.acks == "all" and cfg.min_insync >= 2 and not cfg.unclean \
         and cfg.replication_factor >= 3
 
 
@@ -91,7 +90,7 @@ def power_loss_expect(cfg: RunConfig, _version: str) -> Expect:
     anomalies = {"divergence": "==0", "inconsistent-offset": "==0"}
     if cfg.consumers > 0:
         anomalies["reused-offset"] = ">0"
-    elif normalise_acks(cfg.acks) == "all" and "segment.ms" in cfg.topic_config:
+    elif cfg.acks == "all" and "segment.ms" in cfg.topic_config:
         anomalies["lost"] = ">0"
     return {"valid": True, "anomalies": anomalies}
 

@@ -67,7 +67,7 @@ import typing
 from pathlib import Path
 from typing import Any
 
-from chaos.config import RunConfig, RunConfigError
+from chaos.config import KAFKA_TABLES, RUN_FIELDS, RunConfig, RunConfigError
 from chaos.faults import targets
 from chaos.faults.network import SHAPES
 from chaos.faults.quorum import VOTER_SHAPES
@@ -86,7 +86,6 @@ SCENARIO_KEYS = ("name", "summary", "doc", "settle", "config", "expect", "mechan
                  "steps", "accept_known")
 #: RunConfig fields a scenario may not set: its name, and where the run goes.
 NOT_CONFIG = ("scenario", "out")
-KAFKA_TABLES = ("broker_config", "topic_config", "producer_config", "consumer_config")
 
 
 class _Bad(Exception):
@@ -192,14 +191,13 @@ def _only(table: dict[str, Any], allowed: tuple[str, ...], what: str) -> None:
 
 
 # ---------------------------------------------------------------------- config
-_FIELDS = {f.name: f for f in dataclasses.fields(RunConfig)}
 _HINTS = typing.get_type_hints(RunConfig)
 
 
 def _config(table: Any) -> dict[str, Any]:
     if not isinstance(table, dict):
         raise _Bad("'config' must be a table")
-    allowed = tuple(n for n in _FIELDS if n not in NOT_CONFIG)
+    allowed = tuple(n for n in RUN_FIELDS if n not in NOT_CONFIG)
     _only(table, allowed, "config")
     out: dict[str, Any] = {}
     for key, value in table.items():

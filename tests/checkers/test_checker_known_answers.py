@@ -14,8 +14,9 @@ import pytest
 from checker_segments import batch, write_log
 
 from checkers import ANOMALY_KINDS, check_run
+from contract.anomalies import MEANINGS
 from contract.exit_codes import exit_code_of_results as exit_code
-from kafka_chaos_testing.literal import History
+from kafka_chaos_testing.literal import MS, History
 
 pytestmark = pytest.mark.spark
 
@@ -113,12 +114,23 @@ def _museum() -> History:
         h.read("c1", 0, off, 13, off, mode="subscribe", topic=t)
     h.event("rebalance", at_ms=1500, reader="c1", what="assigned", poll=2,
             partitions=[f"{t}:0"])
+    # read before its write was first attempted (4 s: the history mis-attributes it, as two
+    # writers sharing producer id 15 would); 0.5 s early is within the clock slack; seq 2's
+    # first attempt (info, 0.5 s before the read) counts, not its later acknowledged one
+    t = topic("early", 3)
+    h.write(15, 0, offset=0, at_ms=5000, topic=t)
+    h.write(15, 1, offset=1, at_ms=1500, topic=t)
+    h.write(15, 2, outcome="info", error="_MSG_TIMED_OUT", at_ms=500, topic=t)
+    h.write(15, 2, offset=2, at_ms=9000, topic=t)
+    for s in range(3):
+        h.drain(0, s, 15, s, at_ms=1000, topic=t)
+    h.read("c0", 0, 0, 15, 0, at_ms=1200, topic=t)  # a second reader: still one write
     h.drain_end(complete=False, end_offsets=ends)
     return h
 
 
 @pytest.fixture(scope="module")
-def museum(spark, tmp_path_factory) -> dict[str, Any]:  # type: ignore[no-untyped-def]
+def museum_run(spark, tmp_path_factory) -> tuple[str, dict[str, Any]]:  # type: ignore[no-untyped-def]
     path = _museum().save(tmp_path_factory.mktemp("museum") / "run", parts=3)
     # a second replica whose record at offset 1 of "logs" differs
     write_log(path, "broker-1", "lost", 0, [batch(0, [b"a", b"b", b"c"])])
@@ -130,7 +142,12 @@ def museum(spark, tmp_path_factory) -> dict[str, Any]:  # type: ignore[no-untype
     assert "error" not in results, results.get("traceback")
     with open(os.path.join(path, "results.json")) as fh:
         assert json.load(fh)["valid"] == results["valid"]
-    return results
+    return path, results
+
+
+@pytest.fixture(scope="module")
+def museum(museum_run) -> dict[str, Any]:  # type: ignore[no-untyped-def]
+    return museum_run[1]
 
 
 def _in(results: dict[str, Any], kind: str, topic: str) -> list[dict[str, Any]]:
@@ -243,7 +260,7 @@ def test_exact_counts_of_every_kind(museum) -> None:  # type: ignore[no-untyped-
         "duplicate": 3,  # dup's (5, 0); incons' (12, 0) and (12, 1), also read at offset 3
         "inconsistent-offset": 1, "offset-mismatch": 1, "reorder": 1, "failed-visible": 1,
         "unexpected": 3, "poll-skip": 2, "nonmonotonic-poll": 2, "aborted-read": 1,
-        "reused-offset": 1, "divergence": 1,
+        "reused-offset": 1, "read-before-write": 1, "divergence": 1,
     }
     assert [(e["seq"], e["read_offsets"]) for e in _in(museum, "failed-visible", "failed")] \
         == [(0, [0])]
@@ -259,7 +276,7 @@ def test_divergence_from_segments(museum) -> None:  # type: ignore[no-untyped-de
 
 def test_verdict_and_counts(museum) -> None:  # type: ignore[no-untyped-def]
     assert museum["valid"] is False and exit_code(museum) == 1
-    assert museum["stats"]["writes"] == {"ok": 30, "fail": 1, "info": 1}
+    assert museum["stats"]["writes"] == {"ok": 33, "fail": 1, "info": 2}
     assert museum["stats"]["drain_complete"] is False
 
 
@@ -268,3 +285,25 @@ def test_examples_are_explained(museum) -> None:  # type: ignore[no-untyped-def]
         for e in a["examples"]:
             if kind != "divergence":
                 assert e["summary"] and "faults_at_ack" in e, kind
+
+
+def test_read_before_write(museum) -> None:  # type: ignore[no-untyped-def]
+    a = museum["anomalies"]["read-before-write"]
+    assert a["count"] == 1 and a["allowed"] is False and "forbidden" in a["why"]
+    [e] = _in(museum, "read-before-write", "early")
+    assert (e["producer"], e["seq"], e["acked_offset"]) == (15, 0, 0)
+    assert e["event_ns"] - e["invoke_ns"] == -4000 * MS  # first read, first attempt
+    assert "4,000 ms before its first produce attempt" in e["summary"]
+    assert sorted(r["reader"] for r in e["reads"]) == ["c0", "drain"]
+
+
+def test_report_shows_every_kind_from_the_contract(museum_run) -> None:  # type: ignore[no-untyped-def]
+    from reports import render_run
+
+    path, results = museum_run
+    with open(render_run(path)) as fh:
+        html = fh.read()
+    for kind in ANOMALY_KINDS:
+        count = results["anomalies"][kind]["count"]
+        assert f'data-kind="{kind}" data-count="{count}"' in html, kind
+    assert MEANINGS["read-before-write"] in html

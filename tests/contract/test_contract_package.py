@@ -11,7 +11,13 @@ from contract.anomalies import ANOMALY_KINDS, DEFINITIONS, MEANINGS, REPORT_ORDE
 from contract.conditions import ConditionError, holds, normalise_condition
 from contract.exit_codes import exit_code_of_results, exit_code_of_valid
 from contract.faults import CLOSERS, FAULT_KINDS, FAULTS, fault_css, fault_css_rules
-from contract.settings import normalise_acks, settings_from_run
+from contract.settings import (
+    ProducerSettingsError,
+    normalise_acks,
+    producer_settings,
+    settings_from_run,
+)
+from workloads.config import ProducerConfig, WorkloadConfigError
 
 
 def test_importing_the_contract_loads_nothing_heavy() -> None:
@@ -79,8 +85,53 @@ def test_acks_minus_one_is_all_everywhere() -> None:
 
     assert [normalise_acks(v) for v in ("all", "-1", " ALL ", "1", "0", "2", None)] == [
         "all", "all", "all", "1", "0", None, None]
-    RunConfig(acks="-1", transactions=True).validate()  # -1 is acks=all
-    with pytest.raises(RunConfigError, match="--transactions needs --acks all"):
+    cfg = RunConfig(acks="-1", transactions=True)
+    cfg.validate()  # -1 is acks=all
+    assert cfg.acks == "all"  # spelled one way for everything downstream
+    with pytest.raises(RunConfigError, match="transactions need acks=all"):
         RunConfig(acks="1", transactions=True).validate()
-    with pytest.raises(RunConfigError, match="--acks must be 0, 1 or all"):
+    with pytest.raises(RunConfigError, match="acks must be 0, 1 or all"):
         RunConfig(acks="2").validate()
+    assert ProducerConfig(acks="-1", transactional=True).idempotent  # type: ignore[arg-type]
+
+
+#: Producer settings refused, with the one line that says why (contract.settings's rules):
+#: (acks, idempotence, transactions, producer_config) -> message.
+REFUSED = [
+    (("2", None, False, {}), "acks must be 0, 1 or all (-1 is all), got '2'"),
+    (("all", None, False, {"acks": "two"}), "acks must be 0, 1 or all (-1 is all), got 'two'"),
+    (("0", True, False, {}), "enable.idempotence=true needs acks=all, got acks=0"),
+    (("1", True, False, {}), "enable.idempotence=true needs acks=all, got acks=1"),
+    (("all", None, False, {"acks": "1", "enable.idempotence": "true"}),
+     "enable.idempotence=true needs acks=all, got acks=1"),
+    (("1", None, True, {}), "transactions need acks=all, got acks=1"),
+    (("all", False, True, {}), "transactions need enable.idempotence=true"),
+    (("all", None, True, {"enable.idempotence": "false"}),
+     "transactions need enable.idempotence=true"),
+]
+
+
+@pytest.mark.parametrize("given,message", REFUSED)
+def test_producer_rules_are_one_rule_with_one_message(given, message) -> None:
+    from chaos.config import RunConfig, RunConfigError
+
+    acks, idempotence, transactions, extra = given
+    with pytest.raises(ProducerSettingsError) as rule:
+        producer_settings(acks, idempotence, transactions, extra)
+    with pytest.raises(RunConfigError) as run:
+        RunConfig(acks=acks, idempotence=idempotence, transactions=transactions,
+                  producer_config=extra).validate()
+    with pytest.raises(WorkloadConfigError) as workload:  # a hand-written workload caller
+        ProducerConfig(acks=acks, enable_idempotence=idempotence,
+                       transactional=transactions, extra=extra).validate()
+    assert str(rule.value) == str(run.value) == str(workload.value) == message
+
+
+def test_producer_settings_in_force() -> None:
+    assert producer_settings("all") == ("all", True)  # idempotence follows acks=all
+    assert producer_settings("1") == ("1", False)
+    assert producer_settings("-1", False) == ("all", False)
+    assert producer_settings("1", None, False, {"acks": "-1"}) == ("all", True)
+    assert producer_settings("all", None, False, {"enable.idempotence": "false"}) == (
+        "all", False)
+    assert producer_settings("all", None, True) == ("all", True)

@@ -157,6 +157,10 @@ def test_unknown(chaos_result):
 def test_bad_option(chaos_run):
     chaos_run()
 
+@pytest.mark.chaos(transactions=True, idempotence=False)
+def test_contradicting_options(chaos_run):
+    chaos_run()
+
 @pytest.mark.chaos(expect={"lost": "lots"})
 def test_bad_expectation(chaos_run):
     chaos_run()
@@ -167,7 +171,8 @@ def test_bad_expectation(chaos_run):
     out = res.stdout.str()
     assert "ClusterError: no Docker engine" in out
     assert "unknown scenario 'no-such-scenario'" in out
-    assert "--acks must be 0, 1 or all" in out
+    assert "bad chaos run options: acks must be 0, 1 or all (-1 is all), got '2'" in out
+    assert ("bad chaos run options: transactions need enable.idempotence=true" in out)
     assert "cannot read anomaly condition 'lots'" in out
 
 

@@ -46,6 +46,10 @@ def test_matrix_cells_in_order_with_readable_ids() -> None:
     assert cells(acks=[1])[0]["acks"] == "1"
     with pytest.raises(ValueError, match="not a matrix field"):
         cells(colour=["red"])
+    # any RunConfig field but where the runs go (the one field list, chaos.config.RUN_FIELDS)
+    assert cells(rate=[10.0], producers=[1])[0] == {"rate": 10.0, "producers": 1}
+    with pytest.raises(ValueError, match="'out' is not a matrix field"):
+        cells(out=["elsewhere"])
     with pytest.raises(ValueError, match="has no values"):
         cells(acks=[])
 

@@ -14,7 +14,15 @@ from tests.run.cli import CLI, start
 
 @pytest.mark.parametrize("args,reason", [
     (["run", "--acks", "2"], "--acks"),
-    (["run", "--brokers", "12"], "--brokers must be 1..9"),
+    # the producer rules (contract.settings.producer_settings), in the one rule's words
+    (["run", "--acks", "1", "--idempotence"], "enable.idempotence=true needs acks=all"),
+    (["run", "--acks", "0", "--transactions"], "transactions need acks=all, got acks=0"),
+    (["run", "--transactions", "--no-idempotence"], "transactions need enable.idempotence=true"),
+    (["run", "--producer-config", "acks=2"], "acks must be 0, 1 or all (-1 is all), got '2'"),
+    (["run", "--acks", "0", "--producer-config", "enable.idempotence=true"],
+     "enable.idempotence=true needs acks=all, got acks=0"),
+    (["run", "--brokers", "12"], "--brokers must be between 1 and 9, got 12"),
+    (["run", "--controllers", "2"], "--controllers must be 0 (combined), 1, 3 or 5, got 2"),
     (["run", "--faults", "kill,meteor"], "unknown kind 'meteor'"),
     (["run", "--min-insync", "4"], "--min-insync"),
     (["run", "--replication-factor", "5", "--brokers", "3"], "--replication-factor"),
@@ -26,7 +34,7 @@ from tests.run.cli import CLI, start
     (["run", "--accept-known", "librdkafka#4953,nope#1"], "unknown known-bug id 'nope#1'"),
     (["check", "/nonexistent/run"], "not a run directory"),
     (["report", "/nonexistent/run"], "neither a run directory"),
-    (["cluster", "up", "--brokers", "0"], "--brokers"),
+    (["cluster", "up", "--brokers", "0"], "--brokers must be between 1 and 9, got 0"),
 ])
 def test_bad_input_is_one_line_and_exit_2(args, reason, tmp_path):
     # (that no container was created is checked for every test not marked cluster, by

@@ -131,6 +131,22 @@ BAD = {
                    'brokers = "3"', "config.brokers must be int"),
     "bad value": ('[[scenario]]\nname = "a"\nsummary = "s"\n[scenario.config]\n'
                   "min_insync = 5", "--min-insync"),
+    "acks 0 with idempotence": ('[[scenario]]\nname = "a"\nsummary = "s"\n[scenario.config]\n'
+                                'acks = "0"\nidempotence = true',
+                                "config: enable.idempotence=true needs acks=all, got acks=0"),
+    "transactions without idempotence": ('[[scenario]]\nname = "a"\nsummary = "s"\n'
+                                         '[scenario.config]\ntransactions = true\n'
+                                         'idempotence = false',
+                                         "config: transactions need enable.idempotence=true"),
+    "acks in producer_config": ('[[scenario]]\nname = "a"\nsummary = "s"\n'
+                                '[scenario.config.producer_config]\nacks = 5',
+                                "config: acks must be 0, 1 or all (-1 is all), got '5'"),
+    "consumer mode": ('[[scenario]]\nname = "a"\nsummary = "s"\n[scenario.config]\n'
+                      'consumer_mode = "round"',
+                      "config: --consumer-mode must be assign or subscribe, got 'round'"),
+    "isolation level": ('[[scenario]]\nname = "a"\nsummary = "s"\n[scenario.config]\n'
+                        'isolation_level = "committed"', "config: --isolation-level must be "
+                        "read_committed or read_uncommitted, got 'committed'"),
     "out not settable": ('[[scenario]]\nname = "a"\nsummary = "s"\n[scenario.config]\n'
                          'out = "x"', "unknown key 'out'"),
     "kafka table value": ('[[scenario]]\nname = "a"\nsummary = "s"\n'
