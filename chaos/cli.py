@@ -14,7 +14,7 @@ from typing import Any
 from chaos.config import KAFKA_TABLES, RUN_FIELDS, RunConfigError
 from contract.exit_codes import exit_code_of_results
 from contract.faults import RANDOM_FAULT_KINDS
-from contract.settings import ACKS_VALUES, CONSUMER_MODES, ISOLATION_LEVELS
+from contract.settings import ACKS_VALUES, CONSUMER_MODES, ISOLATION_LEVELS, spark_master_problem
 
 EXAMPLES = {
     "run": """examples:
@@ -236,6 +236,10 @@ def cmd_check(args: argparse.Namespace) -> int:
     if not (args.run_dir / "history").is_dir():
         print(f"kafka-chaos: error: {args.run_dir} is not a run directory (no history/)",
               file=sys.stderr)
+        return 2
+    spark = spark_master_problem(args.spark_master)
+    if spark:
+        print(f"kafka-chaos: error: {spark}", file=sys.stderr)
         return 2
     from checkers import check_run
 

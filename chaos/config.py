@@ -17,6 +17,7 @@ from contract.settings import (
     ProducerSettingsError,
     normalise_acks,
     producer_settings,
+    spark_master_problem,
 )
 
 TOPIC = "chaos"
@@ -141,6 +142,9 @@ class RunConfig:
         if self.client_version is not None and not CLIENT_VERSION.match(self.client_version):
             raise bad(f"--client-version must be a confluent-kafka release such as 2.12.0, "
                       f"got {self.client_version!r}")
+        spark = spark_master_problem(self.spark_master)
+        if spark:
+            raise bad(spark)
         unknown_bugs = unknown_ids(list(self.accept_known))
         if unknown_bugs:
             raise bad(f"--accept-known: unknown known-bug id {unknown_bugs[0]!r} (known: "

@@ -4,6 +4,7 @@ as "in force"."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -213,3 +214,19 @@ def settings_from_run(run: dict[str, Any]) -> Settings:
         accept_known=tuple(str(x) for x in run.get("accept_known") or ()
                            if isinstance(x, str)),
     )
+
+
+#: Spark master URLs the checker can run on (a SparkContext is needed: no Spark Connect).
+SPARK_MASTER = re.compile(r"^(local(\[(\*|\d+)(,\d+)?\])?|local-cluster\[\d+,\d+,\d+\]"
+                          r"|spark://[\w.:,-]+|yarn|k8s://\S+)$")
+
+
+def spark_master_problem(master: str | None) -> str | None:
+    """Why the checker cannot use ``master`` (a one-line message), or None."""
+    if master is None or SPARK_MASTER.match(master):
+        return None
+    if master.startswith("sc://"):
+        return (f"--spark-master {master}: Spark Connect is not supported (the checker needs a "
+                "SparkContext); give the cluster's spark:// master")
+    return (f"--spark-master must be local[N], spark://HOST:PORT, yarn or k8s://..., "
+            f"got {master!r}")

@@ -32,6 +32,8 @@ from tests.run.cli import CLI, start
     (["run", "--targets", "leader:x"], "--targets"),
     (["run", "--broker-config", "novalue"], "key=value"),
     (["run", "--accept-known", "librdkafka#4953,nope#1"], "unknown known-bug id 'nope#1'"),
+    (["run", "--spark-master", "sc://spark:15002"], "Spark Connect is not supported"),
+    (["run", "--spark-master", "spark:/x"], "--spark-master must be local[N], spark://"),
     (["check", "/nonexistent/run"], "not a run directory"),
     (["report", "/nonexistent/run"], "neither a run directory"),
     (["cluster", "up", "--brokers", "0"], "--brokers must be between 1 and 9, got 0"),
@@ -84,3 +86,13 @@ def test_cluster_up_serves_clients_and_cleans_up_on_ctrl_c():
         if proc.poll() is None:
             proc.kill()
     assert proc.returncode == 0  # and nothing left: tests/hygiene.py's no_leaks checks
+
+
+def test_check_refuses_spark_connect_before_starting_spark(tmp_path):
+    (tmp_path / "history").mkdir()
+    proc = subprocess.run([*CLI, "check", str(tmp_path), "--spark-master", "sc://h:15002"],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Spark Connect is not supported" in lines[0], proc.stderr
+    assert not (tmp_path / "results.json").exists()
