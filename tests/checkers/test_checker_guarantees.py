@@ -265,3 +265,28 @@ def test_truncated_tail_read_live_is_no_reorder(check) -> None:  # type: ignore[
     assert r["anomalies"]["reorder"]["count"] == 0
     assert r["anomalies"]["lost"]["count"] == 0 and r["anomalies"]["duplicate"]["count"] == 0
     assert r["valid"] is True
+
+
+def test_reset_to_the_truncation_point_is_excused_and_named(check) -> None:  # type: ignore[no-untyped-def]
+    """c0 read seqs 0-2 at offsets 0-2; the tail 1-2 vanished and seqs 3-4 took its offsets;
+    c0 was reset to offset 1 and read them (a step back onto a reused offset: excused,
+    named). c1 also steps back, but onto offset 0, which still holds what it read: forbidden."""
+    h = History().config("topic_config", min_insync_replicas=1)
+    for s in range(3):
+        h.write(0, s, offset=s).read("c0", 0, s, 0, s).read("c1", 0, s, 0, s)
+    h.write(0, 3, offset=1).write(0, 4, offset=2)
+    h.read("c0", 0, 1, 0, 3).read("c0", 0, 2, 0, 4)
+    h.read("c1", 0, 0, 0, 0)
+    for off, s in ((0, 0), (1, 3), (2, 4)):
+        h.drain(0, off, 0, s)
+    h.drain_end(complete=True)
+    r = check(h)
+    back = r["anomalies"]["nonmonotonic-poll"]
+    assert back["count"] == 2 and back["excused"] == 1 and back["allowed"] is False
+    got = {e["reader"]: e for e in back["examples"]}
+    assert (got["c0"]["prev_offset"], got["c0"]["offset"]) == (2, 1)
+    assert got["c0"]["excused"] is True and got["c0"]["excuse"] == "truncation"
+    assert "truncation point" in got["c0"]["summary"] and "rebalances" not in got["c0"]
+    assert got["c1"]["excused"] is False and "excuse" not in got["c1"]
+    assert r["anomalies"]["reused-offset"]["count"] == 2
+    assert r["anomalies"]["reorder"]["count"] == 0 and r["valid"] is False
