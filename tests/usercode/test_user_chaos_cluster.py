@@ -82,6 +82,8 @@ def test_kill_the_leader_while_my_producer_writes(chaos: ChaosSession,
     reads = _rows(history / "reads.parquet")
     acked_ids = {(w["producer"], w["seq"]): w["offset"] for w in writes if w["outcome"] == "ok"}
     assert len(acked_ids) == 1000
+    # The partitioner chose the partition; the delivery report told the recorder.
+    assert {w["partition"] for w in writes} == {0}
     drained = [(r["producer"], r["seq"], r["offset"]) for r in reads if r["reader"] == "drain"]
     assert all(r["valid"] for r in reads)
     assert sorted(drained) == sorted((p, s, off) for (p, s), off in acked_ids.items())

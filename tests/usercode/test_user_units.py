@@ -23,6 +23,7 @@ from workloads.record import (
     parse_identity,
 )
 from workloads.recording import RecordingConsumer, RecordingProducer, plain_config
+from workloads.write_recorder import WriteRecorder
 
 
 def _rows(path: Path) -> list[dict[str, Any]]:
@@ -88,6 +89,21 @@ def test_producer_records_every_attempt_when_no_broker_answers(tmp_path: Path) -
     assert {t: s["attempts"] for t, s in p.stats().items()} == {"orders": 2, "audit": 1}
     p.close()  # idempotent: nothing written twice
     assert len(_rows(tmp_path / "history" / "writes.parquet")) == 3
+
+
+def test_write_recorder_takes_a_partitioner_chosen_partition_from_the_report(
+        tmp_path: Path) -> None:
+    rec = WriteRecorder(tmp_path, 0, "orders", writer="p0-orders")
+    rec.invoked(0, None, 1)  # produce() without a partition: the partitioner chooses
+    rec.invoked(1, 1, 2)  # an explicit partition stays as given
+    rec.on_delivery(0, None, Message(topic="orders", partition=2, offset=10))
+    rec.on_delivery(1, None, Message(topic="orders", partition=1, offset=11))
+    rec.close()
+    rows = sorted(_rows(tmp_path / "history" / "writes.parquet"), key=lambda r: r["seq"])
+    assert [(r["seq"], r["partition"], r["offset"], r["outcome"]) for r in rows] == [
+        (0, 2, 10, "ok"), (1, 1, 11, "ok")]
+    assert [p.name for p in (tmp_path / "history" / "writes.parquet").iterdir()] == [
+        "part-p0-orders-000000.parquet"]
 
 
 def test_producer_takes_a_given_identity_and_refuses_another_producers(tmp_path: Path) -> None:
