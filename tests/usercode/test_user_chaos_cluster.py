@@ -33,7 +33,7 @@ def test_kill_the_leader_while_my_producer_writes(chaos: ChaosSession,
                                "enable.auto.commit": False})
     consumer.subscribe([TOPIC])
     acked: list[int] = []  # offsets of the application's acknowledged orders
-    consumed: Counter[tuple[int, int]] = Counter()  # (partition, offset) the app read
+    consumed: Counter[tuple[int | None, int | None]] = Counter()  # (partition, offset) read
 
     def delivered(err: Any, msg: Any) -> None:
         if err is None:

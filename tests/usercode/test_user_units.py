@@ -143,7 +143,7 @@ def test_target_specs() -> None:
     assert target_spec("1,3") == "1,3"
     for bad in ("the-leader", "leader:x", True):
         with pytest.raises(ValueError):
-            target_spec(bad)  # type: ignore[arg-type]
+            target_spec(bad)
 
 
 def test_bad_fault_requests_fail_before_touching_the_cluster(tmp_path: Path) -> None:
