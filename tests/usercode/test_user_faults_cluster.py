@@ -68,6 +68,28 @@ def test_random_faults_run_in_the_background_and_heal_stops_them(
     kafka_cluster.wait_brokers([1, 2, 3], timeout_s=90)
 
 
+def test_slow_and_power_loss_with_their_parameters(kafka_cluster: KafkaCluster,
+                                                   tmp_path: Path) -> None:
+    kafka_cluster.create_topic("ledger", partitions=1, replication_factor=3)
+    with ChaosSession.open(kafka_cluster, out=tmp_path, name="power", topic="ledger") as chaos:
+        with chaos.slow(1, delay_ms=40, jitter_ms=5) as slow:
+            assert slow.targets == [1] and slow.active
+        assert not slow.active
+        leader = kafka_cluster.describe("ledger")[0].leader
+        with chaos.power_loss("leader", partition=0) as power:  # the session's topic
+            assert power.targets == [leader]
+            assert kafka_cluster.node(leader).status() != "running"
+        assert kafka_cluster.node(leader).status() == "running"
+        events = [e for e in chaos.history_events() if e.kind in ("slow", "power-loss")]
+    assert [(e.kind, e.phase, list(e.targets)) for e in events] == [
+        ("slow", START, [1]), ("slow", END, [1]),
+        ("power-loss", START, [leader]), ("power-loss", END, [leader])]
+    assert events[0].detail["delay_ms"] == 40 and events[0].detail["jitter_ms"] == 5
+    # The ISR just before the power went, of the topic the fault was aimed through.
+    assert set(events[2].detail["isr_before"]) == {"ledger:0"}
+    kafka_cluster.wait_brokers([1, 2, 3], timeout_s=90)
+
+
 @pytest.mark.cluster  # its inner session starts the cluster
 def test_the_chaos_fixture_heals_when_the_body_raises(pytester: pytest.Pytester) -> None:
     pytester.makepyfile("""
