@@ -16,7 +16,17 @@ Write a chaos test::
 
 Fixtures: ``chaos_options``, ``kafka_cluster_config``, ``kafka_cluster`` (scope from
 ``--chaos-cluster-scope``), ``chaos_cell``, ``chaos_runner``, ``chaos_run``, ``chaos_result``,
-``chaos_check``. Marker: ``chaos(scenario=None, *, expect=None, expect_valid=None,
+``chaos_check``, and ``chaos`` (faults and recorded clients in the test body's own code)::
+
+    def test_my_producer(chaos, kafka_cluster):
+        kafka_cluster.create_topic("orders", partitions=1)
+        producer = chaos.producer(acks="all", enable_idempotence=True)
+        with chaos.kill("leader", topic="orders", partition=0):
+            producer.produce("orders", b"my own value")
+            producer.flush(60)
+        assert chaos.check("orders").count("lost") == 0
+
+Marker: ``chaos(scenario=None, *, expect=None, expect_valid=None,
 scenario_expectations=True, **run_options)`` (``accept_known=["librdkafka#4953"]`` accepts
 known bugs, as ``--accept-known`` does) and ``chaos_matrix(**axes)``. Options: see
 ``pytest --help`` under "kafka-chaos". Every run is listed in a terminal summary; its verdict,
@@ -57,6 +67,7 @@ from chaos.plugin_result import (
 if TYPE_CHECKING:
     from chaos.config import RunConfig
     from chaos.scenarios.base import Scenario
+    from chaos.user_api import ChaosSession
     from compose.cluster import KafkaCluster
     from compose.config import ClusterConfig
 
@@ -279,6 +290,27 @@ def chaos_check(request: pytest.FixtureRequest) -> Callable[..., ChaosResult]:
         return result
 
     return check
+
+
+@pytest.fixture
+def chaos(request: pytest.FixtureRequest, kafka_cluster: KafkaCluster,
+          chaos_options: ChaosOptions) -> Iterator[ChaosSession]:
+    """Faults and recorded clients for the test body's own code, over ``kafka_cluster``
+    (``chaos.user_api.ChaosSession``): ``with chaos.kill("leader", topic="orders",
+    partition=0): ...``, ``chaos.producer(...)``, ``chaos.check("orders")``. Every fault is
+    an event of the session's run directory; teardown heals, also when the body raised.
+    A ``check()`` result is judged and summarised like a chaos run's."""
+    from chaos.user_api import ChaosSession
+
+    item = request.node
+    session = ChaosSession.open(kafka_cluster, out=chaos_options.runs_dir / "user",
+                                name=item.name, seed=chaos_options.seed or 0)
+    # Recorded when check() returns, so the test's expectations judge it after the body.
+    session.on_result = lambda result: _record(item, result, None, None, None)
+    try:
+        yield session
+    finally:
+        session.close()
 
 
 # ---------------------------------------------------------------------- hooks

@@ -23,7 +23,7 @@ from workloads.child_logging import configure_logging
 from workloads.client_info import client_versions
 from workloads.config import ConsumerConfig, ConsumerSpec
 from workloads.history import ChunkedParquetWriter, EventLog, history_dir
-from workloads.record import decode
+from workloads.record import decode, decode_header
 
 log = logging.getLogger("kafka_chaos.workloads.consumer")
 
@@ -48,7 +48,12 @@ class ReadRecorder:
         for m in msgs:
             if m.error() is not None:
                 continue
-            producer, seq, valid = decode(m.value())
+            value = m.value()
+            producer, seq, valid = decode(value)
+            if producer is None:
+                # Not our value format: an application's record whose identity travels in
+                # a header (recorded clients, workloads/recording.py).
+                producer, seq, valid = decode_header(m.headers(), value)
             self.writer.append_values((self.reader, self.mode, poll, now, m.topic(),
                                        m.partition(), m.offset(), producer, seq, valid))
             self.records += 1
@@ -57,6 +62,14 @@ class ReadRecorder:
 
     def close(self) -> None:
         self.writer.close()
+
+
+def rebalance_event(events: EventLog, reader: str, what: str, poll: int,
+                    parts: list[TopicPartition]) -> None:
+    """A subscribe-mode reader's partitions were ``assigned``, ``revoked`` or ``lost``."""
+    events.emit(REBALANCE, INSTANT, [], {
+        "reader": reader, "what": what, "poll": poll,
+        "partitions": [f"{tp.topic}:{tp.partition}" for tp in parts]})
 
 
 def consumer_client(bootstrap: str, conf: dict[str, str], client_id: str) -> Consumer:
@@ -97,9 +110,7 @@ class ConsumerProcess:
                                   on_revoke=self._on_revoke, on_lost=self._on_lost)
 
     def _rebalance(self, what: str, parts: list[TopicPartition]) -> None:
-        self.events.emit(REBALANCE, INSTANT, [], {
-            "reader": self.spec.id, "what": what, "poll": self.reads.polls,
-            "partitions": [f"{tp.topic}:{tp.partition}" for tp in parts]})
+        rebalance_event(self.events, self.spec.id, what, self.reads.polls, parts)
 
     def _on_assign(self, consumer: Consumer, parts: list[TopicPartition]) -> None:
         self._rebalance("assigned", parts)

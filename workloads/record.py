@@ -65,3 +65,44 @@ def decode(value: bytes | None) -> tuple[int | None, int | None, bool]:
 def op_id(producer: int, seq: int) -> int:
     """A write's op id, unique across producers: producer in the high bits, seq in the low 40."""
     return (producer << 40) | seq
+
+
+# ---------------------------------------------------------------------- the identity header
+#: Header that carries a record's identity when its value is the application's own format
+#: (recorded clients, workloads/recording.py): ``<producer>|<seq>`` or
+#: ``<producer>|<seq>|<crc32 of the value as 8 hex digits>``. With the checksum a changed
+#: value reads as ``valid=False``; without it (an identity the application set itself) the
+#: value is not checked.
+IDENTITY_HEADER = "kc-id"
+
+
+def identity_header(producer: int, seq: int, value: bytes | None) -> bytes:
+    """The identity header's value for record ``seq`` of ``producer`` with this value."""
+    return b"%d|%d|%08x" % (producer, seq, zlib.crc32(value or b""))
+
+
+def parse_identity(raw: bytes | str) -> tuple[int, int, str | None] | None:
+    """``(producer, seq, crc text or None)`` of a header value; None when it does not parse."""
+    data = raw.encode() if isinstance(raw, str) else bytes(raw)
+    parts = data.split(b"|")
+    if len(parts) not in (2, 3) or not (parts[0].isdigit() and parts[1].isdigit()):
+        return None
+    crc = parts[2].decode("ascii", "replace") if len(parts) == 3 else None
+    if crc is not None and len(crc) != 8:
+        return None
+    return int(parts[0]), int(parts[1]), crc
+
+
+def decode_header(headers: list[tuple[str, bytes | None]] | None,
+                  value: bytes | None) -> tuple[int | None, int | None, bool]:
+    """``(producer, seq, valid)`` from the identity header (the last one, if several);
+    ``(None, None, False)`` without one that parses."""
+    found = None
+    for name, raw in headers or ():
+        if name == IDENTITY_HEADER and raw is not None:
+            found = raw
+    ident = parse_identity(found) if found is not None else None
+    if ident is None:
+        return None, None, False
+    producer, seq, crc = ident
+    return producer, seq, crc is None or crc == f"{zlib.crc32(value or b''):08x}"

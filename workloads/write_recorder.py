@@ -29,7 +29,7 @@ log = logging.getLogger("kafka_chaos.workloads.writes")
 # Row layout: the writes schema without producer and topic (constant per writer): op_id, seq,
 # partition, invoke_ns, complete_ns, outcome, offset, error, txn, txn_outcome. Rows are lists
 # so delivery reports can fill them in place.
-_SEQ, _COMPLETE, _OUTCOME, _OFFSET, _ERROR, _TXN, _TXN_OUTCOME = 1, 4, 5, 6, 7, 8, 9
+_SEQ, _PARTITION, _COMPLETE, _OUTCOME, _OFFSET, _ERROR, _TXN, _TXN_OUTCOME = 1, 2, 4, 5, 6, 7, 8, 9
 
 
 class RecorderCounts:
@@ -65,16 +65,19 @@ class WriteRecorder(RecorderCounts):
     """Keeps the attempts of one producer that still wait for an outcome as rows, and writes
     them: the recorder of transactional producers, whose rows wait for the transaction's
     outcome. With ``record=False`` only the counters are kept (benchmark of recording
-    overhead).
+    overhead). ``writer`` names its part files (default ``p<producer>``; a recorded client
+    writing several topics has one recorder per topic). A ``None`` partition is the client
+    partitioner's choice, taken from the delivery report.
     """
 
     def __init__(self, run_dir: Path | None, producer: int, topic: str, *, record: bool = True,
-                 chunk_rows: int = 50_000, flush_interval_s: float = 2.0) -> None:
+                 chunk_rows: int = 50_000, flush_interval_s: float = 2.0,
+                 writer: str | None = None) -> None:
         super().__init__(producer, topic)
         self.writer: ChunkedParquetWriter | None = None
         if record and run_dir is not None:
             self.writer = ChunkedParquetWriter(
-                history_dir(run_dir) / "writes.parquet", WRITES_SCHEMA, f"p{producer}",
+                history_dir(run_dir) / "writes.parquet", WRITES_SCHEMA, writer or f"p{producer}",
                 chunk_rows=chunk_rows, flush_interval_s=flush_interval_s,
                 constants={"producer": producer, "topic": topic})
         self.record = record
@@ -84,7 +87,7 @@ class WriteRecorder(RecorderCounts):
         self.txn: str | None = None
 
     # ------------------------------------------------------------------ attempts
-    def invoked(self, seq: int, partition: int, invoke_ns: int) -> None:
+    def invoked(self, seq: int, partition: int | None, invoke_ns: int) -> None:
         """``produce()`` accepted record ``seq``; its outcome comes with the delivery report."""
         self.attempts += 1
         if not self.first_invoke_ns:
@@ -97,7 +100,8 @@ class WriteRecorder(RecorderCounts):
         if self.txn is not None:
             self.txn_rows.append(row)
 
-    def refused(self, seq: int, partition: int, invoke_ns: int, err: KafkaError | None) -> None:
+    def refused(self, seq: int, partition: int | None, invoke_ns: int,
+                err: KafkaError | None) -> None:
         """``produce()`` raised: the record never entered the client's queue (``fail``)."""
         name = err.name() if err is not None else "_REFUSED"
         row = [self._base | seq, seq, partition, invoke_ns, time.time_ns(), FAIL, None, name,
@@ -124,6 +128,9 @@ class WriteRecorder(RecorderCounts):
             log.debug("late delivery report for p%d seq %d: %s", self.producer, seq, err)
             return
         row[_COMPLETE] = now = time.time_ns()
+        if row[_PARTITION] is None:  # the client's partitioner chose it (recorded clients)
+            part = msg.partition() if msg is not None else None
+            row[_PARTITION] = part if part is not None and part >= 0 else None
         if err is None:
             self.last_ack_ns = now
             row[_OUTCOME] = OK

@@ -1,0 +1,303 @@
+"""Recorded clients: confluent-kafka's ``Producer`` and ``Consumer`` with the same API, writing
+the history contract (DESIGN.md §3) for an application's own records.
+
+    producer = RecordingProducer({"bootstrap.servers": ..., "acks": "all"}, run_dir, 0)
+    producer.produce("orders", b'{"order": 17}', key=b"17")   # the value is yours
+    producer.flush(30)
+    producer.close()                                          # resolves and writes the rest
+
+    consumer = RecordingConsumer({"bootstrap.servers": ..., "group.id": "g"}, run_dir, "c0")
+    consumer.subscribe(["orders"])
+    msg = consumer.poll(1.0)
+
+Every ``produce()`` is an attempt in ``writes.parquet`` (the same rows the workload's producers
+write, through :class:`workloads.write_recorder.WriteRecorder`), resolved by its delivery
+report; every record a consumer returns is a row of ``reads.parquet`` (through
+:class:`workloads.consumer.ReadRecorder`). A record's identity (producer, seq) travels in the
+``kc-id`` header (:data:`workloads.record.IDENTITY_HEADER`), added here when the application
+gives none, so the value stays the application's own. Everything else is delegated to the
+wrapped client. Use one thread per client (delivery reports run in the thread that polls).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from confluent_kafka import Consumer, KafkaException, Message, Producer, TopicPartition
+
+from workloads.consumer import ReadRecorder, rebalance_event
+from workloads.history import EventLog, history_dir
+from workloads.record import IDENTITY_HEADER, identity_header, parse_identity
+from workloads.write_recorder import WriteRecorder
+
+Headers = list[tuple[str, bytes | str | None]]
+
+
+def plain_config(config: dict[str, Any]) -> dict[str, str]:
+    """The client settings as run.json states them: strings only, callbacks left out."""
+    return {k: str(v).lower() if isinstance(v, bool) else str(v)
+            for k, v in config.items() if isinstance(v, str | int | float | bool)}
+
+
+def _headers(headers: Any) -> Headers:
+    if headers is None:
+        return []
+    if isinstance(headers, dict):
+        return list(headers.items())
+    return list(headers)
+
+
+def _as_bytes(value: Any) -> bytes | None:
+    if value is None or isinstance(value, bytes):
+        return value
+    return str(value).encode("utf-8")  # what confluent-kafka sends for a str value
+
+
+class RecordingProducer:
+    """A ``confluent_kafka.Producer`` that records every attempt and outcome.
+
+    ``history``: the run directory (its ``history/`` is written). ``producer_id``: this
+    producer's number in the history (unique per run directory). Transactions are not
+    recorded yet: a ``transactional.id`` is refused.
+    """
+
+    def __init__(self, config: dict[str, Any], history: str | Path, producer_id: int = 0
+                 ) -> None:
+        if config.get("transactional.id"):
+            raise ValueError("RecordingProducer does not record transactions yet")
+        self.config = dict(config)
+        self.run_dir = Path(history)
+        self.producer_id = int(producer_id)
+        self._client = Producer(dict(config))
+        self._recorders: dict[str, WriteRecorder] = {}
+        self._next_seq = 0
+        self._closed = False
+
+    @property
+    def kafka_config(self) -> dict[str, str]:
+        """The settings this producer was made with (for run.json)."""
+        return plain_config(self.config)
+
+    def _recorder(self, topic: str) -> WriteRecorder:
+        rec = self._recorders.get(topic)
+        if rec is None:
+            # One recorder per topic (the writes rows keep the topic per part file); each
+            # writes its own part files. Sequence numbers are the producer's, across topics.
+            rec = WriteRecorder(self.run_dir, self.producer_id, topic,
+                                writer=f"p{self.producer_id}-{topic}")
+            self._recorders[topic] = rec
+        return rec
+
+    # ------------------------------------------------------------------ produce
+    def produce(self, topic: str, value: Any = None, key: Any = None, partition: int = -1,
+                on_delivery: Callable[..., Any] | None = None,
+                callback: Callable[..., Any] | None = None, timestamp: int = 0,
+                headers: Any = None) -> None:
+        """``Producer.produce`` with the attempt recorded (same arguments). A ``kc-id``
+        header the caller gives (``<producer>|<seq>``) names the record; otherwise the next
+        sequence number is used and the header added."""
+        if self._closed:
+            raise RuntimeError("produce() on a closed RecordingProducer")
+        user_cb = on_delivery or callback
+        hdrs = _headers(headers)
+        given = [raw for name, raw in hdrs if name == IDENTITY_HEADER and raw is not None]
+        if given:
+            ident = parse_identity(_as_bytes(given[-1]) or b"")
+            if ident is None or ident[0] != self.producer_id:
+                raise ValueError(f"{IDENTITY_HEADER} header {given[-1]!r} must be "
+                                 f"'{self.producer_id}|<seq>' for this producer")
+            seq = ident[1]
+        else:
+            seq = self._next_seq
+            hdrs.append((IDENTITY_HEADER, identity_header(self.producer_id, seq,
+                                                          _as_bytes(value))))
+        rec = self._recorder(topic)
+
+        def delivered(err: Any, msg: Message) -> None:
+            rec.on_delivery(seq, err, msg)
+            if user_cb is not None:
+                user_cb(err, msg)
+
+        kwargs: dict[str, Any] = {"on_delivery": delivered, "headers": hdrs}
+        if partition is not None and partition >= 0:
+            kwargs["partition"] = partition
+        if timestamp:
+            kwargs["timestamp"] = timestamp
+        part = partition if partition is not None and partition >= 0 else None
+        invoke = time.time_ns()
+        try:
+            self._client.produce(topic, value, key, **kwargs)
+        except BufferError:
+            raise  # the local queue is full: not an attempt (the caller polls and retries)
+        except KafkaException as e:
+            rec.refused(seq, part, invoke, e.args[0] if e.args else None)
+            self._advance(seq, given)
+            raise
+        rec.invoked(seq, part, invoke)  # part None: the client's partitioner chooses
+        self._advance(seq, given)
+
+    def _advance(self, seq: int, given: list[Any]) -> None:
+        if not given:
+            self._next_seq = seq + 1
+        else:
+            self._next_seq = max(self._next_seq, seq + 1)
+
+    def poll(self, timeout: float = -1) -> int:
+        n = self._client.poll(timeout)
+        self._maybe_flush()
+        return int(n)
+
+    def flush(self, timeout: float = -1) -> int:
+        n = self._client.flush(timeout)
+        self._maybe_flush()
+        return int(n)
+
+    def _maybe_flush(self) -> None:
+        for rec in self._recorders.values():
+            rec.maybe_flush()
+
+    # ------------------------------------------------------------------ the end
+    def close(self, timeout: float = 30.0) -> None:
+        """Flushes (bounded by ``timeout``), purges what is left, records every attempt
+        without a report as ``info`` and writes the history. Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            self._client.flush(timeout)
+            self._client.purge(in_queue=True, in_flight=True)
+            end = time.monotonic() + 5.0  # purged in-flight requests report asynchronously
+            while len(self._client) > 0 and time.monotonic() < end:
+                self._client.poll(0.1)
+            self._client.poll(0)
+        except KafkaException:
+            pass  # whatever is left unanswered is recorded as info below
+        for rec in self._recorders.values():
+            rec.resolve_remaining()
+            rec.close()
+
+    def stats(self) -> dict[str, dict[str, Any]]:
+        """The recorders' counts per topic (attempts, ok, fail, info, errors)."""
+        return {topic: rec.stats() for topic, rec in self._recorders.items()}
+
+    def __enter__(self) -> RecordingProducer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __len__(self) -> int:
+        return len(self._client)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._client, name)  # everything not recorded is the client's own
+
+
+class RecordingConsumer:
+    """A ``confluent_kafka.Consumer`` that records every record it returns.
+
+    ``history``: the run directory. ``reader``: this reader's name in reads.parquet (unique
+    per run directory; ``drain`` is the final drain's). Its mode is ``subscribe`` or
+    ``assign``, by the first of the two called. Rebalances are ``rebalance`` events.
+    """
+
+    def __init__(self, config: dict[str, Any], history: str | Path, reader: str = "c0") -> None:
+        if reader == "drain":
+            raise ValueError("reader 'drain' is the final drain's")
+        self.config = dict(config)
+        self.run_dir = Path(history)
+        self.reader = reader
+        self._client = Consumer(dict(config))
+        self._reads: ReadRecorder | None = None
+        self._events = EventLog(history_dir(self.run_dir) / "events.jsonl")
+        self._closed = False
+
+    @property
+    def kafka_config(self) -> dict[str, str]:
+        return plain_config(self.config)
+
+    @property
+    def mode(self) -> str | None:
+        return self._reads.mode if self._reads is not None else None
+
+    def _recorder(self, mode: str) -> ReadRecorder:
+        if self._reads is None:
+            self._reads = ReadRecorder(self.run_dir, self.reader, mode)
+        return self._reads
+
+    # ------------------------------------------------------------------ assignment
+    def subscribe(self, topics: list[str], on_assign: Callable[..., Any] | None = None,
+                  on_revoke: Callable[..., Any] | None = None,
+                  on_lost: Callable[..., Any] | None = None) -> None:
+        """``Consumer.subscribe``; each rebalance is also an event of the history."""
+        reads = self._recorder("subscribe")
+
+        def hook(what: str, user: Callable[..., Any] | None) -> Callable[..., Any]:
+            def cb(consumer: Consumer, parts: list[TopicPartition]) -> None:
+                rebalance_event(self._events, self.reader, what, reads.polls, parts)
+                if user is not None:
+                    user(consumer, parts)
+            return cb
+
+        self._client.subscribe(topics, on_assign=hook("assigned", on_assign),
+                               on_revoke=hook("revoked", on_revoke),
+                               on_lost=hook("lost", on_lost))
+
+    def assign(self, partitions: list[TopicPartition]) -> None:
+        self._recorder("assign")
+        self._client.assign(partitions)
+
+    # ------------------------------------------------------------------ reading
+    def poll(self, timeout: float = -1) -> Message | None:
+        """``Consumer.poll``: one poll number; a data message is recorded."""
+        reads = self._recorder("subscribe")
+        reads.polls += 1
+        msg = self._client.poll(timeout)
+        if msg is not None:
+            reads.record(reads.polls, [msg])
+        else:
+            reads.writer.maybe_flush()
+        return msg
+
+    def consume(self, num_messages: int = 1, timeout: float = -1) -> list[Message]:
+        """``Consumer.consume``: one poll number; its data messages are recorded."""
+        reads = self._recorder("subscribe")
+        reads.polls += 1
+        msgs = self._client.consume(num_messages, timeout)
+        if msgs:
+            reads.record(reads.polls, msgs)
+        else:
+            reads.writer.maybe_flush()
+        return list(msgs)
+
+    def close(self) -> None:
+        """Closes the client and writes the reads recorded so far. Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            self._client.close()
+        finally:
+            if self._reads is not None:
+                self._reads.close()
+            self._events.close()
+
+    @property
+    def records(self) -> int:
+        """Data records recorded so far."""
+        return self._reads.records if self._reads is not None else 0
+
+    def __enter__(self) -> RecordingConsumer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._client, name)  # commit, seek, position, ... are the client's
+
+
+__all__ = ["RecordingConsumer", "RecordingProducer", "plain_config"]
