@@ -131,6 +131,13 @@ def test_all_replicas_power_loss(tmp_path):
     assert c["lost"] == 0 or res["anomalies"]["lost"]["allowed"], res["anomalies"]["lost"]
     back = res["anomalies"]["nonmonotonic-poll"]  # the consumer's resets to the cut
     assert back.get("excused", 0) == back["count"], back
+    # duplicates only where the accepted known client bug explains them (librdkafka#4953:
+    # resent after an epoch bump), each one named
+    dup = res["anomalies"]["duplicate"]
+    assert dup["known_bugs"].get("librdkafka#4953", 0) == dup["count"], dup
+    assert dup["allowed"] and dup.get("accepted", 0) == dup["count"], dup
+    for e in dup["examples"]:
+        assert e["known_bug"]["id"] == "librdkafka#4953" and e["known_bug"]["accepted"], e
     assert res["valid"] is True, c
     assert_expected(res)
 
