@@ -97,7 +97,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--transactions", action="store_true", default=None)
     r.add_argument("--producers", type=int)
     r.add_argument("--consumers", type=int)
-    r.add_argument("--consumer-mode", choices=["assign", "subscribe"])
+    r.add_argument("--consumer-mode", choices=["assign", "subscribe", "restart"],
+                   help="restart: a group consumer that closes and rejoins after catching up")
     r.add_argument("--isolation-level", choices=["read_committed", "read_uncommitted"])
     r.add_argument("--rate", type=float, help="records/s per producer (0: flat out)")
     r.add_argument("--duration", type=float, help="seconds of workload")

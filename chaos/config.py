@@ -14,6 +14,8 @@ from contract.known_bugs import KNOWN_BUGS, unknown_ids
 from contract.settings import normalise_acks
 
 TOPIC = "chaos"
+#: workloads.config.ConsumerSpec's modes (restart: a group consumer that restarts itself)
+CONSUMER_MODES = ("assign", "subscribe", "restart")
 #: A confluent-kafka release string (also refuses paths and pip options).
 CLIENT_VERSION = re.compile(r"^\d+\.\d+(\.\d+)?([.-]?(a|b|rc|post|dev)\d+)?$")
 
@@ -95,8 +97,9 @@ class RunConfig:
             raise bad(f"--producers must be 1..64, got {self.producers}")
         if not 0 <= self.consumers <= 16:
             raise bad(f"--consumers must be 0..16, got {self.consumers}")
-        if self.consumer_mode not in ("assign", "subscribe"):
-            raise bad(f"--consumer-mode must be assign or subscribe, got {self.consumer_mode!r}")
+        if self.consumer_mode not in CONSUMER_MODES:
+            raise bad(f"--consumer-mode must be assign, subscribe or restart, "
+                      f"got {self.consumer_mode!r}")
         if self.isolation_level not in ("read_committed", "read_uncommitted"):
             raise bad("--isolation-level must be read_committed or read_uncommitted")
         if self.rate < 0:

@@ -73,7 +73,9 @@ def reorder_rule(s: Settings) -> Rule:
 
 POLL_RULE = Rule(False, "forbidden: a consumer reads a partition in order; only a step of a "
                  "subscribe-mode reader across a recorded rebalance of that reader that moved "
-                 "the partition is excused (it may resume from the group's committed offset)")
+                 "the partition is excused (it may resume from the group's committed offset), "
+                 "and a step back of a restart-mode reader (alone in its group) across its "
+                 "recorded restart (it re-reads from its committed offset, never skips)")
 
 NEVER: dict[str, str] = {
     "inconsistent-offset": "forbidden: every reader must see the same record at an offset",
@@ -143,7 +145,7 @@ EXCUSES: dict[str, str] = {
     "poll-skip": "was by a subscribe-mode reader across a recorded rebalance that moved its "
     "partition",
     "nonmonotonic-poll": "was by a subscribe-mode reader across a recorded rebalance that "
-    "moved its partition",
+    "moved its partition, or a step back of a restart-mode reader across its restart",
     "reused-offset": "was first read before a power loss hit every in-sync replica of its "
     "partition (the truncated tail's offset was reused)",
 }

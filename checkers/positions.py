@@ -108,7 +108,10 @@ def position_anomalies(reads: DataFrame, partitions: int, topics: list[str],
     excused when a power loss of the partition's whole ISR came after its first read.
 
     A poll step is excused when the reader is in subscribe mode and one of its recorded
-    rebalances of that partition has a poll number in [previous read's poll, this poll].
+    rebalances of that partition has a poll number in [previous read's poll, this poll]. A
+    restart-mode reader is alone in its group, so it resumes at the offset it committed: a
+    step back across its recorded rebalance or restart is excused (at least once), a skip
+    never is.
 
     One chain without branches (a branch would repeat the exchange): windows by offset
     (sharing one sort), then the per-reader window, then one projection that lists each
@@ -119,6 +122,7 @@ def position_anomalies(reads: DataFrame, partitions: int, topics: list[str],
         _id(readers, F.col("reader")).alias("rid"),
         consumer.alias("consumer"),
         (F.col("mode") == "subscribe").alias("subscribe"),
+        (F.col("mode") == "restart").alias("restart"),
         "poll", "read_ns", topic_id(topics, F.col("topic")).alias("tid"), "partition",
         "offset", _record_key().alias("rec"),
     ).repartition(partitions, "tid", "partition")
@@ -183,7 +187,9 @@ def position_anomalies(reads: DataFrame, partitions: int, topics: list[str],
         prev_offset=F.when(poll_kind, F.col("prev_offset")),
         prev_poll=F.when(poll_kind, F.col("prev_poll")),
         event_ns=F.when(poll_kind, F.col("read_ns")).otherwise(F.col("first_ns")),
-        excused=(poll_kind & F.col("subscribe") & _crossed(rebalances or {}, topics, readers))
+        excused=(((poll_kind & F.col("subscribe"))
+                  | ((kind == "nonmonotonic-poll") & F.col("restart")))
+                 & _crossed(rebalances or {}, topics, readers))
         | (reuse & _power_loss_after(power_loss_until or {}, topics)),
     )
 
