@@ -220,9 +220,9 @@ def _scenarios(scenario_file: Path | None) -> dict[str, Any]:
     return found
 
 
-def _bug_run(args: argparse.Namespace) -> tuple[Any, str, dict[str, Any]] | None:
+def _bug_run(args: argparse.Namespace) -> tuple[Any, Any, dict[str, Any]] | None:
     """With --bug: (entry, side, the side's pinned options); refuses what contradicts it."""
-    from chaos.scenarios.bugs import find
+    from chaos.scenarios.bugs import as_side, find
 
     if args.bug is None:
         if args.on is not None:
@@ -234,7 +234,7 @@ def _bug_run(args: argparse.Namespace) -> tuple[Any, str, dict[str, Any]] | None
         entry = find(args.bug)
     except ValueError as e:
         raise RunConfigError(str(e)) from None
-    side = args.on or "affected"
+    side = as_side(args.on)
     pin = entry.pin(side)
     if getattr(args, entry.axis, None) is not None:
         flag = "--" + entry.axis.replace("_", "-")

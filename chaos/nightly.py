@@ -115,11 +115,11 @@ def judge(cell: Cell, result: ChaosResult) -> list[Miss]:
     """Why a cell failed: a known bug's promise for its side; else its scenario's
     expectations, else a verdict other than valid."""
     if cell.bug:
-        from chaos.scenarios.bugs import BUG_BY_ID
+        from chaos.scenarios.bugs import BUG_BY_ID, as_side
         from chaos.scenarios.bugs import judge as judge_bug
 
         entry = BUG_BY_ID[cell.bug]
-        side = "fixed" if cell.side == "fixed" else "affected"
+        side = as_side(cell.side)
         return [Miss(f"{cell.bug} on {side} ({entry.label(side)})", m)
                 for m in judge_bug(entry, side, result.results)]
     misses = scenario_misses(result)
@@ -136,10 +136,10 @@ def _orchestrator(cell: Cell, out: Path, common: dict[str, Any]) -> ChaosResult:
 
     overrides = {**common, **cell.config, "out": str(out)}
     if cell.bug:  # the entry's pinned version wins over a --kafka-version of every cell
-        from chaos.scenarios.bugs import BUG_BY_ID
+        from chaos.scenarios.bugs import BUG_BY_ID, as_side
 
         entry = BUG_BY_ID[cell.bug]
-        side = "fixed" if cell.side == "fixed" else "affected"
+        side = as_side(cell.side)
         overrides.update(entry.pin(side))
         if entry.axis == "kafka_version":
             overrides.pop("image", None)

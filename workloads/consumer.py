@@ -3,7 +3,7 @@
 ``assign`` mode reads fixed partitions from the beginning without a group; ``subscribe``
 mode joins the run's consumer group (commits on, rebalances happen when brokers fail).
 ``restart`` mode is a group consumer alone in its own group (``<group>-<reader>``) that, once
-it has caught up (a consume() call ended at a partition's end, or returned nothing) and
+it has caught up (a consume() call ended with a partition's end event, or returned nothing) and
 ``restart_interval_s`` has passed, closes (committing its stored offsets) and starts a new
 consumer in the same group: the new one resumes at the committed offsets, so it may re-read
 (at least once) but never skip a record (librdkafka#4844 breaks exactly that). Every
@@ -127,11 +127,13 @@ class ConsumerProcess:
         self.started = time.monotonic()
 
     def _caught_up(self, msgs: list[Any]) -> bool:
-        """The last consume() reached a partition's end (EOF event) or returned nothing."""
+        """The last consume() ended at a partition's end (its last message is the EOF event:
+        nothing read after it moved the position on) or returned nothing."""
         if not msgs:
             return True
-        errors = [m.error() for m in msgs]
-        return any(e is not None and e.code() == KafkaError._PARTITION_EOF for e in errors)
+        err = msgs[-1].error()
+        return err is not None and err.code() == KafkaError._PARTITION_EOF
+
 
     def _rebalance(self, what: str, parts: list[TopicPartition]) -> None:
         self.events.emit(REBALANCE, INSTANT, [], {

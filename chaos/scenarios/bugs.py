@@ -27,6 +27,11 @@ SIDES: tuple[Side, ...] = ("affected", "fixed")
 NOT_ATTEMPTED = "not yet attempted"
 
 
+def as_side(text: str | None) -> Side:
+    """``"fixed"`` -> "fixed"; anything else (None included) -> "affected"."""
+    return "fixed" if text == "fixed" else "affected"
+
+
 # ---------------------------------------------------------------- eof-consumer-restart
 def _eof_restart_expect(cfg: RunConfig, kafka_version: str) -> Expect:
     bug = BY_ID["librdkafka#4844"]

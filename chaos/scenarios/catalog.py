@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from chaos.scenarios import replication
-from chaos.scenarios.bugs import EOF_CONSUMER_RESTART
 from chaos.scenarios.base import Scenario
+from chaos.scenarios.bugs import EOF_CONSUMER_RESTART
 from chaos.scenarios.operations import OPERATIONS, no_loss_expect
 
 SAFE_CONFIG_CHAOS = Scenario(
