@@ -128,6 +128,7 @@ class ConsumerConfig:
     # restart mode: the least time between two restarts of a consumer (it restarts only once
     # it has caught up, so the close commits the position right after a partition's end)
     restart_interval_s: float = 3.0
+    restart_pause_s: float = 1.0  # restart mode: from the close to the new consumer
     history_chunk_rows: int = 50_000
     history_flush_interval_s: float = 2.0
     extra: dict[str, str] = field(default_factory=dict)

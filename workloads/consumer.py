@@ -4,8 +4,8 @@
 mode joins the run's consumer group (commits on, rebalances happen when brokers fail).
 ``restart`` mode is a group consumer alone in its own group (``<group>-<reader>``) that, once
 it has caught up (a consume() call ended with a partition's end event, or returned nothing) and
-``restart_interval_s`` has passed, closes (committing its stored offsets) and starts a new
-consumer in the same group: the new one resumes at the committed offsets, so it may re-read
+``restart_interval_s`` has passed, closes (committing its stored offsets) and, after
+``restart_pause_s`` (the time a restart takes), starts a new consumer in the same group: the new one resumes at the committed offsets, so it may re-read
 (at least once) but never skip a record (librdkafka#4844 breaks exactly that). Every
 ``consume()`` call is one poll number. Rebalances are written to events.jsonl
 (``kind: "rebalance"``) so the checker can tell a skip across a rebalance from one without.
@@ -87,12 +87,14 @@ class ConsumerProcess:
                                   cfg.history_flush_interval_s)
         self.bootstrap = bootstrap
         self.restarts = 0
+        self.at_eof = False  # the last non-empty consume() ended with a partition's end event
         conf = cfg.kafka_config()
         if spec.mode == "restart":
             # Alone in its group: no other member can take a partition, so every resumption
             # is at the offset this reader committed.
             conf["group.id"] = f"{cfg.group_id}-{spec.id}"
         self.conf = conf
+        self.eof_enabled = conf.get("enable.partition.eof", "false").lower() == "true"
         if spec.mode == "assign":
             # No group at all: nothing is committed and no rebalance can move partitions.
             conf = {k: v for k, v in conf.items() if k not in (
@@ -122,18 +124,21 @@ class ConsumerProcess:
         except Exception as e:  # noqa: BLE001 - a failed close commits nothing: a re-read
             log.info("consumer %s: close before restart: %s", self.spec.id, e)
         self.restarts += 1
+        self.at_eof = False
+        # A restart takes time (a process or a pod comes back): the producers write on.
+        self.stop_event.wait(self.cfg.restart_pause_s)
         self.client = consumer_client(self.bootstrap, self.conf, f"kc-consumer-{self.spec.id}")
         self._subscribe()
         self.started = time.monotonic()
 
     def _caught_up(self, msgs: list[Any]) -> bool:
-        """The last consume() ended at a partition's end (its last message is the EOF event:
-        nothing read after it moved the position on) or returned nothing."""
-        if not msgs:
-            return True
-        err = msgs[-1].error()
-        return err is not None and err.code() == KafkaError._PARTITION_EOF
-
+        """Whether the reader has caught up: with enable.partition.eof, the last non-empty
+        consume() ended with the end event (nothing read after it moved the position on);
+        without, a consume() returned nothing."""
+        if msgs:
+            err = msgs[-1].error()
+            self.at_eof = err is not None and err.code() == KafkaError._PARTITION_EOF
+        return self.at_eof or (not msgs and not self.eof_enabled)
 
     def _rebalance(self, what: str, parts: list[TopicPartition]) -> None:
         self.events.emit(REBALANCE, INSTANT, [], {

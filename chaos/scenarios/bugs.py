@@ -56,20 +56,21 @@ EOF_CONSUMER_RESTART = Scenario(
     summary="librdkafka#4844: a group consumer with enable.partition.eof=true restarts after "
             "catching up; on 2.2.0-2.13.0 it resumes one record too far",
     doc=(
-        "One partition, one steady producer, no faults. The consumer reads with "
+        "One partition, one slow producer (5 records/s: the consumer catches up between "
+        "records, so librdkafka emits end-of-partition events), no faults. The consumer reads with "
         "Consumer.consume() (librdkafka's batch path) and enable.partition.eof=true, alone in "
         "its own group with auto-commit. Each time it has caught up (a consume() call ended at "
         "the partition's end) and a few seconds have passed, it closes — committing its "
-        "stored offsets — and a new consumer joins the same group, resuming at the committed "
-        "offset. librdkafka 2.2.0 to 2.13.0 store last offset + 2 after the end-of-partition "
+        "stored offsets — and a second later (the time a restart takes) a new consumer joins "
+        "the same group, resuming at the committed offset. librdkafka 2.2.0 to 2.13.0 store last offset + 2 after the end-of-partition "
         "event in the batch path (librdkafka#4844, fixed by PR #5213 in 2.13.2), so the new "
         "consumer skips the next record: a poll-skip of exactly one offset the drain reads. "
         "A restart may re-read (at least once) but must never skip."
     ),
     config={"brokers": 1, "partitions": 1, "replication_factor": 1, "min_insync": 1,
-            "acks": "all", "producers": 1, "rate": 100.0, "consumers": 1,
+            "acks": "all", "producers": 1, "rate": 5.0, "consumers": 1,
             "consumer_mode": "restart", "consumer_config": {"enable.partition.eof": "true"},
-            "faults": [], "duration": 20.0},
+            "faults": [], "duration": 25.0},
     expect=_eof_restart_expect,
 )
 
