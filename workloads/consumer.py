@@ -2,12 +2,13 @@
 
 ``assign`` mode reads fixed partitions from the beginning without a group; ``subscribe``
 mode joins the run's consumer group (commits on, rebalances happen when brokers fail).
-``restart`` mode is a group consumer alone in its own group (``<group>-<reader>``) that, once
-it has caught up (a consume() call ended with a partition's end event, or returned nothing) and
-``restart_interval_s`` has passed, closes (committing its stored offsets) and, after
-``restart_pause_s`` (the time a restart takes), starts a new consumer in the same group: the new one resumes at the committed offsets, so it may re-read
-(at least once) but never skip a record (librdkafka#4844 breaks exactly that). Every
-``consume()`` call is one poll number. Rebalances are written to events.jsonl
+``restart`` mode is a group consumer alone in its own group (``<group>-<reader>``) that,
+once it has caught up (its last batch ended with a partition's end event; without
+enable.partition.eof, a consume() returned nothing) and ``restart_interval_s`` has passed,
+closes (committing its stored offsets) and, after ``restart_pause_s`` (the time a restart
+takes), starts a new consumer in the same group: the new one resumes at the committed
+offsets, so it may re-read (at least once) but never skip a record (librdkafka#4844 breaks
+exactly that). Every ``consume()`` call is one poll number. Rebalances are written to events.jsonl
 (``kind: "rebalance"``) so the checker can tell a skip across a rebalance from one without.
 librdkafka's silent seeks after truncation (offset reset to earliest) are not hidden.
 """

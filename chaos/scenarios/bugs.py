@@ -57,14 +57,15 @@ EOF_CONSUMER_RESTART = Scenario(
             "catching up; on 2.2.0-2.13.0 it resumes one record too far",
     doc=(
         "One partition, one slow producer (5 records/s: the consumer catches up between "
-        "records, so librdkafka emits end-of-partition events), no faults. The consumer reads with "
-        "Consumer.consume() (librdkafka's batch path) and enable.partition.eof=true, alone in "
-        "its own group with auto-commit. Each time it has caught up (a consume() call ended at "
-        "the partition's end) and a few seconds have passed, it closes — committing its "
-        "stored offsets — and a second later (the time a restart takes) a new consumer joins "
-        "the same group, resuming at the committed offset. librdkafka 2.2.0 to 2.13.0 store last offset + 2 after the end-of-partition "
-        "event in the batch path (librdkafka#4844, fixed by PR #5213 in 2.13.2), so the new "
-        "consumer skips the next record: a poll-skip of exactly one offset the drain reads. "
+        "records, so librdkafka emits end-of-partition events), no faults. The consumer "
+        "reads with Consumer.consume() (librdkafka's batch path) and "
+        "enable.partition.eof=true, alone in its own group with auto-commit. Each time its "
+        "last batch ended with the partition's end event and a few seconds have passed, it "
+        "closes — committing its stored offsets — and a second later (the time a restart "
+        "takes) a new consumer joins the same group, resuming at the committed offset. "
+        "librdkafka 2.2.0 to 2.13.0 store last offset + 2 after the end event in the batch "
+        "path (librdkafka#4844, fixed by PR #5213 in 2.13.2), so the new consumer skips the "
+        "next record: a poll-skip of exactly one offset, which the drain reads. "
         "A restart may re-read (at least once) but must never skip."
     ),
     config={"brokers": 1, "partitions": 1, "replication_factor": 1, "min_insync": 1,
