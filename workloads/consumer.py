@@ -127,7 +127,10 @@ class ConsumerProcess:
         self.restarts += 1
         self.at_eof = False
         # A restart takes time (a process or a pod comes back): the producers write on.
-        self.stop_event.wait(self.cfg.restart_pause_s)
+        # (The stop flag has no wait(): workloads.processes.StopFlag.)
+        until = time.monotonic() + self.cfg.restart_pause_s
+        while time.monotonic() < until and not self.stop_event.is_set():
+            time.sleep(0.05)
         self.client = consumer_client(self.bootstrap, self.conf, f"kc-consumer-{self.spec.id}")
         self._subscribe()
         self.started = time.monotonic()
