@@ -73,6 +73,8 @@ EOF_CONSUMER_RESTART = Scenario(
             "consumer_mode": "restart", "consumer_config": {"enable.partition.eof": "true"},
             "faults": [], "duration": 25.0},
     expect=_eof_restart_expect,
+    # Without restarts a clean fixed side would prove nothing.
+    mechanism=[{"kind": "consumer-restart", "count": 2}],
 )
 
 

@@ -46,3 +46,20 @@ def test_the_fixed_client_names_no_bug(check) -> None:  # type: ignore[no-untype
     skip = r["anomalies"]["poll-skip"]
     assert skip["count"] == 1 and skip["known_bugs"] == {}
     assert "known_bug" not in skip["examples"][0]
+
+
+def test_consumer_restart_mechanism_counts_recorded_restarts() -> None:
+    from checkers.observations import PartitionHistory
+    from checkers.verdict import mechanism
+    from contract.events import INSTANT, Event
+
+    def restart(poll: int) -> Event:
+        return Event(poll, "rebalance", INSTANT, (), {"reader": "c0", "what": "restart",
+                                                      "poll": poll, "partitions": ["t:0"]})
+
+    other = Event(0, "rebalance", INSTANT, (), {"reader": "c0", "what": "revoked", "poll": 1})
+    want = [{"kind": "consumer-restart", "count": 2}]
+    parts = PartitionHistory([])
+    assert mechanism(want, [restart(3), other, restart(9)], parts)["observed"] is True
+    one = mechanism(want, [restart(3), other], parts)
+    assert one["observed"] is False and "fewer than 2" in one["details"][0]["evidence"]
