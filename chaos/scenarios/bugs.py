@@ -162,12 +162,12 @@ BUGS: tuple[BugEntry, ...] = (
     BugEntry(
         id="librdkafka#4844", axis="client_version", affected="2.13.0", fixed="2.13.2",
         kind="poll-skip", scenario=EOF_CONSUMER_RESTART,
-        status="reproduces (measured: see README, 'Bugs kafka-chaos reproduces')",
+        status="reproduces: 3/3 runs (8/8 restarts skipped one record); fixed 2/2 clean",
     ),
     BugEntry(
         id="KIP-966", axis="kafka_version", affected="3.9.1", fixed="4.3.1",
         kind="lost", scenario=LAST_REPLICA_STANDING, affected_valid=True,
-        status="reproduces (measured: see README, 'Bugs kafka-chaos reproduces')",
+        status="reproduces: 1/1 run (1935 lost, all tagged); fixed 1/1 clean",
     ),
     BugEntry(id="librdkafka#4953", axis="client_version", affected="2.13.0", fixed="none",
              kind="duplicate", status=NOT_ATTEMPTED),
