@@ -23,7 +23,12 @@ EXAMPLES = {
   kafka-chaos run --acks 1 --faults kill --fault-interval 5 --duration 30 --seed 7
   kafka-chaos run --kafka-version 3.9.1 --unclean --min-insync 1
   kafka-chaos run --image apache/kafka:4.1.1        # where the official image can be pulled
-  kafka-chaos run --scenario-file my-scenarios.toml --scenario my-case""",
+  kafka-chaos run --scenario-file my-scenarios.toml --scenario my-case
+  kafka-chaos run --bug librdkafka#4844             # the known bug on its affected version
+  kafka-chaos run --bug KIP-966 --on fixed          # ... and on the version that fixed it""",
+    "bugs": """examples:
+  kafka-chaos bugs                                  # the known-bug catalogue
+  kafka-chaos run --bug KIP-966 --on affected""",
     "check": """examples:
   kafka-chaos check runs/latest
   kafka-chaos check runs/safe-config-chaos/20261122T093000Z --spark-master spark://host:7077""",
@@ -83,7 +88,11 @@ def build_parser() -> argparse.ArgumentParser:
     r = sub.add_parser("run", help="cluster up, workload + faults, heal, drain, check, report",
                        epilog=EXAMPLES["run"] + "\n\n" + EXAMPLES["config"],
                        formatter_class=fmt)
-    r.add_argument("--scenario", default="safe-config-chaos", help="a scenario name")
+    r.add_argument("--scenario", help="a scenario name (default safe-config-chaos)")
+    r.add_argument("--bug", metavar="ID",
+                   help="run a known bug's scenario pinned to its version (kafka-chaos bugs)")
+    r.add_argument("--on", choices=["affected", "fixed"],
+                   help="with --bug: the affected version (default) or the fixed one")
     r.add_argument("--scenario-file", type=Path, help="TOML file with more scenarios")
     r.add_argument("--config", type=Path, help="TOML file of run options (CLI wins)")
     r.add_argument("--brokers", type=int)
@@ -97,7 +106,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--transactions", action="store_true", default=None)
     r.add_argument("--producers", type=int)
     r.add_argument("--consumers", type=int)
-    r.add_argument("--consumer-mode", choices=CONSUMER_MODES)
+    r.add_argument("--consumer-mode", choices=CONSUMER_MODES,
+                   help="restart: a group consumer that closes and rejoins after catching up")
     r.add_argument("--isolation-level", choices=ISOLATION_LEVELS)
     r.add_argument("--rate", type=float, help="records/s per producer (0: flat out)")
     r.add_argument("--duration", type=float, help="seconds of workload")
@@ -135,6 +145,9 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("scenarios", help="list the scenarios", epilog=EXAMPLES["scenarios"],
                        formatter_class=fmt)
     s.add_argument("--scenario-file", type=Path)
+
+    sub.add_parser("bugs", help="list the known-bug catalogue", epilog=EXAMPLES["bugs"],
+                   formatter_class=fmt)
 
     cl = sub.add_parser("cluster", help="start a cluster and keep it up",
                         epilog=EXAMPLES["cluster"], formatter_class=fmt)
@@ -206,15 +219,46 @@ def _scenarios(scenario_file: Path | None) -> dict[str, Any]:
     return found
 
 
+def _bug_run(args: argparse.Namespace) -> tuple[Any, Any, dict[str, Any]] | None:
+    """With --bug: (entry, side, the side's pinned options); refuses what contradicts it."""
+    from chaos.scenarios.bugs import as_side, find
+
+    if args.bug is None:
+        if args.on is not None:
+            raise RunConfigError("--on needs --bug")
+        return None
+    if args.scenario is not None:
+        raise RunConfigError("--bug runs its own scenario; drop --scenario")
+    try:
+        entry = find(args.bug)
+    except ValueError as e:
+        raise RunConfigError(str(e)) from None
+    side = as_side(args.on)
+    pin = entry.pin(side)
+    if getattr(args, entry.axis, None) is not None:
+        flag = "--" + entry.axis.replace("_", "-")
+        raise RunConfigError(f"--bug {entry.id} pins {flag} ({pin[entry.axis]} on {side}); "
+                             f"drop {flag}")
+    return entry, side, pin
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     try:
+        bug = _bug_run(args)
         scenarios = _scenarios(args.scenario_file)
-        if args.scenario not in scenarios:
-            raise RunConfigError(f"unknown scenario {args.scenario!r} "
-                                 "(see: kafka-chaos scenarios)")
-        scenario = scenarios[args.scenario]
+        if bug is not None:
+            scenario = bug[0].scenario
+        else:
+            name = args.scenario or "safe-config-chaos"
+            if name not in scenarios:
+                raise RunConfigError(f"unknown scenario {name!r} "
+                                     "(see: kafka-chaos scenarios)")
+            scenario = scenarios[name]
         file_opts = _load_toml(args.config).get("run", {}) if args.config else {}
-        cfg = scenario.run_config(**run_overrides(args, file_opts))
+        overrides = run_overrides(args, file_opts)
+        if bug is not None:
+            overrides.update(bug[2])
+        cfg = scenario.run_config(**overrides)
         cfg.validate()
         if cfg.client_version:  # before the cluster: a release pip cannot install is bad input
             from chaos.clients import ensure_client
@@ -229,6 +273,10 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     outcome = run(cfg, scenario, progress=Progress())
     print_verdict(outcome)
+    if bug is not None:
+        from chaos.scenarios.bugs import summary
+
+        print(summary(bug[0], bug[1], outcome.results))
     return exit_code_of_results(outcome.results)
 
 
@@ -277,6 +325,18 @@ def cmd_scenarios(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_bugs(args: argparse.Namespace) -> int:
+    from chaos.scenarios.bugs import table
+
+    header = ("id", "title", "affected", "fixed", "status")
+    rows = [header, *table()]
+    widths = [min(max(len(r[i]) for r in rows), 60) for i in range(4)]
+    for r in rows:
+        cells = [r[i][:widths[i]].ljust(widths[i]) for i in range(4)]
+        print("  ".join([*cells, r[4]]))
+    return 0
+
+
 def cmd_cluster_up(args: argparse.Namespace) -> int:
     from compose.cleanup import signals_raise
     from compose.cluster import KafkaCluster
@@ -312,6 +372,8 @@ def main(argv: list[str] | None = None) -> int:
         return cmd_report(args)
     if args.command == "scenarios":
         return cmd_scenarios(args)
+    if args.command == "bugs":
+        return cmd_bugs(args)
     return cmd_cluster_up(args)
 
 

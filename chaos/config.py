@@ -109,7 +109,7 @@ class RunConfig:
         if not 0 <= self.consumers <= 16:
             raise bad(f"--consumers must be 0..16, got {self.consumers}")
         if self.consumer_mode not in CONSUMER_MODES:
-            raise bad(f"--consumer-mode must be {' or '.join(CONSUMER_MODES)}, "
+            raise bad(f"--consumer-mode must be one of {', '.join(CONSUMER_MODES)}, "
                       f"got {self.consumer_mode!r}")
         if self.isolation_level not in ISOLATION_LEVELS:
             raise bad(f"--isolation-level must be {' or '.join(ISOLATION_LEVELS)}, "

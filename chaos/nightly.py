@@ -1,8 +1,10 @@
 """The nightly matrix: scenarios and configurations run one after another into one folder,
 then a matrix report (``index.html``) and JUnit XML for CI.
 
-    python -m chaos.nightly              # small local matrix: 3 cells of ~30 s (make nightly)
+    python -m chaos.nightly              # small local matrix: 3 cells of ~30 s and both sides
+                                         # of each runnable known bug (make nightly)
     python -m chaos.nightly --full       # CI: every scenario + acks × unclean × faults grid
+                                         # + the known bugs
     python -m chaos.nightly --list       # print the cells, run nothing
 
 Runs go to ``<out>/<scenario>/<timestamp>/`` (default ``runs/nightly``); the folder
@@ -44,9 +46,13 @@ class Cell:
     scenario: str | None
     axes: dict[str, Any] = field(default_factory=dict)  # what the cell varies: in its name
     settings: dict[str, Any] = field(default_factory=dict)  # the rest (duration, interval)
+    bug: str | None = None  # a known-bug cell (chaos/scenarios/bugs.py): the entry's id
+    side: str = "affected"  # ... and which side of it: affected or fixed
 
     @property
     def name(self) -> str:
+        if self.bug:
+            return f"bug:{self.bug}[{self.side}]"
         label = self.scenario or RANDOM_FAULTS
         return f"{label}[{cell_id(self.axes)}]" if self.axes else label
 
@@ -73,13 +79,23 @@ class CellOutcome:
         return "error" if self.result.valid == "unknown" else "passed"
 
 
+def bug_cells() -> list[Cell]:
+    """Both sides (affected, fixed) of every runnable known-bug catalogue entry."""
+    from chaos.scenarios.bugs import BUGS, SIDES
+
+    return [Cell(b.scenario.name, bug=b.id, side=side) for b in BUGS if b.scenario
+            for side in SIDES]
+
+
 def local_cells(duration: float) -> list[Cell]:
-    """A few short cells that show the whole path on one machine in ~6 minutes."""
+    """A few short cells that show the whole path on one machine in ~6 minutes, then both
+    sides of the known bugs (~2 minutes each)."""
     return [
         Cell("safe-config-chaos", settings={"duration": duration}),
         Cell("acks1-leader-failover", settings={"duration": max(duration, 30.0)}),
         Cell(None, {"acks": "1", "unclean": False, "faults": ["kill"]},
              {"min_insync": 1, "fault_interval": 6.0, "duration": duration}),
+        *bug_cells(),
     ]
 
 
@@ -92,11 +108,20 @@ def full_cells(duration: float) -> list[Cell]:
         min_insync = 1 if c["acks"] == "1" else 2
         out.append(Cell(None, c, {"min_insync": min_insync, "fault_interval": 8.0,
                                   "duration": duration}))
-    return out
+    return [*out, *bug_cells()]
 
 
 def judge(cell: Cell, result: ChaosResult) -> list[Miss]:
-    """Why a cell failed: its scenario's expectations, else a verdict other than valid."""
+    """Why a cell failed: a known bug's promise for its side; else its scenario's
+    expectations, else a verdict other than valid."""
+    if cell.bug:
+        from chaos.scenarios.bugs import BUG_BY_ID, as_side
+        from chaos.scenarios.bugs import judge as judge_bug
+
+        entry = BUG_BY_ID[cell.bug]
+        side = as_side(cell.side)
+        return [Miss(f"{cell.bug} on {side} ({entry.label(side)})", m)
+                for m in judge_bug(entry, side, result.results)]
     misses = scenario_misses(result)
     if not misses and result.valid is False:
         misses = [Miss("verdict valid", result.verdict)]
@@ -110,6 +135,14 @@ def _orchestrator(cell: Cell, out: Path, common: dict[str, Any]) -> ChaosResult:
     from chaos.scenarios import SCENARIOS
 
     overrides = {**common, **cell.config, "out": str(out)}
+    if cell.bug:  # the entry's pinned version wins over a --kafka-version of every cell
+        from chaos.scenarios.bugs import BUG_BY_ID, as_side
+
+        entry = BUG_BY_ID[cell.bug]
+        side = as_side(cell.side)
+        overrides.update(entry.pin(side))
+        if entry.axis == "kafka_version":
+            overrides.pop("image", None)
     if cell.scenario:
         scenario = SCENARIOS[cell.scenario]
         cfg = scenario.run_config(**overrides)

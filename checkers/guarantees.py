@@ -74,7 +74,9 @@ def reorder_rule(s: Settings) -> Rule:
 POLL_RULE = Rule(False, "forbidden: a consumer reads a partition in order; only a step of a "
                  "subscribe-mode reader across a recorded rebalance of that reader that moved "
                  "the partition is excused (it may resume from the group's committed offset), "
-                 "and a step back onto offsets a truncation reused (the client resets to the "
+                 "a step back of a restart-mode reader (alone in its group) across its "
+                 "recorded restart (it re-reads from its committed offset, never skips), and "
+                 "a step back onto offsets a truncation reused (the client resets to the "
                  "truncation point; the truncation is judged as reused-offset)")
 
 NEVER: dict[str, str] = {
@@ -147,8 +149,8 @@ EXCUSES: dict[str, str] = {
     "poll-skip": "was by a subscribe-mode reader across a recorded rebalance that moved its "
     "partition",
     "nonmonotonic-poll": "was by a subscribe-mode reader across a recorded rebalance that "
-    "moved its partition, or a reset onto offsets a truncation reused (judged as "
-    "reused-offset)",
+    "moved its partition, a step back of a restart-mode reader across its restart, or a "
+    "reset onto offsets a truncation reused (judged as reused-offset)",
     "reused-offset": "was first read before a power loss hit every in-sync replica of its "
     "partition (the truncated tail's offset was reused)",
 }

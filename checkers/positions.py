@@ -107,9 +107,11 @@ def position_anomalies(reads: DataFrame, partitions: int, topics: list[str],
     excused when a power loss of the partition's whole ISR came after its first read.
 
     A poll step is excused when the reader is in subscribe mode and one of its recorded
-    rebalances of that partition has a poll number in [previous read's poll, this poll]; a
-    step back is also excused when it lands on a reused offset (a reset to the truncation
-    point; ``excuse`` says which).
+    rebalances of that partition has a poll number in [previous read's poll, this poll]. A
+    restart-mode reader is alone in its group, so it resumes at the offset it committed: a
+    step back across its recorded rebalance or restart is excused (at least once), a skip
+    never is. A step back is also excused when it lands on a reused offset (a reset to the
+    truncation point). ``excuse`` says which.
 
     One chain without branches (a branch would repeat the exchange): windows by offset
     (sharing one sort), then the per-reader window, then one projection that lists each
@@ -121,6 +123,7 @@ def position_anomalies(reads: DataFrame, partitions: int, topics: list[str],
         _id(readers, F.col("reader")).alias("rid"),
         consumer.alias("consumer"),
         (F.col("mode") == "subscribe").alias("subscribe"),
+        (F.col("mode") == "restart").alias("restart"),
         "poll", "read_ns", topic_id(topics, F.col("topic")).alias("tid"), "partition",
         "offset", _record_key().alias("rec"),
     ).repartition(partitions, "tid", "partition")
@@ -173,7 +176,9 @@ def position_anomalies(reads: DataFrame, partitions: int, topics: list[str],
     # truncated and reset its position to the truncation point (KIP-320; librdkafka does it
     # silently). The truncation itself is reported, and judged, as reused-offset.
     reset = ((kind == "nonmonotonic-poll") & (F.col("lo") != F.col("hi")) & reused)
-    across = poll_kind & F.col("subscribe") & _crossed(rebalances or {}, topics, readers)
+    across = (((poll_kind & F.col("subscribe"))
+               | ((kind == "nonmonotonic-poll") & F.col("restart")))
+              & _crossed(rebalances or {}, topics, readers))
     power = reuse & _power_loss_after(power_loss_until or {}, topics)
     incons = kind == "inconsistent-offset"
     # reused-offset: the record the log holds now, and one the live readers saw before

@@ -127,6 +127,14 @@ def mechanism(mechs: list[dict[str, Any]], events: list[Event],
                     seen, evidence = True, (f"{c.topic}-{c.partition} leader {c.leader} elected,"
                                             f" last ISR {list(c.prev_isr)}, at ts_ns={c.ts_ns}")
                     break
+        elif kind == "consumer-restart":
+            # restart-mode consumers record each restart as a rebalance ``what: "restart"``
+            want = int(m.get("count", 1))
+            polls = [e for e in events if e.kind == "rebalance"
+                     and e.detail.get("what") == "restart"]
+            seen = len(polls) >= want
+            evidence = (f"{len(polls)} consumer restart(s) in events.jsonl"
+                        + ("" if seen else f", fewer than {want}"))
         else:
             evidence = f"unknown mechanism kind {kind!r}"
         details.append({"kind": kind, **{k: v for k, v in m.items() if k != "kind"},

@@ -16,7 +16,8 @@ READ_UNCOMMITTED = "read_uncommitted"
 #: adds ``drain`` for the final read).
 ACKS_VALUES = ("0", "1", "all")
 ISOLATION_LEVELS = (READ_COMMITTED, READ_UNCOMMITTED)
-CONSUMER_MODES = ("assign", "subscribe")
+#: restart: a group consumer alone in its group that closes and rejoins after catching up
+CONSUMER_MODES = ("assign", "subscribe", "restart")
 
 #: The defaults in force when run.json leaves a setting unset (Kafka's, and librdkafka's for
 #: the clients: its ``enable.idempotence`` is false and its consumer reads committed).

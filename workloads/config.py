@@ -128,6 +128,10 @@ class ConsumerConfig:
     fetch_wait_max_ms: int = 100
     max_poll_records: int = 500  # records per consume() call
     poll_timeout_s: float = 0.2
+    # restart mode: the least time between two restarts of a consumer (it restarts only once
+    # it has caught up, so the close commits the position right after a partition's end)
+    restart_interval_s: float = 3.0
+    restart_pause_s: float = 1.0  # restart mode: from the close to the new consumer
     history_chunk_rows: int = 50_000
     history_flush_interval_s: float = 2.0
     extra: dict[str, str] = field(default_factory=dict)
@@ -152,11 +156,12 @@ class ConsumerConfig:
 
 @dataclass
 class ConsumerSpec:
-    """One consumer of the run: its reader id (``c0``), its mode, and for ``assign`` mode the
-    partitions it reads (None: all)."""
+    """One consumer of the run: its reader id (``c0``), its mode (assign, subscribe, or
+    restart: a group consumer that restarts itself, workloads/consumer.py), and for ``assign``
+    mode the partitions it reads (None: all)."""
 
     id: str
-    mode: Literal["assign", "subscribe"] = "assign"
+    mode: Literal["assign", "subscribe", "restart"] = "assign"
     partitions: list[int] | None = None
 
 

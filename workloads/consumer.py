@@ -1,8 +1,14 @@
 """One consumer process of the run, recording every record it reads into reads.parquet.
 
 ``assign`` mode reads fixed partitions from the beginning without a group; ``subscribe``
-mode joins the run's consumer group (commits on, rebalances happen when brokers fail). Every
-``consume()`` call is one poll number. Rebalances are written to events.jsonl
+mode joins the run's consumer group (commits on, rebalances happen when brokers fail).
+``restart`` mode is a group consumer alone in its own group (``<group>-<reader>``) that,
+once it has caught up (its last batch ended with a partition's end event; without
+enable.partition.eof, a consume() returned nothing) and ``restart_interval_s`` has passed,
+closes (committing its stored offsets) and, after ``restart_pause_s`` (the time a restart
+takes), starts a new consumer in the same group: the new one resumes at the committed
+offsets, so it may re-read (at least once) but never skip a record (librdkafka#4844 breaks
+exactly that). Every ``consume()`` call is one poll number. Rebalances are written to events.jsonl
 (``kind: "rebalance"``) so the checker can tell a skip across a rebalance from one without.
 librdkafka's silent seeks after truncation (offset reset to earliest) are not hidden.
 """
@@ -93,7 +99,16 @@ class ConsumerProcess:
         self.events = EventLog(history_dir(run_dir) / "events.jsonl")
         self.reads = ReadRecorder(run_dir, spec.id, spec.mode, cfg.history_chunk_rows,
                                   cfg.history_flush_interval_s)
+        self.bootstrap = bootstrap
+        self.restarts = 0
+        self.at_eof = False  # the last non-empty consume() ended with a partition's end event
         conf = cfg.kafka_config()
+        if spec.mode == "restart":
+            # Alone in its group: no other member can take a partition, so every resumption
+            # is at the offset this reader committed.
+            conf["group.id"] = f"{cfg.group_id}-{spec.id}"
+        self.conf = conf
+        self.eof_enabled = conf.get("enable.partition.eof", "false").lower() == "true"
         if spec.mode == "assign":
             # No group at all: nothing is committed and no rebalance can move partitions.
             conf = {k: v for k, v in conf.items() if k not in (
@@ -106,8 +121,41 @@ class ConsumerProcess:
             parts = spec.partitions if spec.partitions is not None else list(range(partitions))
             self.client.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in parts])
         else:
-            self.client.subscribe([topic], on_assign=self._on_assign,
-                                  on_revoke=self._on_revoke, on_lost=self._on_lost)
+            self._subscribe()
+        self.started = time.monotonic()
+
+    def _subscribe(self) -> None:
+        self.client.subscribe([self.topic], on_assign=self._on_assign,
+                              on_revoke=self._on_revoke, on_lost=self._on_lost)
+
+    def _restart(self) -> None:
+        """Close (the final commit of the stored offsets) and join again as a new consumer.
+        The step is recorded as a rebalance ``what: "restart"`` of the partitions it held."""
+        parts = self.client.assignment()
+        self._rebalance("restart", parts)
+        try:
+            self.client.close()
+        except Exception as e:  # noqa: BLE001 - a failed close commits nothing: a re-read
+            log.info("consumer %s: close before restart: %s", self.spec.id, e)
+        self.restarts += 1
+        self.at_eof = False
+        # A restart takes time (a process or a pod comes back): the producers write on.
+        # (The stop flag has no wait(): workloads.processes.StopFlag.)
+        until = time.monotonic() + self.cfg.restart_pause_s
+        while time.monotonic() < until and not self.stop_event.is_set():
+            time.sleep(0.05)
+        self.client = consumer_client(self.bootstrap, self.conf, f"kc-consumer-{self.spec.id}")
+        self._subscribe()
+        self.started = time.monotonic()
+
+    def _caught_up(self, msgs: list[Any]) -> bool:
+        """Whether the reader has caught up: with enable.partition.eof, the last non-empty
+        consume() ended with the end event (nothing read after it moved the position on);
+        without, a consume() returned nothing."""
+        if msgs:
+            err = msgs[-1].error()
+            self.at_eof = err is not None and err.code() == KafkaError._PARTITION_EOF
+        return self.at_eof or (not msgs and not self.eof_enabled)
 
     def _rebalance(self, what: str, parts: list[TopicPartition]) -> None:
         rebalance_event(self.events, self.spec.id, what, self.reads.polls, parts)
@@ -141,6 +189,10 @@ class ConsumerProcess:
                             log.info("consumer %s: %s", self.spec.id, err)
                 else:
                     self.reads.writer.maybe_flush()
+                if (self.spec.mode == "restart" and self.client.assignment()
+                        and time.monotonic() - self.started >= self.cfg.restart_interval_s
+                        and self._caught_up(msgs)):
+                    self._restart()
         finally:
             self.reads.close()
             try:
@@ -151,7 +203,8 @@ class ConsumerProcess:
 
     def stats(self) -> dict[str, Any]:
         return {"reader": self.spec.id, "mode": self.spec.mode, "polls": self.reads.polls,
-                "records": self.reads.records, "invalid": self.reads.invalid}
+                "records": self.reads.records, "invalid": self.reads.invalid,
+                "restarts": self.restarts}
 
 
 def consumer_main(run_dir: Path, bootstrap: str, topic: str, partitions: int,

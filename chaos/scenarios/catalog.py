@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from chaos.scenarios import replication
 from chaos.scenarios.base import Scenario
+from chaos.scenarios.bugs import EOF_CONSUMER_RESTART
 from chaos.scenarios.operations import OPERATIONS, no_loss_expect
 
 SAFE_CONFIG_CHAOS = Scenario(
@@ -27,4 +28,5 @@ SAFE_CONFIG_CHAOS = Scenario(
 )
 
 SCENARIOS: dict[str, Scenario] = {s.name: s for s in [SAFE_CONFIG_CHAOS, *OPERATIONS,
-                                                    *replication.SCENARIOS]}
+                                                    *replication.SCENARIOS,
+                                                    EOF_CONSUMER_RESTART]}

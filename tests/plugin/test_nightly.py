@@ -27,17 +27,22 @@ def fake(cell: nightly.Cell, out: Path, common: dict[str, Any]) -> ChaosResult:
 def test_cells_local_and_full() -> None:
     local = nightly.local_cells(30)
     assert [c.name for c in local] == ["safe-config-chaos", "acks1-leader-failover",
-                                       "random-faults[acks=1-no-unclean-kill]"]
+                                       "random-faults[acks=1-no-unclean-kill]",
+                                       "bug:librdkafka#4844[affected]",
+                                       "bug:librdkafka#4844[fixed]",
+                                       "bug:KIP-966[affected]", "bug:KIP-966[fixed]"]
     assert local[2].config["min_insync"] == 1 and local[0].config == {"duration": 30}
     full = nightly.full_cells(60)
     grid = [c for c in full if c.scenario is None]
     assert len(grid) == 12
     assert {c.config["min_insync"] for c in grid if c.axes["acks"] == "all"} == {2}
     assert "safe-config-chaos" in [c.name for c in full]
+    assert [c.name for c in full if c.bug] == [c.name for c in local if c.bug]
 
 
 def test_nightly_writes_junit_and_exit_code(tmp_path: Path, capsys) -> None:
-    code = nightly.main(["--out", str(tmp_path), "--seed", "3"], runner=fake)
+    code = nightly.main(["--out", str(tmp_path), "--seed", "3", "--only", "safe",
+                         "--only", "acks1", "--only", "random"], runner=fake)
     assert code == 1  # acks1 failed its expectation; the random cell errored
     root = ET.parse(tmp_path / "junit.xml").getroot()
     suite = root.find("testsuite")
@@ -60,3 +65,25 @@ def test_only_and_exit_codes(tmp_path: Path) -> None:
     assert nightly.main(["--out", str(tmp_path), "--only", "safe"], runner=fake) == 0
     assert nightly.main(["--out", str(tmp_path), "--only", "random"], runner=fake) == 2
     assert nightly.main(["--out", str(tmp_path), "--only", "nothing"], runner=fake) == 2
+
+
+def _bug_result(tmp_path: Path, name: str, count: int, tagged: int, valid: bool) -> ChaosResult:
+    run_dir = write_run(tmp_path / name, counts={"poll-skip": count}, valid=valid)
+    res = ChaosResult.from_run_dir(run_dir)
+    assert res.results is not None
+    res.results["anomalies"]["poll-skip"]["known_bugs"] = (
+        {"librdkafka#4844": tagged} if tagged else {})
+    return res
+
+
+def test_bug_cells_are_judged_by_their_side(tmp_path: Path) -> None:
+    affected, fixed = [c for c in nightly.local_cells(30) if c.bug == "librdkafka#4844"]
+    assert (affected.side, fixed.side) == ("affected", "fixed")
+    assert nightly.judge(affected, _bug_result(tmp_path, "a", 2, 2, False)) == []
+    # the kind without the bug's tag: a skip the entry does not explain
+    untagged = nightly.judge(affected, _bug_result(tmp_path, "b", 2, 0, False))
+    assert "none tagged librdkafka#4844" in str(untagged)
+    assert nightly.judge(affected, _bug_result(tmp_path, "c", 0, 0, True))
+    assert nightly.judge(fixed, _bug_result(tmp_path, "d", 0, 0, True)) == []
+    assert "expected 0 on the fixed version" in str(
+        nightly.judge(fixed, _bug_result(tmp_path, "e", 1, 0, False)))

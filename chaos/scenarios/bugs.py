@@ -1,0 +1,200 @@
+"""The known-bug catalogue: each entry pins a scenario to a version that has a registered bug
+(contract/known_bugs.py: id, link, status, affected/fixed versions) and to one that fixed it,
+says what the checker must show on each, and how often it reproduced here.
+
+``kafka-chaos bugs`` lists it; ``kafka-chaos run --bug ID [--on affected|fixed]`` runs one
+side; the nightly matrix runs both sides of every runnable entry (chaos/nightly.py).
+
+On the affected side the bug's anomaly kind must be counted and at least one of its records
+must be tagged with the entry's registry id (so the checker explains it by the bug's facts,
+not by accident), with the verdict the entry states. On the fixed side that kind must be 0
+(and the verdict valid). A bug that did not reproduce keeps its entry with the evidence in
+``status``: never an entry that "passes" by expecting nothing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from chaos.config import RunConfig
+from chaos.scenarios.base import Expect, Scenario
+from chaos.scenarios.replication import LAST_REPLICA_STANDING
+from contract.known_bugs import BY_ID, KnownBug
+
+Side = Literal["affected", "fixed"]
+SIDES: tuple[Side, ...] = ("affected", "fixed")
+NOT_ATTEMPTED = "not yet attempted"
+
+
+def as_side(text: str | None) -> Side:
+    """``"fixed"`` -> "fixed"; anything else (None included) -> "affected"."""
+    return "fixed" if text == "fixed" else "affected"
+
+
+# ---------------------------------------------------------------- eof-consumer-restart
+def _eof_restart_expect(cfg: RunConfig, kafka_version: str) -> Expect:
+    bug = BY_ID["librdkafka#4844"]
+    version = cfg.client_version or installed_client_version()
+    if bug.affects(version):
+        return {"valid": False, "anomalies": {"poll-skip": ">0"}}
+    return {"valid": True, "anomalies": {"poll-skip": "==0", "nonmonotonic-poll": "==0"}}
+
+
+def installed_client_version() -> str | None:
+    """The confluent-kafka release installed with kafka-chaos (the workload's default)."""
+    try:
+        from importlib.metadata import version
+
+        return version("confluent-kafka")
+    except Exception:  # noqa: BLE001 - unknown: the registry counts it as affected
+        return None
+
+
+EOF_CONSUMER_RESTART = Scenario(
+    name="eof-consumer-restart",
+    summary="librdkafka#4844: a group consumer with enable.partition.eof=true restarts after "
+            "catching up; on 2.2.0-2.13.0 it resumes one record too far",
+    doc=(
+        "One partition, one slow producer (5 records/s: the consumer catches up between "
+        "records, so librdkafka emits end-of-partition events), no faults. The consumer "
+        "reads with Consumer.consume() (librdkafka's batch path) and "
+        "enable.partition.eof=true, alone in its own group with auto-commit. Each time its "
+        "last batch ended with the partition's end event and a few seconds have passed, it "
+        "closes — committing its stored offsets — and a second later (the time a restart "
+        "takes) a new consumer joins the same group, resuming at the committed offset. "
+        "librdkafka 2.2.0 to 2.13.0 store last offset + 2 after the end event in the batch "
+        "path (librdkafka#4844, fixed by PR #5213 in 2.13.2), so the new consumer skips the "
+        "next record: a poll-skip of exactly one offset, which the drain reads. "
+        "A restart may re-read (at least once) but must never skip."
+    ),
+    config={"brokers": 1, "partitions": 1, "replication_factor": 1, "min_insync": 1,
+            "acks": "all", "producers": 1, "rate": 5.0, "consumers": 1,
+            "consumer_mode": "restart", "consumer_config": {"enable.partition.eof": "true"},
+            "faults": [], "duration": 25.0},
+    expect=_eof_restart_expect,
+    # Without restarts a clean fixed side would prove nothing.
+    mechanism=[{"kind": "consumer-restart", "count": 2}],
+)
+
+
+# ---------------------------------------------------------------- the catalogue
+@dataclass(frozen=True)
+class BugEntry:
+    """One runnable (or not yet runnable) known bug.
+
+    ``axis`` is what the two sides vary: ``kafka_version`` or ``client_version``
+    (confluent-kafka). ``kind`` is the anomaly kind the bug produces; ``affected_valid`` the
+    verdict the affected side must have (False: INVALID; True when Kafka's documented
+    guarantee excuses the records and only the tag names the bug). ``status``: "reproduces
+    (N/M runs)", "not reproduced: <evidence>" or NOT_ATTEMPTED.
+    """
+
+    id: str
+    axis: Literal["kafka_version", "client_version"]
+    affected: str
+    fixed: str
+    kind: str
+    status: str
+    scenario: Scenario | None = None
+    affected_valid: bool = False
+    overrides: dict[str, Any] = field(default_factory=dict)
+    title: str = ""  # for a bug the registry does not hold (yet)
+
+    @property
+    def bug(self) -> KnownBug | None:
+        return BY_ID.get(self.id)
+
+    @property
+    def runnable(self) -> bool:
+        return self.scenario is not None
+
+    def version(self, side: Side) -> str:
+        return self.affected if side == "affected" else self.fixed
+
+    def pin(self, side: Side) -> dict[str, Any]:
+        """The run options of one side: the entry's overrides and its version."""
+        return {**self.overrides, self.axis: self.version(side)}
+
+    def label(self, side: Side) -> str:
+        what = "Kafka" if self.axis == "kafka_version" else "confluent-kafka"
+        return f"{what} {self.version(side)}"
+
+
+def judge(entry: BugEntry, side: Side, results: dict[str, Any] | None) -> list[str]:
+    """Why a run of ``side`` does not show what the entry promises (empty: it does)."""
+    if results is None:
+        return ["no results"]
+    anomaly = (results.get("anomalies") or {}).get(entry.kind) or {}
+    count = int(anomaly.get("count", 0))
+    tagged = int((anomaly.get("known_bugs") or {}).get(entry.id, 0))
+    valid = results.get("valid")
+    misses: list[str] = []
+    if side == "affected":
+        if count == 0:
+            misses.append(f"{entry.kind} == 0 (expected > 0)")
+        elif tagged == 0:
+            misses.append(f"{entry.kind} = {count} but none tagged {entry.id}")
+        if valid is not entry.affected_valid:
+            misses.append(f"verdict {valid} (expected {entry.affected_valid})")
+    else:
+        if count:
+            misses.append(f"{entry.kind} = {count} (expected 0 on the fixed version)")
+        if tagged:
+            misses.append(f"{tagged} records tagged {entry.id} on the fixed version")
+        if valid is not True:
+            misses.append(f"verdict {valid} (expected True)")
+    return misses
+
+
+def summary(entry: BugEntry, side: Side, results: dict[str, Any] | None) -> str:
+    """One line: what the run showed for the entry."""
+    anomaly = ((results or {}).get("anomalies") or {}).get(entry.kind) or {}
+    tagged = int((anomaly.get("known_bugs") or {}).get(entry.id, 0))
+    misses = judge(entry, side, results)
+    state = "as expected" if not misses else "NOT as expected: " + "; ".join(misses)
+    return (f"{entry.id} on {side} ({entry.label(side)}): {entry.kind} "
+            f"{anomaly.get('count', '?')}, {tagged} tagged {entry.id}, valid "
+            f"{(results or {}).get('valid')} — {state}")
+
+
+BUGS: tuple[BugEntry, ...] = (
+    BugEntry(
+        id="librdkafka#4844", axis="client_version", affected="2.13.0", fixed="2.13.2",
+        kind="poll-skip", scenario=EOF_CONSUMER_RESTART,
+        status="reproduces: 3/3 runs (8/8 restarts skipped one record); fixed 2/2 clean",
+    ),
+    BugEntry(
+        id="KIP-966", axis="kafka_version", affected="3.9.1", fixed="4.3.1",
+        kind="lost", scenario=LAST_REPLICA_STANDING, affected_valid=True,
+        status="reproduces: 1/1 run (1935 lost, all tagged); fixed 1/1 clean",
+    ),
+    BugEntry(id="librdkafka#4953", axis="client_version", affected="2.13.0", fixed="none",
+             kind="duplicate", status=NOT_ATTEMPTED),
+    BugEntry(id="KAFKA-17754", axis="kafka_version", affected="3.9.1", fixed="none",
+             kind="aborted-read", status=NOT_ATTEMPTED,
+             title="A delayed EndTxn decides a later transaction (librdkafka has no "
+                   "KIP-890 part 2): aborted reads, lost committed writes"),
+)
+
+BUG_BY_ID: dict[str, BugEntry] = {b.id: b for b in BUGS}
+
+
+def find(bug_id: str) -> BugEntry:
+    """The entry; ValueError with a one-line reason when there is none or it cannot run."""
+    entry = BUG_BY_ID.get(bug_id)
+    if entry is None:
+        raise ValueError(f"unknown bug {bug_id!r} (see: kafka-chaos bugs)")
+    if not entry.runnable:
+        raise ValueError(f"bug {bug_id!r} has no scenario yet ({entry.status})")
+    return entry
+
+
+def table() -> list[tuple[str, str, str, str, str]]:
+    """The rows of ``kafka-chaos bugs``: id, title, affected, fixed, status."""
+    rows = []
+    for b in BUGS:
+        title = b.bug.title if b.bug else b.title
+        rows.append((b.id, title, b.label("affected"),
+                     b.label("fixed") if b.fixed != "none" else "not fixed", b.status))
+    return rows

@@ -1,0 +1,95 @@
+"""The known-bug catalogue without a cluster: every entry names a registry bug (or says
+why not), ``kafka-chaos bugs`` lists it, ``run --bug`` refuses bad input with one line and
+exit 2 before anything starts, and each side pins what the entry says."""
+
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+
+from chaos.config import RunConfig
+from chaos.scenarios import SCENARIOS
+from chaos.scenarios.bugs import BUGS, NOT_ATTEMPTED, find, judge
+from contract.known_bugs import BY_ID
+from tests.run.cli import CLI
+
+
+def test_entries_pin_two_versions_of_a_registered_bug() -> None:
+    ids = [b.id for b in BUGS]
+    assert ids[:2] == ["librdkafka#4844", "KIP-966"] and len(set(ids)) == len(ids)
+    for b in BUGS:
+        if not b.runnable:
+            assert b.status == NOT_ATTEMPTED
+            continue
+        bug = BY_ID[b.id]
+        assert b.kind in bug.kinds
+        assert bug.affects(b.affected) and not bug.affects(b.fixed), b.id
+        assert b.scenario is not None and SCENARIOS[b.scenario.name] is b.scenario
+        for side in ("affected", "fixed"):
+            cfg = b.scenario.run_config(**b.pin(side))
+            cfg.validate()
+            assert getattr(cfg, b.axis) == b.version(side)
+
+
+def test_eof_restart_expectation_follows_the_client_version() -> None:
+    sc = SCENARIOS["eof-consumer-restart"]
+    cfg: RunConfig = sc.run_config(client_version="2.13.0")
+    assert cfg.consumer_mode == "restart"
+    assert cfg.consumer_config["enable.partition.eof"] == "true"
+    assert sc.expect_for(cfg, "4.3.1") == {"valid": False, "anomalies": {"poll-skip": ">0"}}
+    fixed = sc.expect_for(sc.run_config(client_version="2.13.2"), "4.3.1")
+    assert fixed["valid"] is True and fixed["anomalies"]["poll-skip"] == "==0"
+
+
+def test_find_refuses_unknown_and_unattempted() -> None:
+    with pytest.raises(ValueError, match="unknown bug"):
+        find("nope#1")
+    with pytest.raises(ValueError, match="no scenario yet"):
+        find("librdkafka#4953")
+
+
+def test_judge_needs_the_kind_the_tag_and_the_verdict() -> None:
+    kip = find("KIP-966")
+
+    def res(count: int, tagged: int, valid: object) -> dict[str, object]:
+        return {"valid": valid, "anomalies": {"lost": {
+            "count": count, "known_bugs": {"KIP-966": tagged} if tagged else {}}}}
+
+    assert judge(kip, "affected", res(5, 5, True)) == []
+    assert judge(kip, "affected", res(5, 0, True))  # a loss the bug does not explain
+    assert judge(kip, "affected", res(0, 0, True))
+    assert judge(kip, "fixed", res(0, 0, True)) == []
+    assert judge(kip, "fixed", res(1, 0, True))
+    assert judge(kip, "fixed", None) == ["no results"]
+
+
+def test_bugs_lists_the_catalogue() -> None:
+    proc = subprocess.run([*CLI, "bugs"], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[0].split()[:5] == ["id", "title", "affected", "fixed", "status"]
+    rows = {line.split()[0]: line for line in lines[1:]}
+    assert set(rows) == {b.id for b in BUGS}
+    assert "confluent-kafka 2.13.0" in rows["librdkafka#4844"]
+    assert "confluent-kafka 2.13.2" in rows["librdkafka#4844"]
+    assert "Kafka 3.9.1" in rows["KIP-966"] and "Kafka 4.3.1" in rows["KIP-966"]
+    assert rows["librdkafka#4953"].rstrip().endswith(NOT_ATTEMPTED)
+
+
+@pytest.mark.parametrize("args,reason", [
+    (["--bug", "nope#1"], "unknown bug 'nope#1'"),
+    (["--bug", "librdkafka#4953"], "no scenario yet"),
+    (["--bug", "KIP-966", "--on", "broken"], "--on"),
+    (["--bug", "KIP-966", "--kafka-version", "4.3.1"], "pins --kafka-version"),
+    (["--bug", "librdkafka#4844", "--client-version", "2.16.1"], "pins --client-version"),
+    (["--bug", "KIP-966", "--scenario", "safe-config-chaos"], "drop --scenario"),
+    (["--on", "fixed"], "--on needs --bug"),
+])
+def test_run_bug_bad_input_is_one_line_and_exit_2(args, reason, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    proc = subprocess.run([*CLI, "run", *args, "--out", str(tmp_path)],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and reason in lines[0], proc.stderr
+    assert not list(tmp_path.iterdir()), "a refused run must not create a run directory"

@@ -1,0 +1,60 @@
+"""The runnable known-bug catalogue entries on real clusters: on the affected version the
+bug's anomaly is counted, tagged with its registry entry, and the verdict is what the entry
+states; on the fixed version the kind is 0 and the verdict valid.
+
+Each run is ~1.5-2.5 minutes (cluster, 20-35 s workload, drain, Spark check). KIP-966's fixed
+side (Kafka 4.3.1, ELR) is nightly only: tests/scenarios/test_replication_scenarios.py runs
+the same scenario on 4.3.1 in the suite.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from chaos.orchestrator import run
+from chaos.scenarios.bugs import BUG_BY_ID, BugEntry, Side, judge, summary
+
+pytestmark = pytest.mark.cluster
+
+
+def run_bug(entry: BugEntry, side: Side, tmp_path: Path) -> dict[str, Any]:
+    assert entry.scenario is not None
+    cfg = entry.scenario.run_config(out=str(tmp_path), report=False, **entry.pin(side))
+    outcome = run(cfg, entry.scenario, progress=print)
+    assert outcome.completed, outcome.error
+    res = outcome.results
+    assert res is not None, "no results"
+    print(outcome.run_dir, summary(entry, side, res))
+    return res
+
+
+@pytest.mark.parametrize("side", ["affected", "fixed"])
+def test_librdkafka_4844_skips_a_record_after_a_restart(tmp_path, side) -> None:  # type: ignore[no-untyped-def]
+    entry = BUG_BY_ID["librdkafka#4844"]
+    res = run_bug(entry, side, tmp_path)
+    assert judge(entry, side, res) == [], summary(entry, side, res)
+    skips = res["anomalies"]["poll-skip"]
+    if side == "affected":
+        # each example is one skipped offset after the EOF (position + 2), named by the bug
+        for ex in skips["examples"]:
+            assert ex["offset"] - ex["prev_offset"] == 2, ex
+            assert ex["known_bug"]["id"] == "librdkafka#4844", ex
+    else:  # the restarts happened and resumed exactly where the reader stopped
+        assert res["anomalies"]["nonmonotonic-poll"]["count"] == 0
+
+
+@pytest.mark.parametrize("side", [pytest.param("affected", id="kafka-3.9.1"),
+                                  pytest.param("fixed", id="kafka-4.3.1",
+                                               marks=pytest.mark.nightly)])
+def test_kip_966_last_replica_standing(tmp_path, side) -> None:  # type: ignore[no-untyped-def]
+    entry = BUG_BY_ID["KIP-966"]
+    res = run_bug(entry, side, tmp_path)
+    assert res["mechanism"]["observed"], res["mechanism"]
+    assert judge(entry, side, res) == [], summary(entry, side, res)
+    if side == "affected":
+        lost = res["anomalies"]["lost"]
+        tagged = [e for e in lost["examples"] if e.get("known_bug")]
+        assert tagged and all(e["known_bug"]["id"] == "KIP-966" for e in tagged)
