@@ -143,7 +143,8 @@ BAD = {
                                 "config: acks must be 0, 1 or all (-1 is all), got '5'"),
     "consumer mode": ('[[scenario]]\nname = "a"\nsummary = "s"\n[scenario.config]\n'
                       'consumer_mode = "round"',
-                      "config: --consumer-mode must be one of assign, subscribe, restart, got 'round'"),
+                      "config: --consumer-mode must be one of assign, subscribe, restart, "
+                      "got 'round'"),
     "isolation level": ('[[scenario]]\nname = "a"\nsummary = "s"\n[scenario.config]\n'
                         'isolation_level = "committed"', "config: --isolation-level must be "
                         "read_committed or read_uncommitted, got 'committed'"),
