@@ -71,10 +71,12 @@ EOF_CONSUMER_RESTART = Scenario(
     config={"brokers": 1, "partitions": 1, "replication_factor": 1, "min_insync": 1,
             "acks": "all", "producers": 1, "rate": 5.0, "consumers": 1,
             "consumer_mode": "restart", "consumer_config": {"enable.partition.eof": "true"},
-            "faults": [], "duration": 25.0},
+            "faults": [], "duration": 40.0},
     expect=_eof_restart_expect,
-    # Without restarts a clean fixed side would prove nothing.
-    mechanism=[{"kind": "consumer-restart", "count": 2}],
+    # Without a restart a clean fixed side would prove nothing; one suffices, since on the
+    # affected version every restart skipped (8 of 8). A restart needs the consumer to end a
+    # batch at the partition's end: under load the first came 18 s after the assignment.
+    mechanism=[{"kind": "consumer-restart", "count": 1}],
 )
 
 
