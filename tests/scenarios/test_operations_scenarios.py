@@ -134,8 +134,9 @@ def test_all_replicas_power_loss(tmp_path):
     # duplicates only where the accepted known client bug explains them (librdkafka#4953:
     # resent after an epoch bump), each one named
     dup = res["anomalies"]["duplicate"]
-    assert dup["known_bugs"].get("librdkafka#4953", 0) == dup["count"], dup
-    assert dup["allowed"] and dup.get("accepted", 0) == dup["count"], dup
+    assert dup.get("known_bugs", {}).get("librdkafka#4953", 0) == dup["count"], dup
+    assert dup.get("accepted", 0) == dup["count"], dup
+    assert dup["count"] == 0 or dup["allowed"], dup
     for e in dup["examples"]:
         assert e["known_bug"]["id"] == "librdkafka#4953" and e["known_bug"]["accepted"], e
     assert res["valid"] is True, c
