@@ -5,8 +5,8 @@ Level 1 groups by (identity, topic, partition, offset): a write and the reads at
 acknowledged offset meet in one group. Level 2 groups by (identity, topic, partition), and
 level 3 by identity. From the last level come lost/unseen, duplicate, offset-mismatch,
 failed-visible, unexpected (records with no attempt), aborted-read, read-before-write; and
-the input of the reorder check (the first offset each acknowledged write was read at in its
-own partition).
+the input of the reorder check (where the log stores each acknowledged write: the drain's
+read in its own partition, a live reader's only where the drain did not read it fully).
 """
 
 from __future__ import annotations

@@ -9,6 +9,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from contract.schemas import DRAIN_READER
+
 READ_COMMITTED = "read_committed"
 READ_UNCOMMITTED = "read_uncommitted"
 #: The values a run accepts: acks (``-1`` is also accepted, as ``all``), consumer isolation
@@ -189,7 +191,7 @@ def settings_from_run(run: dict[str, Any]) -> Settings:
             reader_eof[str(c["id"])] = _truthy(eof, False)
     drain = workload.get("drain") or {}
     if isinstance(drain, dict) and drain.get("isolation_level"):
-        reader_iso["drain"] = str(drain["isolation_level"]).strip().lower()
+        reader_iso[DRAIN_READER] = str(drain["isolation_level"]).strip().lower()
     return Settings(
         acks=_acks(producer),
         min_insync=_int(topic_or_broker("min.insync.replicas"), DEFAULT_MIN_INSYNC)
