@@ -1,5 +1,6 @@
-"""One 3-broker cluster (and a dedicated controller) for every fault test, with settings that
-make faults bite within seconds; each test gets a fresh topic and finds every broker up.
+"""One 3-broker cluster (and a dedicated controller) for this package's fault tests, with
+settings that make faults bite within seconds; each test gets a fresh topic and finds
+every broker up.
 
 A dedicated controller keeps the quorum reachable whatever a test does to the brokers (the
 network shapes cut brokers from each other, not from the controller). A test heals what it
@@ -26,7 +27,9 @@ from tests.hygiene import share
 from workloads.history import EventLog
 
 
-@pytest.fixture(scope="session")
+# Package scope: the cluster is gone once the fault tests are done, instead of idling
+# (four JVMs) through the rest of the suite on a 2-core machine.
+@pytest.fixture(scope="package")
 def fault_cluster(docker_client: docker.DockerClient) -> Iterator[KafkaCluster]:
     cfg = ClusterConfig(brokers=3, controllers=1, broker_config=dict(FAST_FAULTS))
     with KafkaCluster(cfg) as c:

@@ -49,7 +49,7 @@ def events_of(run_dir: Path) -> list[dict]:
 
 
 def test_run_with_faults_writes_a_contract_run_directory(tmp_path, docker_client):
-    cfg = RunConfig(scenario="contract", out=str(tmp_path), duration=40, fault_interval=8,
+    cfg = RunConfig(scenario="contract", out=str(tmp_path), duration=24, fault_interval=6,
                     faults=["kill", "pause", "partition"], rate=150, seed=11,
                     check=False, report=False)
     out = run(cfg, None, progress=print)

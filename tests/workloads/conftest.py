@@ -1,4 +1,5 @@
-"""Fixtures of the workload tests: one real 3-broker cluster for the whole session.
+"""Fixtures of the workload tests: one real 3-broker cluster for this package's tests
+(package scope: it is removed when they are done instead of idling to the session's end).
 
 A missing Docker engine fails the cluster tests (KafkaCluster raises), it never skips them.
 Every test writes to a topic of its own, so tests share the cluster without interfering; a
@@ -26,7 +27,7 @@ BROKER_CONFIG = {
 }
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def cluster() -> Iterator[KafkaCluster]:
     with KafkaCluster(ClusterConfig(brokers=3, broker_config=BROKER_CONFIG)) as c:
         share(c.name)
