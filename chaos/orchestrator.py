@@ -112,10 +112,15 @@ class Run:
         cfg = self.cfg
         self.events.phase("setup", "start")
         if cfg.check:
-            # The checker's JVM starts while the cluster does, not after the drain.
+            # The checker's JVM starts (and compiles its plans on a tiny history shaped by
+            # these settings) while the cluster starts, not after the drain.
             from checkers import warm_up
 
-            warm_up(cfg.spark_master)
+            warm_up(cfg.spark_master, {
+                "cluster": {"brokers": cfg.brokers},
+                "topic_config": {"replication.factor": str(cfg.replication_factor),
+                                 **cfg.effective_topic_config()},
+                "producer_config": _producer_config(cfg).kafka_config()})
         broker_config = {**(FAST_FAULTS if cfg.fast_faults else {}), **cfg.broker_config}
         ccfg = ClusterConfig(brokers=cfg.brokers, controllers=cfg.controllers,
                              image=cfg.image, broker_config=broker_config)

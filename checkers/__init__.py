@@ -3,7 +3,8 @@
 Public entry points (called by ``chaos/cli.py``):
 
 - :func:`check_run` — check a run directory, write and return results.json;
-- :func:`warm_up` — start the Spark session in the background while a run goes on.
+- :func:`warm_up` — start the Spark session in the background while a run goes on, and
+  warm it with one tiny check (checkers/warmup.py).
 
 Its exit code is ``contract.exit_codes.exit_code_of_results`` (0 valid, 1 invalid, 2 unknown).
 """
@@ -11,6 +12,6 @@ Its exit code is ``contract.exit_codes.exit_code_of_results`` (0 valid, 1 invali
 from contract.anomalies import ANOMALY_KINDS, MAX_EXAMPLES
 
 from .check import check_run
-from .session import warm_up
+from .warmup import warm_up
 
 __all__ = ["ANOMALY_KINDS", "MAX_EXAMPLES", "check_run", "warm_up"]

@@ -26,7 +26,7 @@ from .known import EXPLAINS, KnownInputs, known_bug_column
 from .known import entries as known_entries
 from .positions import Rebalances, position_anomalies
 from .runfiles import RunDir, is_uri
-from .session import build_session
+from .session import SMALL_HISTORY_BYTES, build_session
 from .verdict import expectations
 
 RESULTS = RESULTS_FILE
@@ -141,6 +141,20 @@ def _error_results(exc: BaseException, master: str | None) -> dict[str, Any]:
     }
 
 
+def _small_history(run: RunDir) -> bool:
+    """Whether a local run's history is small enough for a quickly compiled JVM."""
+    hist = run.local_path("history")
+    if hist is None or not os.path.isdir(hist):
+        return False
+    total = 0
+    try:
+        for base, _, files in os.walk(hist):
+            total += sum(os.path.getsize(os.path.join(base, f)) for f in files)
+    except OSError:  # a file renamed under us: not worth failing the check for
+        return False
+    return total < SMALL_HISTORY_BYTES
+
+
 def check_run(run_dir: str | os.PathLike[str], spark_master: str | None = None) -> dict[str, Any]:
     """Check one run directory: write ``results.json`` into it and return it.
 
@@ -152,7 +166,7 @@ def check_run(run_dir: str | os.PathLike[str], spark_master: str | None = None) 
     run = RunDir(os.fspath(run_dir))
     spark: SparkSession | None = None
     try:
-        spark = build_session(spark_master)
+        spark = build_session(spark_master, small_input=_small_history(run))
         master = str(spark.sparkContext.master)
         results = _analyse(spark, run, master)
     except Exception as exc:  # the judge reports its own failure instead of crashing a run

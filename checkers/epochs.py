@@ -55,10 +55,11 @@ def bump_between(bumps: dict[int, list[int]], producer: Column, lo_ns: Column,
     ``[lo_ns, hi_ns]`` (both compared at millisecond precision), or null."""
     if not bumps:
         return F.lit(None).cast("long")
-    items: list[Column] = []
-    for p, times in bumps.items():
-        items += [F.lit(p), F.array(*[F.lit(t).cast("long") for t in times])]
-    arr = F.create_map(*items)[producer]
+    # One SQL literal instead of a Column per bump: a synthetic or long run has thousands,
+    # and each Column built from Python is a round trip to the JVM.
+    entries = ", ".join(f"{int(p)}, array({', '.join(f'{int(t)}L' for t in times)})"
+                        for p, times in sorted(bumps.items()))
+    arr = F.expr(f"map({entries})")[producer]
     lo = F.floor(lo_ns / MS)
     hi = F.floor(hi_ns / MS)
     inside = F.filter(arr, lambda t: (t >= lo) & (t <= hi))

@@ -134,16 +134,14 @@ class RecordingProducer:
             raise  # the local queue is full: not an attempt (the caller polls and retries)
         except KafkaException as e:
             rec.refused(seq, part, invoke, e.args[0] if e.args else None)
-            self._advance(seq, given)
+            self._advance(seq)
             raise
         rec.invoked(seq, part, invoke)  # part None: the client's partitioner chooses
-        self._advance(seq, given)
+        self._advance(seq)
 
-    def _advance(self, seq: int, given: list[Any]) -> None:
-        if not given:
-            self._next_seq = seq + 1
-        else:
-            self._next_seq = max(self._next_seq, seq + 1)
+    def _advance(self, seq: int) -> None:
+        # A seq the user gave may be below ours: never hand out one already used.
+        self._next_seq = max(self._next_seq, seq + 1)
 
     def poll(self, timeout: float = -1) -> int:
         n = self._client.poll(timeout)

@@ -1,0 +1,36 @@
+"""The checker's warm-up (checkers/warmup.py) checks a tiny history whose answer is known:
+if that check failed or found nothing, the warm-up would compile little of what a run's
+check needs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from checkers import check_run
+from checkers.warmup import warm_up, write_tiny_history
+
+
+def test_tiny_history_has_known_answer(spark: object, tmp_path: Path) -> None:
+    run = tmp_path / "tiny"
+    write_tiny_history(run)
+    r = check_run(run)
+    assert "error" not in r, r.get("traceback")
+    found = {k: v["count"] for k, v in r["anomalies"].items() if v["count"]}
+    # write 17 never read; the first read repeated past the end of its partition's log
+    assert found == {"lost": 1, "duplicate": 1, "inconsistent-offset": 1}
+    assert r["anomalies"]["lost"]["examples"][0]["seq"] == 8
+    assert r["stats"]["writes"] == {"ok": 36, "fail": 2, "info": 2}
+    assert r["valid"] is False
+
+
+def test_warm_up_checks_and_leaves_no_directory(spark: object, tmp_path: Path,
+                                                 monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    t = warm_up(None, {"producer_config": {"acks": "1"}})
+    t.join(timeout=120)
+    assert not t.is_alive()
+    assert t.results is not None and "error" not in t.results
+    assert t.results["anomalies"]["lost"]["count"] == 1
+    assert not list(tmp_path.glob("kafka-chaos-warm-up-*"))
