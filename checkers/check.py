@@ -118,6 +118,10 @@ def _analyse(spark: SparkSession, run: RunDir, master: str) -> dict[str, Any]:
     results["checker"]["phases"] = clock.phases
     if settings.expect:
         results["expectations"] = expectations(settings.expect, valid, anomalies, stats)
+    if "pipeline" in found.extra:
+        results["pipeline"] = found.extra["pipeline"]
+    if found.violations:
+        results["violations"] = found.violations
     if "mechanism" in found.extra:
         results["mechanism"] = found.extra["mechanism"]
     return results

@@ -23,6 +23,7 @@ from .divergence import check_divergence
 from .examples import build_example
 from .history import phase_window
 from .identity import identity_anomalies, reorder_anomalies
+from .pipeline import PipelineCheck
 from .positions import position_anomalies, rebalance_polls
 from .proof import (
     divergence_status,
@@ -237,7 +238,8 @@ class StatsCheck:
 # The order is the order of the unknown reasons; the row checks come before RowAnomalies,
 # which collects their rows.
 CHECKS = (RunFacts(), IdentityCheck(), ReorderCheck(), PositionsCheck(), RowAnomalies(),
-          DivergenceCheck(), FaultsCheck(), TransactionsCheck(), MechanismCheck(), StatsCheck())
+          DivergenceCheck(), FaultsCheck(), TransactionsCheck(), PipelineCheck(),
+          MechanismCheck(), StatsCheck())
 
 # results.json's stats keys in their published order (each check adds its own).
 STATS_ORDER = ("writes", "reads", "reads_by_reader", "drain_complete", "drain", "duration_s",

@@ -47,11 +47,15 @@ class CheckResult:
     stats: dict[str, Any] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)
     rows: list[DataFrame] = field(default_factory=list)
+    #: Reasons the run is invalid that are not anomaly kinds (the pipeline check's).
+    violations: list[str] = field(default_factory=list)
 
     @property
     def valid(self) -> Validity:
-        """false when one of its anomalies is forbidden; unknown with reasons; else true."""
-        if any(a["count"] > 0 and not a["allowed"] for a in self.anomalies.values()):
+        """false when one of its anomalies is forbidden or it names a violation; unknown
+        with reasons; else true."""
+        if self.violations or any(a["count"] > 0 and not a["allowed"]
+                                  for a in self.anomalies.values()):
             return False
         return UNKNOWN if self.unknown else True
 
@@ -75,6 +79,7 @@ class Combined:
     unknown: list[str] = field(default_factory=list)
     stats: dict[str, Any] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)
+    violations: list[str] = field(default_factory=list)
 
     def add(self, result: CheckResult) -> None:
         """Unite one more check's result into this one."""
@@ -84,6 +89,7 @@ class Combined:
                 raise ValueError(f"two checks report the anomaly kind {kind!r}")
             self.anomalies[kind] = entry
         self.unknown.extend(result.unknown)
+        self.violations.extend(result.violations)
         self.stats.update(result.stats)
         self.extra.update(result.extra)
 

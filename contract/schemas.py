@@ -36,6 +36,10 @@ READS_SCHEMA = pa.schema([
     ("producer", pa.int32()),
     ("seq", pa.int64()),
     ("valid", pa.bool_()),
+    # The record this one was derived from (its ``kc-src`` header), for a
+    # consume-transform-produce application's output; null otherwise.
+    ("src_producer", pa.int32()),
+    ("src_seq", pa.int64()),
 ])
 
 #: ``reads.reader`` (and ``mode``) of the final drain: the reader that reads every partition to

@@ -53,7 +53,8 @@ class History:
 
     def read(self, reader: str, partition: int, offset: int, producer: int | None,
              seq: int | None, poll: int | None = None, mode: str | None = None,
-             valid: bool = True, at_ms: int | None = None, topic: str | None = None) -> History:
+             valid: bool = True, at_ms: int | None = None, topic: str | None = None,
+             src: tuple[int, int] | None = None) -> History:
         if poll is None:
             poll = self._polls.get(reader, 0)
             self._polls[reader] = poll + 1
@@ -63,6 +64,7 @@ class History:
             "reader": reader, "mode": mode, "poll": poll, "read_ns": t,
             "topic": topic or self.topic, "partition": partition, "offset": offset,
             "producer": producer, "seq": seq, "valid": valid,
+            "src_producer": src[0] if src else None, "src_seq": src[1] if src else None,
         })
         return self
 

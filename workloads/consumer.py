@@ -29,7 +29,7 @@ from workloads.child_logging import configure_logging
 from workloads.client_info import client_versions
 from workloads.config import ConsumerConfig, ConsumerSpec
 from workloads.history import ChunkedParquetWriter, EventLog, history_dir
-from workloads.record import decode, decode_header
+from workloads.record import decode, decode_header, source_of
 
 log = logging.getLogger("kafka_chaos.workloads.consumer")
 
@@ -56,12 +56,16 @@ class ReadRecorder:
                 continue
             value = m.value()
             producer, seq, valid = decode(value)
+            src_producer = src_seq = None
             if producer is None:
-                # Not our value format: an application's record whose identity travels in
-                # a header (recorded clients, workloads/recording.py).
-                producer, seq, valid = decode_header(m.headers(), value)
+                # Not our value format: an application's record whose identity (and, for
+                # a derived record, its source's) travels in headers (workloads/recording.py).
+                headers = m.headers()
+                producer, seq, valid = decode_header(headers, value)
+                src_producer, src_seq = source_of(headers)
             self.writer.append_values((self.reader, self.mode, poll, now, m.topic(),
-                                       m.partition(), m.offset(), producer, seq, valid))
+                                       m.partition(), m.offset(), producer, seq, valid,
+                                       src_producer, src_seq))
             self.records += 1
             if not valid:
                 self.invalid += 1

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -102,20 +103,23 @@ def end_offsets(admin: AdminClient, topic: str, partitions: int, isolation: Isol
     return out
 
 
-def _read(run_dir: Path, bootstrap: str, topic: str, ends: dict[int, int | None],
-          isolation: Isolation, timeout_s: float) -> tuple[dict[int, int], int]:
+Key = tuple[str, int]  # (topic, partition)
+
+
+def _read(run_dir: Path, bootstrap: str, ends: dict[Key, int | None],
+          isolation: Isolation, timeout_s: float) -> tuple[dict[Key, int], int]:
     """Reads every partition from the beginning; returns (positions reached, records)."""
     rec = ReadRecorder(run_dir, DRAIN_READER, DRAIN_READER)
     c = consumer_client(bootstrap, {
         "group.id": "kc-drain", "enable.auto.commit": "false", "auto.offset.reset": "earliest",
         "enable.partition.eof": "true", "isolation.level": isolation,
         "fetch.wait.max.ms": "100"}, "kc-drain")
-    reached: dict[int, int] = {p: -1 for p in ends}
-    todo = {p for p, e in ends.items() if e is None or e > 0}
-    for p, e in ends.items():
+    reached: dict[Key, int] = {k: -1 for k in ends}
+    todo = {k for k, e in ends.items() if e is None or e > 0}
+    for k, e in ends.items():
         if e == 0:
-            reached[p] = 0
-    c.assign([TP(topic, p, OFFSET_BEGINNING) for p in sorted(todo)])
+            reached[k] = 0
+    c.assign([TP(t, p, OFFSET_BEGINNING) for t, p in sorted(todo)])
     end = time.monotonic() + timeout_s
     try:
         while todo and time.monotonic() < end:
@@ -124,56 +128,73 @@ def _read(run_dir: Path, bootstrap: str, topic: str, ends: dict[int, int | None]
             rec.record(rec.polls, msgs)
             for m in msgs:
                 err = m.error()
-                part, off = m.partition(), m.offset()
-                if part is None or off is None:
+                topic, part, off = m.topic(), m.partition(), m.offset()
+                if topic is None or part is None or off is None or (topic, part) not in reached:
                     if err is not None and err.code() != KafkaError._PARTITION_EOF:
                         log.info("drain: %s", err)
                     continue
+                key = (topic, part)
                 if err is None:
-                    reached[part] = max(reached[part], off + 1)
+                    reached[key] = max(reached[key], off + 1)
                 elif err.code() == KafkaError._PARTITION_EOF:
                     # The EOF offset is past trailing transaction markers too.
-                    reached[part] = max(reached[part], off)
+                    reached[key] = max(reached[key], off)
                 else:
                     log.info("drain: %s", err)
-            for tp in c.position([TP(topic, p) for p in todo]):
+            for tp in c.position([TP(t, p) for t, p in todo]):
                 if tp.offset >= 0:
-                    reached[tp.partition] = max(reached[tp.partition], tp.offset)
-            todo = {p for p in todo if ends[p] is None or reached[p] < (ends[p] or 0)}
+                    key = (tp.topic, tp.partition)
+                    reached[key] = max(reached[key], tp.offset)
+            todo = {k for k in todo if ends[k] is None or reached[k] < (ends[k] or 0)}
     finally:
         rec.close()
         c.close()
     return reached, rec.records
 
 
-def drain(run_dir: Path, bootstrap: str, topic: str, partitions: int, events: EventLog,
-          timeout_s: float = 120.0, isolation_level: Isolation = "read_uncommitted",
+def drain(run_dir: Path, bootstrap: str, topic: str | Sequence[str],
+          partitions: int | Mapping[str, int], events: EventLog, timeout_s: float = 120.0,
+          isolation_level: Isolation = "read_uncommitted",
           brokers: int | None = None) -> DrainResult:
-    """Runs the final drain and writes its start and end phase events.
+    """Runs the final drain of ``topic`` (or of several topics, read together) and writes its
+    start and end phase events.
 
+    ``partitions``: the topic's partition count (a mapping topic -> count for several).
     ``brokers``: how many brokers must be back (default: the number of bootstrap addresses).
     The end event's detail has ``complete`` and ``end_offsets`` (DESIGN.md §3) and, beyond the
     contract, ``isolation_level``, ``high_watermarks``, ``last_stable_offsets``,
     ``reached`` and ``records``.
     """
+    topics = [topic] if isinstance(topic, str) else list(topic)
+    counts = ({t: int(partitions) for t in topics} if isinstance(partitions, int)
+              else {t: int(partitions[t]) for t in topics})
     events.phase("drain", "start", isolation_level=isolation_level)
     t_end = time.monotonic() + timeout_s
     admin = _admin(bootstrap)
     want = brokers if brokers is not None else len(bootstrap.split(","))
-    wait_ready(admin, topic, partitions, want, t_end - time.monotonic())
-    budget = max(5.0, (t_end - time.monotonic()) / 4)
-    hw = end_offsets(admin, topic, partitions, "read_uncommitted", budget)
-    lso = end_offsets(admin, topic, partitions, "read_committed", budget)
+    hw: dict[Key, int | None] = {}
+    lso: dict[Key, int | None] = {}
+    for t in topics:
+        wait_ready(admin, t, counts[t], want, t_end - time.monotonic())
+    for t in topics:
+        budget = max(5.0, (t_end - time.monotonic()) / 4)
+        hw.update({(t, p): o for p, o in end_offsets(admin, t, counts[t], "read_uncommitted",
+                                                      budget).items()})
+        lso.update({(t, p): o for p, o in end_offsets(admin, t, counts[t], "read_committed",
+                                                       budget).items()})
     ends = lso if isolation_level == "read_committed" else hw
-    reached, records = _read(Path(run_dir), bootstrap, topic, ends, isolation_level,
+    reached, records = _read(Path(run_dir), bootstrap, ends, isolation_level,
                              max(1.0, t_end - time.monotonic()))
-    done = {f"{topic}:{p}": ends[p] is not None and reached[p] >= (ends[p] or 0) for p in ends}
-    key_ends = {f"{topic}:{p}": e for p, e in ends.items()}
+
+    def keyed(d: Mapping[Key, Any]) -> dict[str, Any]:
+        return {f"{t}:{p}": v for (t, p), v in d.items()}
+
+    done = {f"{t}:{p}": ends[(t, p)] is not None and reached[(t, p)] >= (ends[(t, p)] or 0)
+            for t, p in ends}
     complete = all(done.values())
     detail: dict[str, Any] = {
-        "complete": complete, "end_offsets": key_ends, "isolation_level": isolation_level,
-        "high_watermarks": {f"{topic}:{p}": v for p, v in hw.items()},
-        "last_stable_offsets": {f"{topic}:{p}": v for p, v in lso.items()},
-        "reached": {f"{topic}:{p}": v for p, v in reached.items()}, "records": records}
+        "complete": complete, "end_offsets": keyed(ends), "isolation_level": isolation_level,
+        "high_watermarks": keyed(hw), "last_stable_offsets": keyed(lso),
+        "reached": keyed(reached), "records": records}
     events.phase("drain", "end", **detail)
-    return DrainResult(complete, key_ends, records, done)
+    return DrainResult(complete, keyed(ends), records, done)

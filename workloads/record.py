@@ -93,6 +93,22 @@ def parse_identity(raw: bytes | str) -> tuple[int, int, str | None] | None:
     return int(parts[0]), int(parts[1]), crc
 
 
+#: Header of a record an application derived from another (consume-transform-produce): the
+#: source record's identity, ``<producer>|<seq>``, recorded as ``reads.src_producer`` /
+#: ``reads.src_seq`` (the pipeline check, checkers/pipeline.py).
+SOURCE_HEADER = "kc-src"
+
+
+def source_of(headers: list[tuple[str, bytes | None]] | None) -> tuple[int | None, int | None]:
+    """``(producer, seq)`` of the source header (the last one, if several), else Nones."""
+    found = None
+    for name, raw in headers or ():
+        if name == SOURCE_HEADER and raw is not None:
+            found = raw
+    ident = parse_identity(found) if found is not None else None
+    return (None, None) if ident is None else (ident[0], ident[1])
+
+
 def decode_header(headers: list[tuple[str, bytes | None]] | None,
                   value: bytes | None) -> tuple[int | None, int | None, bool]:
     """``(producer, seq, valid)`` from the identity header (the last one, if several);

@@ -30,7 +30,14 @@ from confluent_kafka import Consumer, KafkaException, Message, Producer, TopicPa
 
 from workloads.consumer import ReadRecorder, rebalance_event
 from workloads.history import EventLog, history_dir
-from workloads.record import IDENTITY_HEADER, identity_header, parse_identity
+from workloads.record import (
+    IDENTITY_HEADER,
+    SOURCE_HEADER,
+    decode,
+    decode_header,
+    identity_header,
+    parse_identity,
+)
 from workloads.write_recorder import WriteRecorder
 
 Headers = list[tuple[str, bytes | str | None]]
@@ -56,18 +63,27 @@ def _as_bytes(value: Any) -> bytes | None:
     return str(value).encode("utf-8")  # what confluent-kafka sends for a str value
 
 
+def identity_of(msg: Message) -> tuple[int, int] | None:
+    """(producer, seq) of a consumed record: from kafka-chaos's own value format or the
+    ``kc-id`` header; None for a record without either."""
+    value = msg.value()
+    producer, seq, _ = decode(value)
+    if producer is None:
+        producer, seq, _ = decode_header(msg.headers(), value)  # type: ignore[arg-type]
+    return None if producer is None or seq is None else (producer, seq)
+
+
 class RecordingProducer:
     """A ``confluent_kafka.Producer`` that records every attempt and outcome.
 
     ``history``: the run directory (its ``history/`` is written). ``producer_id``: this
-    producer's number in the history (unique per run directory). Transactions are not
-    recorded yet: a ``transactional.id`` is refused.
+    producer's number in the history (unique per run directory). With a
+    ``transactional.id``, call ``init_transactions`` and the transaction methods on this
+    object: each record's row is written once its transaction's outcome is known.
     """
 
     def __init__(self, config: dict[str, Any], history: str | Path, producer_id: int = 0
                  ) -> None:
-        if config.get("transactional.id"):
-            raise ValueError("RecordingProducer does not record transactions yet")
         self.config = dict(config)
         self.run_dir = Path(history)
         self.producer_id = int(producer_id)
@@ -75,6 +91,9 @@ class RecordingProducer:
         self._recorders: dict[str, WriteRecorder] = {}
         self._next_seq = 0
         self._closed = False
+        self._txn: str | None = None  # the open transaction's name
+        self._txn_no = 0
+        self._in_doubt = False
 
     @property
     def kafka_config(self) -> dict[str, str]:
@@ -89,14 +108,66 @@ class RecordingProducer:
             rec = WriteRecorder(self.run_dir, self.producer_id, topic,
                                 writer=f"p{self.producer_id}-{topic}")
             self._recorders[topic] = rec
+            if self._txn is not None:
+                rec.begin_txn(self._txn)
         return rec
+
+    # ------------------------------------------------------------------ transactions
+    def begin_transaction(self) -> None:
+        """``Producer.begin_transaction``; the records produced until it ends carry the
+        transaction's name (``<transactional.id>:<producer>:<n>``) and, once it ends, its
+        outcome (``txn_outcome``)."""
+        self._client.begin_transaction()
+        self._txn = f"{self.config.get('transactional.id')}:{self.producer_id}:{self._txn_no}"
+        self._txn_no += 1
+        self._in_doubt = False
+        for rec in self._recorders.values():
+            rec.begin_txn(self._txn)
+
+    def commit_transaction(self, timeout: float = -1) -> None:
+        """``Producer.commit_transaction``. Committed: the rows say so. A retriable error
+        (a timeout) leaves the transaction open and its outcome in doubt: a commit may have
+        reached the coordinator, so an abort after it is recorded ``unknown`` (KAFKA-17754).
+        A fatal error ends it ``unknown``; an abortable one leaves it for the abort."""
+        try:
+            self._client.commit_transaction(timeout)
+        except KafkaException as e:
+            err = e.args[0] if e.args else None
+            if err is None or err.fatal():
+                self._end_txn("unknown")
+            elif err.retriable():
+                self._in_doubt = True
+            raise
+        self._end_txn("committed")
+
+    def abort_transaction(self, timeout: float = -1) -> None:
+        """``Producer.abort_transaction``: ``aborted`` once it returns (``unknown`` after a
+        commit whose outcome was in doubt); a fatal error ends it ``unknown``."""
+        try:
+            self._client.abort_transaction(timeout)
+        except KafkaException as e:
+            err = e.args[0] if e.args else None
+            if err is None or err.fatal():
+                self._end_txn("unknown")
+            raise
+        self._end_txn("unknown" if self._in_doubt else "aborted")
+
+    def _end_txn(self, outcome: str) -> None:
+        if self._txn is None:
+            return
+        self._client.poll(0)  # delivery reports of the transaction's records first
+        for rec in self._recorders.values():
+            rec.end_txn(outcome)
+        self._txn = None
 
     # ------------------------------------------------------------------ produce
     def produce(self, topic: str, value: Any = None, key: Any = None, partition: int = -1,
                 on_delivery: Callable[..., Any] | None = None,
                 callback: Callable[..., Any] | None = None, timestamp: int = 0,
-                headers: Any = None) -> None:
-        """``Producer.produce`` with the attempt recorded (same arguments). A ``kc-id``
+                headers: Any = None, source: Message | tuple[int, int] | None = None) -> None:
+        """``Producer.produce`` with the attempt recorded (same arguments). ``source``: the
+        record this one was made from (a consumed message, or its (producer, seq)), carried
+        in the ``kc-src`` header for the pipeline check. A ``kc-id``
         header the caller gives (``<producer>|<seq>``) names the record; otherwise the next
         sequence number is used and the header added."""
         if self._closed:
@@ -114,6 +185,11 @@ class RecordingProducer:
             seq = self._next_seq
             hdrs.append((IDENTITY_HEADER, identity_header(self.producer_id, seq,
                                                           _as_bytes(value))))
+        if source is not None:
+            src = source if isinstance(source, tuple) else identity_of(source)
+            if src is None:
+                raise ValueError("the source record carries no kafka-chaos identity")
+            hdrs.append((SOURCE_HEADER, b"%d|%d" % src))
         rec = self._recorder(topic)
 
         def delivered(err: Any, msg: Message) -> None:
@@ -298,4 +374,4 @@ class RecordingConsumer:
         return getattr(self._client, name)  # commit, seek, position, ... are the client's
 
 
-__all__ = ["RecordingConsumer", "RecordingProducer", "plain_config"]
+__all__ = ["RecordingConsumer", "RecordingProducer", "identity_of", "plain_config"]

@@ -24,7 +24,7 @@ def _spark_counts(spark, writes, reads, complete, settings=None, power=None,  # 
                   rebalances=None):
     w = spark.createDataFrame([tuple(r[f.name] for f in WRITES_SCHEMA.fields) for r in writes],
                               WRITES_SCHEMA)
-    r = spark.createDataFrame([tuple(x[f.name] for f in READS_SCHEMA.fields) for x in reads],
+    r = spark.createDataFrame([tuple(x.get(f.name) for f in READS_SCHEMA.fields) for x in reads],
                               READS_SCHEMA)
     topics = sorted({x["topic"] for x in writes + reads})
     readers = sorted({x["reader"] for x in reads})
