@@ -90,6 +90,13 @@ class ChaosResult:
         return {k: int(v.get("count", 0)) for k, v in sorted(self.anomalies.items())
                 if isinstance(v, dict) and v.get("count") and not v.get("allowed")}
 
+    @property
+    def pipeline(self) -> dict[str, Any]:
+        """The pipeline check's entry (``check_pipeline``): input, output, delivery, valid,
+        counts (inputs, outputs, missing, duplicated, orphaned, unsourced), examples; {}
+        when the run named no pipeline."""
+        return dict((self.results or {}).get("pipeline") or {})
+
     def count(self, kind: str) -> int:
         """The count of one anomaly kind; KeyError for a kind the checker does not know."""
         counts = self.counts
@@ -165,6 +172,12 @@ class ChaosResult:
                 f"{k}={n}" for k, n in self.violations.items()))
         if self.acked:
             lines.append(f"  acknowledged writes: {self.acked}")
+        pipe = self.pipeline
+        if pipe:
+            c = pipe.get("counts") or {}
+            lines.append(f"  pipeline {pipe.get('input')} -> {pipe.get('output')} "
+                         f"({pipe.get('delivery')}): {VERDICT_LABEL.get(pipe.get('valid'), '?')}"
+                         " — " + ", ".join(f"{k}={c[k]}" for k in sorted(c)))
         if self.error:
             lines.append(f"  run error: {self.error}")
         if self.valid == "unknown" and self.results is not None and self.unknown_reasons:

@@ -128,6 +128,25 @@ class ChaosSession(ClusterFaults):
         """Ends the body's part: closes the recorded clients, heals, waits for every broker,
         drains ``topic`` from the beginning (reader ``drain``), writes run.json, runs the
         PySpark checker (results.json) and the HTML report. Returns the result."""
+        return self._finish([topic], drain_timeout, isolation_level, report, None)
+
+    def check_pipeline(self, input: str, output: str, *, delivery: str = "exactly-once",
+                       drain_timeout: float = 120.0, report: bool = True) -> ChaosResult:
+        """:meth:`check` for a consume-transform-produce application reading ``input`` and
+        writing ``output`` (its recorded producer passing ``source=`` the consumed
+        message): both topics are drained read_committed, and the pipeline check
+        (checkers/pipeline.py) decides whether every committed input record has exactly
+        one output (``delivery="at-least-once"``: at least one) and no output came from
+        input that was never committed. ``result.pipeline`` holds its counts."""
+        from checkers.pipeline import DELIVERIES
+
+        if delivery not in DELIVERIES:
+            raise ValueError(f"delivery {delivery!r}: one of {', '.join(DELIVERIES)}")
+        return self._finish([input, output], drain_timeout, "read_committed", report,
+                            {"input": input, "output": output, "delivery": delivery})
+
+    def _finish(self, topics: list[str], drain_timeout: float, isolation_level: str,
+                report: bool, pipeline: dict[str, str] | None) -> ChaosResult:
         if self._closed:
             raise RuntimeError("check() after the session was closed")
         self._close_clients()  # flushes what the producers still hold: still the workload
@@ -136,12 +155,12 @@ class ChaosSession(ClusterFaults):
         self.heal()
         self.cluster.wait_brokers(sorted(self.cluster.brokers), timeout_s=120)
         self.events.phase("heal", "end")
-        partitions = len(self.cluster.describe(topic))
-        drain(self.run_dir, self.cluster.bootstrap_servers, topic, partitions, self.events,
+        counts = {t: len(self.cluster.describe(t)) for t in topics}
+        drain(self.run_dir, self.cluster.bootstrap_servers, topics, counts, self.events,
               timeout_s=drain_timeout, isolation_level=isolation_level,  # type: ignore[arg-type]
               brokers=len(self.cluster.brokers))
         self._stop_observer()
-        self.write_run_json(topic, partitions, isolation_level)
+        self.write_run_json(topics[0], counts[topics[0]], isolation_level, pipeline)
         from checkers import check_run
 
         check_run(self.run_dir, spark_master=self.spark_master)
@@ -154,7 +173,8 @@ class ChaosSession(ClusterFaults):
             self.on_result(self.result)
         return self.result
 
-    def write_run_json(self, topic: str, partitions: int, isolation_level: str) -> dict[str, Any]:
+    def write_run_json(self, topic: str, partitions: int, isolation_level: str,
+                       pipeline: dict[str, str] | None = None) -> dict[str, Any]:
         """run.json (DESIGN.md §3) of this session: the cluster, the topic's settings and
         the recorded clients' settings, which the checker's guarantee model reads."""
         cfg = self.cluster.cfg
@@ -176,7 +196,8 @@ class ChaosSession(ClusterFaults):
                                "isolation_level": c.kafka_config.get("isolation.level",
                                                                      "read_committed")}
                               for c in self.consumers],
-                "transactions": {"enabled": False},
+                "transactions": {"enabled": any(p.config.get("transactional.id")
+                                                for p in self.producers)},
                 "drain": {"isolation_level": isolation_level},
             },
             "faults": {"kinds": kinds, "schedule": "user"},
@@ -187,6 +208,8 @@ class ChaosSession(ClusterFaults):
             "options": {"collect_data": False},
             "versions": versions(version),
         }
+        if pipeline:
+            doc["pipeline"] = pipeline
         tmp = self.run_dir / ".run.json.tmp"
         tmp.write_text(json.dumps(doc, indent=2, default=str))
         os.replace(tmp, self.run_dir / "run.json")

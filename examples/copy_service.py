@@ -1,0 +1,219 @@
+"""A consume-transform-produce service under chaos: does every order become exactly one
+invoice while brokers die and the service itself crashes?
+
+    python examples/copy_service.py        # both variants, about three minutes
+
+Two versions of the same small service read ``orders`` and write one ``invoices`` record per
+order:
+
+- ``transactional=True``: each batch's invoices and the consumer offsets are committed in one
+  Kafka transaction (``send_offsets_to_transaction``); a crash before the commit leaves an
+  open transaction that the next incarnation's ``init_transactions`` aborts, so its invoices
+  are never read by a read_committed reader and the batch is done again. Exactly once.
+- ``transactional=False``: invoices are produced and flushed, then the offsets committed; a
+  crash between the two makes the next incarnation do the batch again. At least once: the
+  pipeline check reports the duplicated orders.
+
+The service "crashes" every ``crash_every``-th batch (its clients are abandoned without a
+commit, as if the process died) and restarts on any Kafka error, while brokers are killed
+and paused at random. ``chaos.check_pipeline`` then drains both topics and the checker
+decides (checkers/pipeline.py). The recorded producer's ``source=msg`` stamps each invoice
+with the identity of the order it came from.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
+
+if TYPE_CHECKING:
+    from chaos.plugin_result import ChaosResult
+    from chaos.user_api import ChaosSession
+    from workloads.recording import RecordingConsumer, RecordingProducer
+
+ORDERS, INVOICES = "orders", "invoices"
+
+
+def invoice_of(order: bytes) -> bytes:
+    """The transform: an order in, its invoice out."""
+    o = json.loads(order)
+    return json.dumps({"order": o["id"], "total_cents": o["amount_cents"] * 119 // 100}).encode()
+
+
+@dataclass
+class CopyService:
+    """The service: one incarnation at a time (``start``), each a consumer in group
+    ``invoicer`` and a producer (transactional.id ``invoicer`` when transactional)."""
+
+    chaos: ChaosSession
+    transactional: bool
+    orders: str = ORDERS
+    invoices: str = INVOICES
+    group: str = "invoicer"
+    batch: int = 50
+    crash_every: int = 4
+    incarnations: int = 0
+    batches: int = 0
+    restarts: dict[str, int] = field(default_factory=dict)
+    consumer: RecordingConsumer | None = None
+    producer: RecordingProducer | None = None
+
+    def start(self) -> None:
+        self.incarnations += 1
+        self.consumer = self.chaos.consumer({
+            "group.id": self.group, "auto.offset.reset": "earliest",
+            "enable.auto.commit": False, "isolation.level": "read_committed",
+            "session.timeout.ms": 6000})
+        self.consumer.subscribe([self.orders])
+        conf: dict[str, Any] = {"acks": "all", "enable.idempotence": True,
+                                "message.timeout.ms": 20000}
+        if self.transactional:
+            conf |= {"transactional.id": self.group, "transaction.timeout.ms": 20000}
+        self.producer = self.chaos.producer(conf)
+        if self.transactional:
+            self.producer.init_transactions(30)  # fences and aborts the last incarnation's
+
+    def crash(self, why: str) -> None:
+        """Abandon this incarnation without committing anything (as a killed process)."""
+        self.restarts[why] = self.restarts.get(why, 0) + 1
+        self.stop()
+
+    def stop(self) -> None:
+        """Close this incarnation's clients (nothing more is committed)."""
+        for client in (self.producer, self.consumer):
+            if client is not None:
+                # a dying process does not get to finish either
+                with contextlib.suppress(KafkaException):
+                    client.close()
+        self.producer = self.consumer = None
+
+    def step(self) -> int:
+        """One batch: read up to ``batch`` orders, write their invoices, commit. Returns
+        how many orders it read."""
+        assert self.consumer is not None and self.producer is not None
+        msgs = [m for m in self.consumer.consume(self.batch, 1.0) if m.error() is None]
+        if not msgs:
+            return 0
+        self.batches += 1
+        crash = self.batches % self.crash_every == 0
+        p, c = self.producer, self.consumer
+        if self.transactional:
+            p.begin_transaction()
+        for m in msgs:
+            p.produce(self.invoices, invoice_of(m.value() or b"{}"), key=m.key(), source=m)
+            p.poll(0)
+        if self.transactional:
+            if crash:
+                p.flush(20)  # the invoices are in the log, the transaction still open
+                self.crash("planned")
+                return len(msgs)
+            p.send_offsets_to_transaction(c.position(c.assignment()),
+                                          c.consumer_group_metadata(), 20)
+            p.commit_transaction(30)
+        else:
+            if p.flush(30) > 0:
+                raise KafkaException("invoices not delivered within 30 s")
+            if crash:
+                self.crash("planned")
+                return len(msgs)
+            c.commit(asynchronous=False)
+        return len(msgs)
+
+    def caught_up(self, end: dict[int, int]) -> bool:
+        """Whether the group's committed offsets reached every partition's end."""
+        assert self.consumer is not None
+        done = self.consumer.committed([TopicPartition(self.orders, p) for p in end], 10)
+        return all(tp.offset >= end[tp.partition] for tp in done)
+
+    def run(self, end: dict[int, int], deadline_s: float) -> None:
+        """Run (restarting after crashes and errors) until every order is committed."""
+        stop = time.monotonic() + deadline_s
+        while time.monotonic() < stop:
+            if self.consumer is None:
+                try:
+                    self.start()
+                except KafkaException:
+                    self.crash("start failed")
+                    continue
+            try:
+                if self.step() == 0 and self.caught_up(end):
+                    return
+            except KafkaException as e:
+                err = e.args[0] if e.args else None
+                self.crash(err.name() if isinstance(err, KafkaError) else str(err))
+        raise TimeoutError(f"the service did not finish within {deadline_s:.0f}s")
+
+
+def write_orders(chaos: ChaosSession, n: int, topic: str = ORDERS) -> dict[int, int]:
+    """The upstream: ``n`` orders in the application's own JSON; the end offset of each
+    partition of ``orders`` afterwards."""
+    producer = chaos.producer(acks="all", enable_idempotence=True)
+    for i in range(n):
+        order = {"id": i, "amount_cents": 100 + i % 900}
+        producer.produce(topic, json.dumps(order).encode(), key=str(i).encode())
+        producer.poll(0)
+    if producer.flush(60) > 0:
+        raise RuntimeError("orders not delivered within 60 s")
+    producer.close()
+    probe = Consumer({"bootstrap.servers": chaos.cluster.bootstrap_servers,
+                      "group.id": "orders-probe"})
+    try:
+        parts = probe.list_topics(topic, timeout=10).topics[topic].partitions
+        return {p: probe.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1]
+                for p in parts}
+    finally:
+        probe.close()
+
+
+def copy_under_chaos(chaos: ChaosSession, *, transactional: bool, orders: int = 1000,
+                     topics: tuple[str, str] = (ORDERS, INVOICES), faults: bool = True,
+                     say: Callable[[str], Any] = print) -> ChaosResult:
+    """Orders in, the service through crashes and random broker faults, the pipeline check
+    out. The topics (orders, invoices) must exist (``create_topics``)."""
+    end = write_orders(chaos, orders, topics[0])
+    service = CopyService(chaos, transactional, topics[0], topics[1],
+                          group=f"invoicer-{topics[1]}")
+    if faults:
+        with chaos.random(kinds=["kill", "pause"], interval=6, duration=18, topic=topics[1]):
+            service.run(end, deadline_s=240)
+    else:
+        service.run(end, deadline_s=240)
+    service.stop()
+    say(f"service: {service.incarnations} incarnations, {service.batches} batches, "
+        f"restarts {service.restarts}")
+    return chaos.check_pipeline(topics[0], topics[1], delivery="exactly-once")
+
+
+def create_topics(cluster: Any, topics: tuple[str, str] = (ORDERS, INVOICES)) -> None:
+    for topic in topics:
+        cluster.create_topic(topic, partitions=2, replication_factor=3,
+                             config={"min.insync.replicas": "2"})
+
+
+def main() -> int:
+    from chaos.user_api import ChaosSession
+    from compose.cluster import KafkaCluster
+    from compose.config import FAST_FAULTS, ClusterConfig
+
+    verdicts = {}
+    for transactional in (True, False):
+        with KafkaCluster(ClusterConfig(brokers=3, broker_config=dict(FAST_FAULTS))) as cluster:
+            create_topics(cluster)
+            name = "copy-transactional" if transactional else "copy-plain"
+            with ChaosSession.open(cluster, out="runs/user", name=name, seed=1) as chaos:
+                result = copy_under_chaos(chaos, transactional=transactional)
+        print(result.describe())
+        verdicts[transactional] = result.pipeline.get("valid")
+    # the transactional service keeps exactly-once; the plain one duplicates
+    return 0 if verdicts == {True: True, False: False} else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
