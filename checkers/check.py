@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import time
 import traceback
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from pyspark import StorageLevel
@@ -30,6 +31,8 @@ from .session import SMALL_HISTORY_BYTES, build_session
 from .verdict import expectations
 
 RESULTS = RESULTS_FILE
+#: A local check of a history below this many bytes (~50k writes) uses one shuffle partition.
+ONE_PARTITION_BYTES = 2 * 2**20
 
 
 def _empty_anomalies(settings: Settings) -> dict[str, dict[str, Any]]:
@@ -145,18 +148,35 @@ def _error_results(exc: BaseException, master: str | None) -> dict[str, Any]:
     }
 
 
-def _small_history(run: RunDir) -> bool:
-    """Whether a local run's history is small enough for a quickly compiled JVM."""
+def _history_bytes(run: RunDir) -> int | None:
+    """The size of a local run's history (None for a remote run or when unreadable)."""
     hist = run.local_path("history")
     if hist is None or not os.path.isdir(hist):
-        return False
+        return None
     total = 0
     try:
         for base, _, files in os.walk(hist):
             total += sum(os.path.getsize(os.path.join(base, f)) for f in files)
     except OSError:  # a file renamed under us: not worth failing the check for
-        return False
-    return total < SMALL_HISTORY_BYTES
+        return None
+    return total
+
+
+@contextlib.contextmanager
+def _one_partition(spark: SparkSession, on: bool) -> Iterator[None]:
+    """One shuffle partition while a small history is checked: every stage's tasks cost more
+    to schedule than to run on a few MB (~20% of a small check); the session's own setting
+    is restored for the next run."""
+    if not on:
+        yield
+        return
+    key = "spark.sql.shuffle.partitions"
+    before = str(spark.conf.get(key))
+    spark.conf.set(key, "1")
+    try:
+        yield
+    finally:
+        spark.conf.set(key, before)
 
 
 def check_run(run_dir: str | os.PathLike[str], spark_master: str | None = None) -> dict[str, Any]:
@@ -170,9 +190,13 @@ def check_run(run_dir: str | os.PathLike[str], spark_master: str | None = None) 
     run = RunDir(os.fspath(run_dir))
     spark: SparkSession | None = None
     try:
-        spark = build_session(spark_master, small_input=_small_history(run))
+        size = _history_bytes(run)
+        spark = build_session(spark_master,
+                              small_input=size is not None and size < SMALL_HISTORY_BYTES)
         master = str(spark.sparkContext.master)
-        results = _analyse(spark, run, master)
+        tiny = size is not None and size < ONE_PARTITION_BYTES and master.startswith("local")
+        with _one_partition(spark, tiny):
+            results = _analyse(spark, run, master)
     except Exception as exc:  # the judge reports its own failure instead of crashing a run
         results = _error_results(exc, spark_master)
     results["checker"]["seconds"] = round(time.monotonic() - started, 3)

@@ -6,6 +6,7 @@ import os
 import tempfile
 import threading
 
+from pyspark import SparkContext
 from pyspark.sql import SparkSession
 
 DEFAULT_MASTER = "local[2]"
@@ -47,6 +48,11 @@ def _local_cores(master: str) -> int | None:
 
 #: A new JVM for a history below this many bytes compiles with C1 only (see build_session).
 SMALL_HISTORY_BYTES = 16 * 2**20  # ~400k writes
+
+
+def session_running() -> bool:
+    """Whether this process runs a SparkContext already (in any thread)."""
+    return SparkContext._active_spark_context is not None
 
 
 def build_session(master: str | None = None, shuffle_partitions: int | None = None,

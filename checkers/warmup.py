@@ -23,7 +23,7 @@ import pyarrow.parquet as pq
 
 from contract.schemas import DRAIN_READER, READS_SCHEMA, WRITES_SCHEMA
 
-from .session import build_session
+from .session import build_session, session_running
 
 _BASE = 1_700_000_000_000_000_000
 _MS = 1_000_000
@@ -109,15 +109,18 @@ class WarmUp(threading.Thread):
     def run(self) -> None:
         # A failure is the run's check to report: it builds the session again.
         with contextlib.suppress(Exception):
+            warm = session_running()  # an earlier check in this process warmed it already
             build_session(self.master)
-            if self.check:
+            if self.check and not warm:
                 self.results = warm_check(self.master, self.run_cfg)
 
 
 def warm_up(master: str | None = None, run_cfg: dict[str, Any] | None = None,
             check: bool = True) -> WarmUp:
     """Start the SparkSession in a background thread (and, with ``check``, warm it with one
-    tiny check whose plans follow ``run_cfg``, a run.json-shaped dict); return the thread.
+    tiny check whose plans follow ``run_cfg``, a run.json-shaped dict, unless this process
+    runs a SparkContext already: pytest and nightly check many runs in one JVM, warm after
+    the first); return the thread.
 
     A run calls this while its cluster starts, so neither the JVM's start nor its first
     compilations are part of the check phase; ``build_session`` takes a lock, so a check

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from checkers import check_run
-from checkers.warmup import warm_up, write_tiny_history
+from checkers.warmup import warm_check, warm_up, write_tiny_history
 
 
 def test_tiny_history_has_known_answer(spark: object, tmp_path: Path) -> None:
@@ -23,14 +23,18 @@ def test_tiny_history_has_known_answer(spark: object, tmp_path: Path) -> None:
     assert r["valid"] is False
 
 
-def test_warm_up_checks_and_leaves_no_directory(spark: object, tmp_path: Path,
-                                                 monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_warm_check_leaves_no_directory(spark: object, tmp_path: Path,
+                                        monkeypatch) -> None:  # type: ignore[no-untyped-def]
     import tempfile
 
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
-    t = warm_up(None, {"producer_config": {"acks": "1"}})
-    t.join(timeout=120)
-    assert not t.is_alive()
-    assert t.results is not None and "error" not in t.results
-    assert t.results["anomalies"]["lost"]["count"] == 1
+    r = warm_check(None, {"producer_config": {"acks": "1"}})
+    assert "error" not in r and r["anomalies"]["lost"]["count"] == 1
     assert not list(tmp_path.glob("kafka-chaos-warm-up-*"))
+
+
+def test_warm_up_skips_the_check_in_a_warm_process(spark: object) -> None:
+    # pytest's session is running (the fixture): a run's warm-up only makes sure of it
+    t = warm_up(None)
+    t.join(timeout=60)
+    assert not t.is_alive() and t.results is None

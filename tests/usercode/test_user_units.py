@@ -17,10 +17,12 @@ from workloads.consumer import ReadRecorder
 from workloads.history import EventLog
 from workloads.record import (
     IDENTITY_HEADER,
+    SOURCE_HEADER,
     decode_header,
     encode,
     identity_header,
     parse_identity,
+    source_of,
 )
 from workloads.recording import RecordingConsumer, RecordingProducer, plain_config
 from workloads.write_recorder import WriteRecorder
@@ -119,9 +121,34 @@ def test_producer_takes_a_given_identity_and_refuses_another_producers(tmp_path:
     assert seqs == [100, 101]
 
 
+def test_source_header_is_recorded_with_the_read(tmp_path: Path) -> None:
+    value = b"invoice"
+    msg = Message(topic="invoices", partition=0, offset=3, value=value,
+                  headers=[(IDENTITY_HEADER, identity_header(5, 9, value)),
+                           (SOURCE_HEADER, b"0|41")])
+    plain = Message(topic="invoices", partition=0, offset=4, value=value,
+                    headers=[(IDENTITY_HEADER, identity_header(5, 10, value))])
+    rec = ReadRecorder(tmp_path, "c0", "subscribe")
+    rec.record(1, [msg, plain])
+    rec.close()
+    rows = _rows(tmp_path / "history" / "reads.parquet")
+    assert [(r["producer"], r["seq"], r["src_producer"], r["src_seq"]) for r in rows] == [
+        (5, 9, 0, 41), (5, 10, None, None)]
+    assert source_of([(SOURCE_HEADER, b"junk")]) == (None, None)
+
+
+def test_producer_stamps_the_source_and_refuses_one_without_identity(tmp_path: Path) -> None:
+    p = RecordingProducer(NOWHERE, tmp_path, producer_id=1)
+    try:
+        p.produce("invoices", b"x", source=(0, 41))
+        with pytest.raises(ValueError, match="identity"):
+            p.produce("invoices", b"y", source=Message(topic="orders", value=b"not ours"))
+    finally:
+        p.close(timeout=0.2)
+    assert [r["seq"] for r in _rows(tmp_path / "history" / "writes.parquet")] == [0]
+
+
 def test_recorded_clients_refuse_what_they_cannot_record(tmp_path: Path) -> None:
-    with pytest.raises(ValueError, match="transactions"):
-        RecordingProducer({**NOWHERE, "transactional.id": "t"}, tmp_path)
     with pytest.raises(ValueError, match="drain"):
         RecordingConsumer({**NOWHERE, "group.id": "g"}, tmp_path, reader="drain")
 
