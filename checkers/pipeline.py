@@ -59,7 +59,7 @@ class Pipeline:
 
 
 def _rows(df: DataFrame, order: list[str]) -> list[dict[str, Any]]:
-    return [r.asDict() for r in df.orderBy(*order).limit(MAX_EXAMPLES).collect()]
+    return [r.asDict(recursive=True) for r in df.orderBy(*order).limit(MAX_EXAMPLES).collect()]
 
 
 def check_pipeline(reads: DataFrame, p: Pipeline, complete: list[str],

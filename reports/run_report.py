@@ -166,6 +166,7 @@ def build_context(run_dir: Path) -> dict[str, Any]:
         "log_links": log_links,
         "expectations": (results or {}).get("expectations"),
         "mechanism": (results or {}).get("mechanism"),
+        "pipeline": (results or {}).get("pipeline"),
         "generated_at": datetime.now(tz=UTC).strftime("%Y-%m-%d %H:%M:%S UTC"),
         "build_seconds": time.perf_counter() - t_start,
         "Markup": Markup,

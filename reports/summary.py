@@ -202,7 +202,9 @@ def verdict(results: dict[str, Any] | None, rows: list[AnomalyRow]) -> Verdict:
     allowed = [r for r in rows if r.status == "allowed"]
     notes: list[str] = []
     if value == "invalid":
-        parts = ", ".join(f"{r.count:,} {r.kind}" for r in violations) or "anomalies"
+        found = [f"{r.count:,} {r.kind}" for r in violations]
+        found += [str(v) for v in results.get("violations") or []]  # e.g. the pipeline check's
+        parts = ", ".join(found) or "anomalies"
         reason = f"The configuration forbids what was found: {parts}."
     elif value == "valid":
         if allowed:

@@ -72,3 +72,16 @@ def test_incomplete_drain_of_the_output_is_unknown(check) -> None:  # type: igno
     assert _counts(r)["missing"] == 1  # input 3: not provably missing, the drain stopped early
     assert r["pipeline"]["valid"] == "unknown" and r["pipeline"]["violated"] == []
     assert any("to their end" in u for u in r["unknown_reasons"])
+
+
+def test_report_shows_the_pipeline_and_why_it_is_invalid(spark: object, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from checkers import check_run
+    from reports import render_run
+
+    run = _pipeline([(0, 0), (1, 1), (2, 2), (4, 2), (5, 3)]).save(tmp_path / "run")
+    check_run(run)
+    html = render_run(run).read_text()
+    assert "Pipeline in → out (exactly-once): INVALID" in html
+    assert "duplicated: 1 (forbidden)" in html and "missing: 0<" in html
+    assert "pipeline (exactly-once): 1 duplicated" in html  # the verdict's sentence
+    assert "source 0|2 (input 0:2) → 0:2 (1|2), 0:3 (1|4)" in html
