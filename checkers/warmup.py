@@ -110,8 +110,10 @@ class WarmUp(threading.Thread):
         # A failure is the run's check to report: it builds the session again.
         with contextlib.suppress(Exception):
             warm = session_running()  # an earlier check in this process warmed it already
-            build_session(self.master)
-            if self.check and not warm:
+            spark = build_session(self.master)
+            # a cluster's executors may not see this machine's temp directory
+            local = str(spark.sparkContext.master).startswith("local")
+            if self.check and not warm and local:
                 self.results = warm_check(self.master, self.run_cfg)
 
 
