@@ -26,6 +26,8 @@ READS_CONTRACT = [
     ("read_ns", pa.int64()), ("topic", pa.string()), ("partition", pa.int32()),
     ("offset", pa.int64()), ("producer", pa.int32()), ("seq", pa.int64()),
     ("valid", pa.bool_()),
+    # issue 14's addition: the source of a derived record (kc-src header), null otherwise
+    ("src_producer", pa.int32()), ("src_seq", pa.int64()),
 ]
 
 
