@@ -106,8 +106,15 @@ class CopyService:
         p, c = self.producer, self.consumer
         if self.transactional:
             p.begin_transaction()
+        failed: list[KafkaError] = []
+
+        def delivered(err: KafkaError | None, _msg: object) -> None:
+            if err is not None:
+                failed.append(err)
+
         for m in msgs:
-            p.produce(self.invoices, invoice_of(m.value() or b"{}"), key=m.key(), source=m)
+            p.produce(self.invoices, invoice_of(m.value() or b"{}"), key=m.key(), source=m,
+                      on_delivery=delivered)
             p.poll(0)
         if self.transactional:
             if crash:
@@ -118,8 +125,9 @@ class CopyService:
                                           c.consumer_group_metadata(), 20)
             p.commit_transaction(30)
         else:
-            if p.flush(30) > 0:
-                raise KafkaException("invoices not delivered within 30 s")
+            if p.flush(30) > 0 or failed:
+                # never commit the offsets of an order whose invoice is not in the log
+                raise KafkaException(failed[0] if failed else "invoices not delivered in 30 s")
             if crash:
                 self.crash("planned")
                 return len(msgs)
