@@ -121,6 +121,10 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--client-version", metavar="X.Y.Z",
                    help="confluent-kafka release for the producers and consumers (a venv "
                    "cached under ~/.cache/kafka-chaos/clients, built from PyPI on first use)")
+    r.add_argument("--bootstrap-servers", metavar="HOST:PORT[,...]",
+                   help="run against this existing cluster instead of starting one")
+    r.add_argument("--nodes", metavar="nodes.toml",
+                   help="the existing cluster's nodes faults may touch, reached over SSH")
     r.add_argument("--out", help="runs folder (default runs)")
     r.add_argument("--broker-config", type=_kv, action="append", metavar="K=V")
     r.add_argument("--topic-config", type=_kv, action="append", metavar="K=V")

@@ -9,6 +9,7 @@ from typing import Any
 from chaos.faults import targets
 from compose.config import ClusterConfig, ConfigError
 from compose.image import SUPPORTED_VERSIONS
+from compose.nodes_file import NodesFileError, load_nodes
 from contract.faults import RANDOM_FAULT_KINDS
 from contract.known_bugs import KNOWN_BUGS, unknown_ids
 from contract.settings import (
@@ -21,6 +22,10 @@ from contract.settings import (
 )
 
 TOPIC = "chaos"
+#: host:port pairs, comma-separated (IPv6 hosts in brackets).
+BOOTSTRAP = re.compile(r"^(\[[0-9a-fA-F:]+\]|[\w.-]+):\d+(,(\[[0-9a-fA-F:]+\]|[\w.-]+):\d+)*$")
+#: What faults can do to nodes reached over SSH (no container engine, no cgroups of ours).
+EXISTING_CLUSTER_FAULTS = ("kill", "stop", "pause", "partition", "slow", "power-loss")
 #: The four tables of Kafka properties (Kafka's own names) that extend the typed fields.
 KAFKA_TABLES = ("broker_config", "topic_config", "producer_config", "consumer_config")
 #: A confluent-kafka release string (also refuses paths and pip options).
@@ -62,6 +67,9 @@ class RunConfig:
     # None: the one installed with kafka-chaos
     client_version: str | None = None
     image: str | None = None
+    # an existing cluster (not started by kafka-chaos) and the nodes.toml of its faultable nodes
+    bootstrap_servers: str | None = None
+    nodes: str | None = None
     out: str = "runs"
     fast_faults: bool = True
     drain_timeout: float = 120.0
@@ -87,10 +95,13 @@ class RunConfig:
         def bad(msg: str) -> RunConfigError:
             return RunConfigError(msg)
 
-        try:  # the cluster's own rules, in the words `cluster up` uses too
-            ClusterConfig(brokers=self.brokers, controllers=self.controllers).validate()
-        except ConfigError as e:
-            raise bad(str(e)) from None
+        if self.bootstrap_servers is not None or self.nodes is not None:
+            self._validate_existing()
+        else:
+            try:  # the cluster's own rules, in the words `cluster up` uses too
+                ClusterConfig(brokers=self.brokers, controllers=self.controllers).validate()
+            except ConfigError as e:
+                raise bad(str(e)) from None
         if not 1 <= self.partitions <= 1000:
             raise bad(f"--partitions must be 1..1000, got {self.partitions}")
         if not 1 <= self.replication_factor <= self.brokers:
@@ -153,6 +164,36 @@ class RunConfig:
             for k in getattr(self, name):
                 if not re.match(r"^[a-z0-9._-]+$", k):
                     raise bad(f"{name}: {k!r} is not a Kafka property name")
+
+    def _validate_existing(self) -> None:
+        """An existing cluster: reachable addresses, a readable nodes.toml for faults, and
+        nothing that only a cluster kafka-chaos starts can honour. Sets ``brokers`` to the
+        broker nodes listed (the replication factor is checked against them)."""
+        if not self.bootstrap_servers:
+            raise RunConfigError("--nodes needs --bootstrap-servers (the cluster's address)")
+        if not BOOTSTRAP.match(self.bootstrap_servers):
+            raise RunConfigError(f"--bootstrap-servers must be host:port[,host:port...], "
+                                 f"got {self.bootstrap_servers!r}")
+        if self.kafka_version or self.image:
+            raise RunConfigError("--bootstrap-servers runs against the cluster given: drop "
+                                 "--kafka-version and --image")
+        if self.controllers:
+            raise RunConfigError("--controllers describes a cluster kafka-chaos starts; "
+                                 "with --bootstrap-servers the roles come from --nodes")
+        cannot = [f for f in self.faults if f not in EXISTING_CLUSTER_FAULTS]
+        if cannot:
+            raise RunConfigError(f"--faults {cannot[0]} needs a cluster kafka-chaos starts "
+                                 f"(on --nodes: {', '.join(EXISTING_CLUSTER_FAULTS)})")
+        if not self.nodes:
+            if self.faults:
+                raise RunConfigError("faults on an existing cluster need --nodes nodes.toml "
+                                     "(or --faults none)")
+            return
+        try:
+            specs = load_nodes(self.nodes)
+        except NodesFileError as e:
+            raise RunConfigError(f"--nodes: {e}") from None
+        self.brokers = sum("broker" in s.roles for s in specs)
 
     # ------------------------------------------------------------------ Kafka settings
     def effective_topic_config(self) -> dict[str, str]:

@@ -25,6 +25,8 @@ from chaos.scenarios.base import Scenario
 from compose.cleanup import signals_raise
 from compose.cluster import CollectFailure, KafkaCluster
 from compose.config import FAST_FAULTS, ClusterConfig
+from compose.nodes_file import load_nodes
+from compose.remote import ExternalCluster
 from contract.events import COLLECT_ERROR, INSTANT, INTERRUPTED, RUN_ERROR
 from workloads import (
     ChildInterpreter,
@@ -89,7 +91,10 @@ class Run:
         self.say = progress
         self.run_dir = new_run_dir(cfg.out, cfg.scenario)
         self.events = EventLog(self.run_dir / "history" / "events.jsonl")
-        self.cluster: KafkaCluster | None = None
+        self.cluster: KafkaCluster | ExternalCluster | None = None
+        # On a cluster kafka-chaos did not start, the run writes to a topic of its own and
+        # deletes it at the end.
+        self.topic = f"{TOPIC}-{self.run_dir.name}" if cfg.bootstrap_servers else TOPIC
         self.observer: Observer | None = None
         self.producers: ProcessGroup | None = None
         self.consumers: ProcessGroup | None = None
@@ -121,22 +126,15 @@ class Run:
                 "topic_config": {"replication.factor": str(cfg.replication_factor),
                                  **cfg.effective_topic_config()},
                 "producer_config": _producer_config(cfg).kafka_config()})
-        broker_config = {**(FAST_FAULTS if cfg.fast_faults else {}), **cfg.broker_config}
-        ccfg = ClusterConfig(brokers=cfg.brokers, controllers=cfg.controllers,
-                             image=cfg.image, broker_config=broker_config)
-        if cfg.kafka_version:
-            ccfg.kafka_version = cfg.kafka_version
-        self.phase("cluster start (builds the image on first use)")
-        self.step(f"starting {cfg.brokers}-broker cluster "
-                  f"({cfg.image or 'Kafka ' + ccfg.kafka_version})")
-        self.cluster = KafkaCluster(ccfg)
-        self.cluster.start()
-        self.step(f"cluster up: {self.cluster.bootstrap_servers}")
-        self.cluster.create_topic(TOPIC, cfg.partitions, cfg.replication_factor,
+        if cfg.bootstrap_servers:
+            image, version, broker_config = self._existing_cluster()
+        else:
+            image, version, broker_config = self._own_cluster()
+        self.cluster.create_topic(self.topic, cfg.partitions, cfg.replication_factor,  # type: ignore[union-attr]
                                   cfg.effective_topic_config())
         pcfg, ccons = _producer_config(cfg), _consumer_config(cfg)
         workload = {
-            "topic": TOPIC, "partitions": cfg.partitions, "producers": cfg.producers,
+            "topic": self.topic, "partitions": cfg.partitions, "producers": cfg.producers,
             "rate": cfg.rate, "duration_s": cfg.duration, "record_size": cfg.record_size,
             "consumers": [{"id": f"c{i}", "mode": cfg.consumer_mode,
                            "isolation_level": cfg.isolation_level}
@@ -145,36 +143,64 @@ class Run:
                              "records_per_txn": pcfg.records_per_txn,
                              "abort_share": pcfg.abort_share},
         }
-        version = kafka_version_of(self.cluster.image,
-                                   cfg.kafka_version or (None if cfg.image else ccfg.kafka_version))
         sc = self.scenario
         write_run_json(
-            self.run_dir, cfg, image=self.cluster.image, kafka_version=version,
-            broker_config={**ccfg.default_broker_config(), **broker_config},
+            self.run_dir, cfg, image=image, kafka_version=version, broker_config=broker_config,
             producer_config=pcfg.kafka_config(), consumer_config=ccons.kafka_config(),
             workload=workload, expect=sc.expect_for(cfg, version) if sc else None,
             mechanism=sc.mechanism_for(cfg, version) if sc else None,
             scenario_doc=sc.doc if sc and sc.script else None, client=self.client)
         self.events.phase("setup", "end")
 
+    def _own_cluster(self) -> tuple[str, str, dict[str, str]]:
+        """Starts the cluster; returns its image, Kafka version and broker settings."""
+        cfg = self.cfg
+        broker_config = {**(FAST_FAULTS if cfg.fast_faults else {}), **cfg.broker_config}
+        ccfg = ClusterConfig(brokers=cfg.brokers, controllers=cfg.controllers,
+                             image=cfg.image, broker_config=broker_config)
+        if cfg.kafka_version:
+            ccfg.kafka_version = cfg.kafka_version
+        self.phase("cluster start (builds the image on first use)")
+        self.step(f"starting {cfg.brokers}-broker cluster "
+                  f"({cfg.image or 'Kafka ' + ccfg.kafka_version})")
+        cluster = self.cluster = KafkaCluster(ccfg)
+        cluster.start()
+        self.step(f"cluster up: {cluster.bootstrap_servers}")
+        version = kafka_version_of(cluster.image,
+                                   cfg.kafka_version or (None if cfg.image else ccfg.kafka_version))
+        return cluster.image, version, {**ccfg.default_broker_config(), **broker_config}
+
+    def _existing_cluster(self) -> tuple[str, str, dict[str, str]]:
+        """Checks the existing cluster and its nodes answer; starts nothing. Its broker
+        settings are its own (not known here), so none are recorded."""
+        cfg = self.cfg
+        assert cfg.bootstrap_servers
+        specs = load_nodes(cfg.nodes) if cfg.nodes else []
+        self.step(f"existing cluster at {cfg.bootstrap_servers}; "
+                  f"{len(specs)} node(s) over SSH")
+        cluster = self.cluster = ExternalCluster(cfg.bootstrap_servers, specs)
+        cluster.start()
+        return "", cluster.kafka_version or "unknown", {}
+
     def workload(self) -> None:
         cfg, cluster = self.cfg, self.cluster
         assert cluster is not None
         boot = cluster.bootstrap_servers
-        self.observer = Observer(self.run_dir, boot, [TOPIC]).start()
+        self.observer = Observer(self.run_dir, boot, [self.topic]).start()
         if cfg.consumers:
             specs = [ConsumerSpec(f"c{i}", cfg.consumer_mode) for i in range(cfg.consumers)]  # type: ignore[arg-type]
-            self.consumers = start_consumers(self.run_dir, boot, TOPIC, cfg.partitions,
+            self.consumers = start_consumers(self.run_dir, boot, self.topic, cfg.partitions,
                                              _consumer_config(cfg), specs,
                                              interpreter=self.client)
         self.events.phase("workload", "start")
         self.phase("workload", cfg.duration)
         self.step(f"workload: {cfg.producers} producer(s) for {cfg.duration:.0f}s, "
                   f"faults: {self._fault_summary()}")
-        self.producers = start_producers(self.run_dir, boot, TOPIC, cfg.partitions,
+        self.producers = start_producers(self.run_dir, boot, self.topic, cfg.partitions,
                                          _producer_config(cfg), cfg.producers,
                                          interpreter=self.client)
-        self.nemesis = Nemesis(FaultContext(cluster, self.events, TOPIC, random.Random(cfg.seed)))
+        self.nemesis = Nemesis(FaultContext(cluster, self.events, self.topic,
+                                            random.Random(cfg.seed)))
         deadline = time.monotonic() + cfg.duration
         self.nemesis.deadline = deadline
         if self.scenario and self.scenario.script:
@@ -208,7 +234,7 @@ class Run:
         self.cluster.wait_brokers(sorted(self.cluster.brokers), timeout_s=120)
         self.events.phase("heal", "end")
         self.step("healed; draining every partition from the beginning")
-        res = drain(self.run_dir, self.cluster.bootstrap_servers, TOPIC, self.cfg.partitions,
+        res = drain(self.run_dir, self.cluster.bootstrap_servers, self.topic, self.cfg.partitions,
                     self.events, timeout_s=self.cfg.drain_timeout,
                     isolation_level="read_committed" if self.cfg.transactions
                     else "read_uncommitted", brokers=len(self.cluster.brokers))
@@ -216,7 +242,7 @@ class Run:
                   f"{res.records} records read")
         return bool(res.complete)
 
-    def collect(self, cluster: KafkaCluster) -> None:
+    def collect(self, cluster: KafkaCluster | ExternalCluster) -> None:
         """Copies the nodes' logs (and data) out; every copy that failed is a
         ``collect-error`` event, so the checker cannot mistake it for "replicas agree"."""
         try:
@@ -243,6 +269,8 @@ class Run:
         if self.cluster:
             cluster = self.cluster
             steps.append(("collect", lambda: self.collect(cluster)))
+            if isinstance(cluster, ExternalCluster):
+                steps.append(("topic", lambda: cluster.delete_topic(self.topic)))
             steps.append(("cluster", cluster.stop))
         for name, fn in steps:
             try:
@@ -282,7 +310,7 @@ def run(cfg: RunConfig, scenario: Scenario | None = None,
     finally:
         r.phase("teardown")
         r.teardown()
-        r.step("cluster removed")
+        r.step("cluster left running, as found" if cfg.bootstrap_servers else "cluster removed")
     try:
         if cfg.check and not out.interrupted:
             r.phase("check (PySpark)")

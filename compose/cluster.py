@@ -15,18 +15,20 @@ import tarfile
 import time
 import uuid
 from base64 import urlsafe_b64encode
-from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 
 import docker
-from confluent_kafka import KafkaException
-from confluent_kafka.admin import AdminClient, NewTopic
-from tenacity import Retrying, retry_if_exception_type, stop_after_delay, wait_fixed
 from testcontainers.core.config import testcontainers_config
 
 from compose import cleanup
-from compose.config import CLIENT_PORT, CONTROLLER_PORT, ClusterConfig
+from compose.admin import (  # noqa: F401 - re-exported: callers import them from here
+    ClusterAdmin,
+    ClusterError,
+    CollectFailure,
+    PartitionState,
+)
+from compose.config import CONTROLLER_PORT, ClusterConfig
 from compose.image import resolve_image
 from compose.node import KafkaNode, NodeSpec, server_properties
 
@@ -34,31 +36,6 @@ log = logging.getLogger("kafka_chaos.cluster")
 
 # Ryuk's image cannot be pulled here; we clean up by label ourselves (compose.cleanup).
 testcontainers_config.ryuk_disabled = True
-
-
-class ClusterError(RuntimeError):
-    """The cluster did not come up or a wait ran out; the message says which."""
-
-
-@dataclass(frozen=True)
-class CollectFailure:
-    """One node whose log (``what="log"``) or Kafka log directory (``"data"``) was not
-    copied out, and why."""
-
-    node: int
-    what: str
-    error: str
-
-
-@dataclass(frozen=True)
-class PartitionState:
-    """Leader and replicas of one partition as the cluster's metadata reports them."""
-
-    topic: str
-    partition: int
-    leader: int  # -1 when offline
-    replicas: tuple[int, ...]
-    isr: tuple[int, ...]
 
 
 def _free_subnets(client: docker.DockerClient) -> list[ipaddress.IPv4Network]:
@@ -118,7 +95,7 @@ def new_cluster_id() -> str:
             return cid
 
 
-class KafkaCluster:
+class KafkaCluster(ClusterAdmin):
     """Starts, exposes and tears down one cluster. Not thread-safe for start/stop."""
 
     def __init__(self, cfg: ClusterConfig) -> None:
@@ -180,124 +157,12 @@ class KafkaCluster:
 
     # ------------------------------------------------------------------ addresses
     @property
-    def brokers(self) -> dict[int, KafkaNode]:
-        return {i: n for i, n in self.nodes.items() if "broker" in n.spec.roles}
+    def bootstrap_servers(self) -> str:
+        return ",".join(n.client_address for n in self.brokers.values())
 
     @property
-    def bootstrap_servers(self) -> str:
-        return ",".join(f"{n.ip}:{CLIENT_PORT}" for n in self.brokers.values())
-
-    def node(self, node_id: int) -> KafkaNode:
-        return self.nodes[node_id]
-
-    def node_by_ip(self, ip: str) -> KafkaNode | None:
-        return next((n for n in self.nodes.values() if n.ip == ip), None)
-
-    def admin(self, timeout_ms: int = 5000) -> AdminClient:
-        return AdminClient({
-            "bootstrap.servers": self.bootstrap_servers,
-            "socket.timeout.ms": timeout_ms,
-            "socket.connection.setup.timeout.ms": timeout_ms,
-            # Refused connections while brokers boot or are down are expected: keep quiet.
-            "log_level": 2,
-        })
-
-    # ------------------------------------------------------------------ waits
-    def registered_brokers(self, admin: AdminClient | None = None) -> set[int]:
-        """Broker ids the cluster metadata lists as live (unfenced)."""
-        admin = admin or self.admin()
-        md = admin.list_topics(timeout=5)
-        return set(md.brokers)
-
-    def wait_brokers(self, ids: list[int], timeout_s: float = 90) -> None:
-        """Waits until every broker in ``ids`` answers on its own address and is registered.
-
-        Asking each broker directly matters after a restart: the cluster's metadata may
-        still list a just-killed broker as live until its session times out."""
-        want = set(ids)
-        admin = self.admin()
-        direct = {i: AdminClient({"bootstrap.servers": f"{self.nodes[i].ip}:{CLIENT_PORT}",
-                                  "log_level": 2}) for i in ids}
-        for attempt in Retrying(stop=stop_after_delay(timeout_s), wait=wait_fixed(0.5),
-                                retry=retry_if_exception_type((KafkaException, ClusterError)),
-                                reraise=True):
-            with attempt:
-                for _i, client in direct.items():
-                    client.list_topics(timeout=3)  # raises unless broker i itself answers
-                have = self.registered_brokers(admin)
-                if not want <= have:
-                    raise ClusterError(f"brokers {sorted(want - have)} not registered "
-                                       f"within {timeout_s:.0f}s (have {sorted(have)})")
-
-    def describe(self, topic: str, admin: AdminClient | None = None,
-                 timeout_s: float = 5) -> list[PartitionState]:
-        """Leader, replicas and ISR of each partition, from the cluster's metadata.
-
-        Brokers learn of a new topic at slightly different times, so an unknown topic is
-        asked again for up to ``timeout_s`` before it counts as absent."""
-        admin = admin or self.admin()
-        t = None
-        for attempt in Retrying(stop=stop_after_delay(timeout_s), wait=wait_fixed(0.2),
-                                reraise=True, retry=retry_if_exception_type(ClusterError)):
-            with attempt:
-                md = admin.list_topics(topic=topic, timeout=timeout_s)
-                t = md.topics.get(topic)
-                if t is None or t.error is not None:
-                    raise ClusterError(
-                        f"topic {topic} not in metadata: {t.error if t else 'absent'}")
-        assert t is not None
-        return [PartitionState(topic, p.id, p.leader, tuple(p.replicas), tuple(p.isrs))
-                for p in sorted(t.partitions.values(), key=lambda p: p.id)]
-
-    def wait_partitions(self, topic: str, timeout_s: float = 60, full_isr: bool = True) -> None:
-        """Waits until every partition has a leader (and, if asked, its full ISR)."""
-        admin = self.admin()
-        for attempt in Retrying(stop=stop_after_delay(timeout_s), wait=wait_fixed(0.5),
-                                retry=retry_if_exception_type((KafkaException, ClusterError)),
-                                reraise=True):
-            with attempt:
-                for p in self.describe(topic, admin):
-                    if p.leader < 0 or (full_isr and set(p.isr) != set(p.replicas)):
-                        raise ClusterError(f"{topic}-{p.partition} not ready within "
-                                           f"{timeout_s:.0f}s: leader={p.leader} isr={p.isr}")
-
-    # ------------------------------------------------------------------ topics
-    def create_topic(self, topic: str, partitions: int = 3, replication_factor: int = 3,
-                     config: dict[str, str] | None = None, timeout_s: float = 60) -> None:
-        """Creates a topic and waits until all its partitions have leaders and full ISRs."""
-        if replication_factor > len(self.brokers):
-            raise ClusterError(f"replication factor {replication_factor} > "
-                               f"{len(self.brokers)} brokers")
-        nt = NewTopic(topic, num_partitions=partitions, replication_factor=replication_factor,
-                      config={k: str(v) for k, v in (config or {}).items()})
-        admin = self.admin()  # keep a reference: a collected client cancels its futures
-        admin.create_topics([nt], operation_timeout=30)[topic].result(timeout=timeout_s)
-        self.wait_partitions(topic, timeout_s=timeout_s)
-
-    def end_offsets(self, topic: str, timeout_s: float = 30) -> dict[int, int]:
-        """Each partition's end offset (high watermark), asked again across leader moves.
-
-        Uses a consumer's watermark query: the admin client's ListOffsets was seen to hang
-        for minutes after a partition's unclean recovery (librdkafka 2.16)."""
-        from confluent_kafka import Consumer, TopicPartition
-
-        parts = [p.partition for p in self.describe(topic)]
-        cons = Consumer({"bootstrap.servers": self.bootstrap_servers, "group.id": "kc-offsets",
-                         "enable.auto.commit": False, "log_level": 2})
-        try:
-            out: dict[int, int] = {}
-            for attempt in Retrying(stop=stop_after_delay(timeout_s), wait=wait_fixed(0.5),
-                                    retry=retry_if_exception_type(KafkaException),
-                                    reraise=True):
-                with attempt:
-                    for p in parts:
-                        if p not in out:
-                            _, high = cons.get_watermark_offsets(TopicPartition(topic, p),
-                                                                 timeout=3)
-                            out[p] = int(high)
-            return out
-        finally:
-            cons.close()
+    def controller_ids(self) -> list[int]:
+        return self.cfg.controller_ids
 
     def active_controller(self) -> int:
         """The node id of the active KRaft controller (asked of the quorum itself)."""

@@ -114,6 +114,11 @@ class KafkaNode:
             )
         )
 
+    @property
+    def client_address(self) -> str:
+        """host:port of its client listener."""
+        return f"{self.ip}:{CLIENT_PORT}"
+
     # ------------------------------------------------------------------ lifecycle
     def create_and_start(self) -> None:
         # Create the named volume ourselves so it carries our labels (cleanup finds it).

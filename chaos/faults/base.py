@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from compose.cluster import KafkaCluster
+from compose.remote import ExternalCluster
 from workloads.history import EventLog
 
 
@@ -19,7 +20,7 @@ from workloads.history import EventLog
 class FaultContext:
     """What a fault may touch: the cluster, the event log, the topic, a seeded RNG."""
 
-    cluster: KafkaCluster
+    cluster: KafkaCluster | ExternalCluster
     events: EventLog
     topic: str = "chaos"
     rng: random.Random = field(default_factory=lambda: random.Random(0))

@@ -11,8 +11,9 @@ from typing import Any
 
 from chaos.faults import targets as tg
 from chaos.faults.base import BaseFault, FaultContext, FaultError
-from chaos.net import NetNS, Node, Partitioner, PartitionHandle, PartitionSpec, Shaper
+from chaos.net import NetNS, Node, Partitioner, PartitionHandle, PartitionSpec, Shaper, tc
 from chaos.net.shaping import ShapingHandle
+from compose.remote import SshNode
 
 CLIENT = "client"
 SHAPES = ("isolate", "halves", "ring", "bridge", "one-way", "leader-followers", "client")
@@ -22,12 +23,22 @@ def node_name(nid: int) -> str:
     return f"n{nid}"
 
 
+def netns_of(node: Any) -> NetNS | None:
+    """Where a node's network rules go: a local container's namespace (None while it is
+    down: its rules went with it), or the host of a node reached over SSH (always there)."""
+    if isinstance(node, SshNode):
+        return NetNS.over_ssh(f"n{node.node_id}-{node.ssh.host}", node.ssh.argv(),
+                              node.ssh.port)
+    pid = node.pid()
+    return NetNS.from_pid(pid) if pid else None
+
+
 def cluster_nodes(ctx: FaultContext, with_client: bool = True) -> list[Node]:
     """Every running node as a partitionable :class:`Node`, plus the client host."""
     nodes = []
-    for nid, node in sorted(ctx.cluster.nodes.items()):
-        pid = node.pid()
-        nodes.append(Node(node_name(nid), (node.ip,), NetNS.from_pid(pid) if pid else None))
+    for nid in sorted(ctx.cluster.nodes):
+        node = ctx.cluster.node(nid)
+        nodes.append(Node(node_name(nid), (node.ip,), netns_of(node)))
     if with_client:
         nodes.append(Node(CLIENT, (ctx.cluster.gateway_ip,), None))
     return nodes
@@ -143,16 +154,21 @@ class Slow(BaseFault):
 
     def start(self, ctx: FaultContext) -> None:
         self.targets = tg.resolve(self.target, ctx)
-        shaper = Shaper()
+        remote = any(isinstance(n, SshNode) for n in ctx.cluster.nodes.values())
+        # On a remote host only tc netem can shape: the userspace delayer runs locally.
+        shaper = Shaper("netem" if remote else "auto")
         try:
             for nid in self.targets:
-                node = ctx.cluster.node(nid)
-                pid = node.pid()
-                if not pid:
+                ns = netns_of(ctx.cluster.node(nid))
+                if ns is None:
                     raise FaultError(f"node {nid} is down; cannot slow its links")
+                if remote and self.params["delay_ms"] and not tc.netem_available(ns):
+                    raise FaultError(f"node {nid}: a delay over SSH needs tc netem on the node "
+                                     "(kernel module sch_netem); loss and rate caps work "
+                                     "without it")
                 peers = ([n.ip for i, n in ctx.cluster.nodes.items() if i != nid]
                          if self.peers == "cluster" else [])
-                self._handles.append(shaper.apply(NetNS.from_pid(pid), peers=peers,
+                self._handles.append(shaper.apply(ns, peers=peers,
                                                   seed=ctx.rng.randrange(1 << 30),
                                                   **self.params))
                 if self.params["rate_kbit"]:
@@ -167,9 +183,9 @@ class Slow(BaseFault):
         is the leader's egress): cap every other running node's egress towards it."""
         ip = ctx.cluster.node(nid).ip
         for other, node in ctx.cluster.nodes.items():
-            pid = node.pid() if other != nid else 0
-            if pid and other not in self.targets:
-                self._handles.append(shaper.apply(NetNS.from_pid(pid), peers=[ip],
+            ns = netns_of(node) if other != nid else None
+            if ns is not None and other not in self.targets:
+                self._handles.append(shaper.apply(ns, peers=[ip],
                                                   rate_kbit=self.params["rate_kbit"]))
 
     def _heal_handles(self) -> None:

@@ -11,7 +11,9 @@ metadata log (which Kafka does fsync) and producer snapshots are kept. This is t
 case of a power cut: in reality the kernel's writeback may already have put some of the
 unflushed tail on disk.
 
-The data volume is edited from the host (a local engine; root), while the container is down.
+The data volume is edited from the host (a local engine; root), while the container is down;
+on a node reached over SSH the same cut is made on the node's log dirs, while its broker is
+down.
 
 The start event also records the ISR of every partition of the topic as the cluster reported it
 just before the first kill (``isr_before``): the checker excuses a loss only when the power
@@ -21,6 +23,7 @@ can be a whole interval old (or missing, when its request went to the dying brok
 
 from __future__ import annotations
 
+import shlex
 import struct
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,6 +34,7 @@ from confluent_kafka import KafkaException
 from chaos.faults.base import FaultContext, FaultError
 from chaos.faults.process import Kill
 from compose.cluster import ClusterError
+from compose.remote import SshNode
 
 BATCH_HEADER = struct.Struct(">qi")  # baseOffset, batchLength
 LAST_OFFSET_DELTA_AT = 23  # baseOffset(8) length(4) epoch(4) magic(1) crc(4) attributes(2)
@@ -47,25 +51,24 @@ class TruncatedPartition:
     removed_batches: int
 
 
-def read_checkpoint(path: Path) -> dict[str, int]:
+def parse_checkpoint(text: str) -> dict[str, int]:
     """``topic partition offset`` lines of a Kafka offset checkpoint → {"topic-p": offset}."""
-    if not path.exists():
-        return {}
-    lines = path.read_text().splitlines()
     out: dict[str, int] = {}
-    for line in lines[2:]:
+    for line in text.splitlines()[2:]:
         parts = line.split()
         if len(parts) == 3:
             out[f"{parts[0]}-{parts[1]}"] = int(parts[2])
     return out
 
 
-def truncate_segment(path: Path, keep_below: int) -> tuple[int, int]:
-    """Cuts a ``.log`` segment at the first batch whose last offset is >= ``keep_below``.
+def read_checkpoint(path: Path) -> dict[str, int]:
+    """The checkpoint file at ``path`` (empty when absent)."""
+    return parse_checkpoint(path.read_text()) if path.exists() else {}
 
-    Returns (bytes removed, batches removed). A torn trailing batch is removed as well.
-    """
-    data = path.read_bytes()
+
+def cut_point(data: bytes, keep_below: int) -> tuple[int, int]:
+    """Where a segment's bytes are cut so only batches whose last offset is below
+    ``keep_below`` stay (a torn trailing batch goes too): (bytes kept, batches removed)."""
     pos = 0
     batches_kept_end = 0
     while pos + BATCH_HEADER.size <= len(data):
@@ -78,12 +81,23 @@ def truncate_segment(path: Path, keep_below: int) -> tuple[int, int]:
             break
         batches_kept_end = end
         pos = end
-    removed = len(data) - batches_kept_end
+    if batches_kept_end == len(data):
+        return batches_kept_end, 0
+    return batches_kept_end, _count_batches(data[batches_kept_end:])
+
+
+def truncate_segment(path: Path, keep_below: int) -> tuple[int, int]:
+    """Cuts a ``.log`` segment at the first batch whose last offset is >= ``keep_below``.
+
+    Returns (bytes removed, batches removed). A torn trailing batch is removed as well.
+    """
+    data = path.read_bytes()
+    keep, n_removed = cut_point(data, keep_below)
+    removed = len(data) - keep
     if not removed:
         return 0, 0
-    n_removed = _count_batches(data[batches_kept_end:])
     with open(path, "r+b") as fh:
-        fh.truncate(batches_kept_end)
+        fh.truncate(keep)
     return removed, n_removed
 
 
@@ -119,6 +133,43 @@ def drop_unflushed(log_dir: Path) -> list[TruncatedPartition]:
     return out
 
 
+def drop_unflushed_remote(node: SshNode) -> list[TruncatedPartition]:
+    """:func:`drop_unflushed` on a node reached over SSH (the broker is down): the segments
+    that may hold offsets at or past the recovery point are read over SSH, the cut is
+    computed here, and ``truncate`` applies it there, so the node needs no Python."""
+    out: list[TruncatedPartition] = []
+    for log_dir in node.spec.log_dirs:
+        q = shlex.quote(log_dir)
+        points = parse_checkpoint(node.ssh.run(f"cat {q}/recovery-point-offset-checkpoint",
+                                               check=False).stdout)
+        listing = node.ssh.run(f"cd {q} && ls -1 -- */*.log", check=False).stdout
+        segments: dict[str, list[tuple[int, str]]] = {}
+        for rel in listing.split():
+            pdir, name = rel.split("/", 1)
+            if pdir != METADATA_DIR and "-" in pdir and name[:-4].isdigit():
+                segments.setdefault(pdir, []).append((int(name[:-4]), rel))
+        cmds = [f"rm -f {q}/.kafka_cleanshutdown"]
+        for pdir, segs in sorted(segments.items()):
+            rp = points.get(pdir, 0)
+            segs.sort()
+            removed_bytes = removed_batches = 0
+            for i, (_, rel) in enumerate(segs):
+                if i + 1 < len(segs) and segs[i + 1][0] <= rp:
+                    continue  # every offset of this segment is below the recovery point
+                data = node.ssh.run(["cat", f"{log_dir}/{rel}"], binary=True, timeout=300).stdout
+                keep, batches = cut_point(data, rp)
+                if keep < len(data):
+                    removed_bytes += len(data) - keep
+                    removed_batches += batches
+                    path = shlex.quote(f"{log_dir}/{rel}")
+                    stem = shlex.quote(f"{log_dir}/{rel[:-4]}")
+                    cmds.append(f"truncate -s {keep} {path} && "
+                                f"rm -f {stem}.index {stem}.timeindex {stem}.txnindex")
+            out.append(TruncatedPartition(pdir, rp, removed_bytes, removed_batches))
+        node.ssh.run(" && ".join(cmds), timeout=60)
+    return out
+
+
 def isr_now(ctx: FaultContext) -> dict[str, list[int]]:
     """``{"topic:partition": ISR}`` from the cluster's metadata now; empty when it cannot be
     read within 2 s (the checker then falls back to the observer's samples)."""
@@ -146,6 +197,9 @@ class PowerLoss(Kill):
     def _apply(self, ctx: FaultContext, nid: int) -> None:
         node = ctx.cluster.node(nid)
         super()._apply(ctx, nid)
+        if isinstance(node, SshNode):
+            self.lost[nid] = drop_unflushed_remote(node)
+            return
         try:
             log_dir = node.data_mountpoint()
             self.lost[nid] = drop_unflushed(log_dir)

@@ -31,7 +31,7 @@ class VoterPartition(Partition):
         self.shape = shape
 
     def spec(self, ctx: FaultContext) -> PartitionSpec:
-        voters = list(ctx.cluster.cfg.controller_ids)
+        voters = list(ctx.cluster.controller_ids)
         if len(voters) < 3:
             raise FaultError("a quorum partition needs 3 or more controllers")
         nodes = cluster_nodes(ctx)

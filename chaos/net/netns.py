@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
+import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -55,9 +57,13 @@ class NetNS:
     Build one with :meth:`from_pid`, :meth:`from_container`, :meth:`named` or :meth:`current`.
     """
 
-    kind: Literal["pid", "named", "current"]
+    kind: Literal["pid", "named", "current", "ssh"]
     ref: str
     inode: int | None = field(default=None, compare=False)
+    #: ssh only: the ssh command line up to the remote command, and the SSH port that must
+    #: keep working from this host (partitions that cut this host from the node spare it).
+    via: tuple[str, ...] = ()
+    control_port: int | None = None
 
     @classmethod
     def from_pid(cls, pid: int) -> NetNS:
@@ -81,6 +87,12 @@ class NetNS:
         return cls("current", "self", _inode_of("/proc/self/ns/net"))
 
     @classmethod
+    def over_ssh(cls, name: str, argv: tuple[str, ...], control_port: int) -> NetNS:
+        """A remote host's own namespace, reached with the ssh command line ``argv``
+        (ending in ``--``). It outlives the broker: rules stay across broker restarts."""
+        return cls("ssh", name, None, tuple(argv), control_port)
+
+    @classmethod
     def from_container(cls, container: str) -> NetNS:
         """The namespace of a running Docker container, by id or name (via ``docker inspect``)."""
         out = subprocess.run(
@@ -97,6 +109,10 @@ class NetNS:
     # -- identity -------------------------------------------------------------------------
 
     def _path(self) -> str:
+        if self.kind == "ssh":  # a local lock file stands in for the remote namespace
+            locks = os.path.join(tempfile.gettempdir(), f"kc-netlocks-{os.getuid()}")
+            os.makedirs(locks, exist_ok=True)
+            return os.path.join(locks, self.ref.replace("/", "_"))
         if self.kind == "pid":
             return f"/proc/{self.ref}/ns/net"
         if self.kind == "named":
@@ -105,14 +121,17 @@ class NetNS:
 
     def exists(self) -> bool:
         """True while the namespace this handle was made for is still there."""
+        if self.kind == "ssh":
+            return True  # a host does not go away with its broker; ssh errors say the rest
         inode = _inode_of(self._path())
         return inode is not None and (self.inode is None or inode == self.inode)
 
     def open(self) -> int:
         """An O_RDONLY fd on the namespace itself (e.g. to flock: every path to one namespace
         leads to the same nsfs inode, so all users of it share the lock)."""
+        flags = os.O_RDONLY | os.O_CLOEXEC | (os.O_CREAT if self.kind == "ssh" else 0)
         try:
-            fd = os.open(self._path(), os.O_RDONLY | os.O_CLOEXEC)
+            fd = os.open(self._path(), flags, 0o600)
         except OSError as exc:
             raise NamespaceGone(f"namespace {self} is gone") from exc
         if self.inode is not None and os.fstat(fd).st_ino != self.inode:
@@ -126,7 +145,16 @@ class NetNS:
             return ["nsenter", "-t", self.ref, "-n", "--"]
         if self.kind == "named":
             return ["ip", "netns", "exec", self.ref]
+        if self.kind == "ssh":
+            return list(self.via)
         return []
+
+    def argv(self, args: Sequence[str]) -> list[str]:
+        """The full command line that runs ``args`` inside the namespace (over ssh the
+        remote shell parses it, so it is quoted into one word)."""
+        if self.kind == "ssh":
+            return [*self.via, shlex.join(args)]
+        return [*self.prefix(), *args]
 
     def describe(self) -> dict[str, Any]:
         """A JSON-able description (for events.jsonl details)."""
@@ -154,7 +182,7 @@ class NetNS:
         if not self.exists():
             raise NamespaceGone(f"namespace {self} is gone")
         proc = subprocess.run(
-            [*self.prefix(), *args], capture_output=True, text=True, input=input,
+            self.argv(args), capture_output=True, text=True, input=input,
             timeout=timeout, check=False,
         )
         if proc.returncode != 0:
@@ -169,7 +197,7 @@ class NetNS:
         the returned pid is the command's own)."""
         if not self.exists():
             raise NamespaceGone(f"namespace {self} is gone")
-        return subprocess.Popen([*self.prefix(), *args], **kwargs)
+        return subprocess.Popen(self.argv(args), **kwargs)
 
     def pids(self) -> list[int]:
         """Pids of every process whose network namespace is this one."""

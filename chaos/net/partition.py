@@ -192,6 +192,15 @@ class PlannedRule:
     match: tuple[str, ...]
 
 
+def _spare_control(ns: NetNS, peer: Node, port_flag: str) -> tuple[str, ...]:
+    """A cut between a node reached over SSH and this host (the peer we cannot enter) must
+    not cut the SSH connection that heals it: such rules drop TCP except the SSH port
+    (Kafka speaks only TCP)."""
+    if ns.control_port is None or peer.ns is not None:
+        return ()
+    return ("-p", "tcp", "!", port_flag, str(ns.control_port))
+
+
 def plan_rules(spec: PartitionSpec) -> list[PlannedRule]:
     """The iptables rules that realise ``spec`` (pure: touches no kernel)."""
     conn = ("-m", "conntrack", "--ctdir", "ORIGINAL") if spec.mode == "connections" else ()
@@ -199,13 +208,15 @@ def plan_rules(spec: PartitionSpec) -> list[PlannedRule]:
     for src_name, dst_name in sorted(spec.cuts):
         src, dst = spec.node(src_name), spec.node(dst_name)
         if dst.ns is not None:
+            spare = _spare_control(dst.ns, src, "--dport")
             for ip in src.ips:
-                planned.append(PlannedRule(dst.name, dst.ns, "INPUT",
-                                           iptables.family_binary(ip), ("-s", ip, *conn)))
+                planned.append(PlannedRule(dst.name, dst.ns, "INPUT", iptables.family_binary(ip),
+                                           ("-s", ip, *spare, *conn)))
         elif src.ns is not None:
+            spare = _spare_control(src.ns, dst, "--sport")
             for ip in dst.ips:
-                planned.append(PlannedRule(src.name, src.ns, "OUTPUT",
-                                           iptables.family_binary(ip), ("-d", ip, *conn)))
+                planned.append(PlannedRule(src.name, src.ns, "OUTPUT", iptables.family_binary(ip),
+                                           ("-d", ip, *spare, *conn)))
     return planned
 
 

@@ -1,0 +1,210 @@
+"""What every cluster kafka-chaos works with can do through Kafka's own protocol: admin
+clients, waits for brokers and partitions, topics, end offsets.
+
+Shared by the cluster kafka-chaos starts in Docker (:mod:`compose.cluster`) and an existing
+cluster reached over SSH (:mod:`compose.remote`); each supplies its nodes and addresses.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from confluent_kafka import KafkaException
+from confluent_kafka.admin import AdminClient, NewTopic
+from tenacity import Retrying, retry_if_exception_type, stop_after_delay, wait_fixed
+
+
+class ClusterError(RuntimeError):
+    """The cluster did not come up or a wait ran out; the message says which."""
+
+
+@dataclass(frozen=True)
+class CollectFailure:
+    """One node whose log (``what="log"``) or Kafka log directory (``"data"``) was not
+    copied out, and why."""
+
+    node: int
+    what: str
+    error: str
+
+
+@dataclass(frozen=True)
+class PartitionState:
+    """Leader and replicas of one partition as the cluster's metadata reports them."""
+
+    topic: str
+    partition: int
+    leader: int  # -1 when offline
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
+
+
+class RoleSpec(Protocol):
+    """The part of a node's description the cluster needs: its KRaft roles."""
+
+    roles: str
+
+
+class ClusterNode(Protocol):
+    """A node faults can act on, wherever it runs (a local container or a host over SSH)."""
+
+    node_id: int
+    ip: str  # the address its peers and the clients reach it at
+    spec: Any  # has .roles
+
+    @property
+    def client_address(self) -> str: ...
+
+    def status(self) -> str: ...
+
+    def pid(self) -> int: ...
+
+    def kill(self, signal: str = "SIGKILL") -> None: ...
+
+    def stop(self, timeout: int = 30) -> None: ...
+
+    def start(self) -> None: ...
+
+    def pause(self) -> None: ...
+
+    def unpause(self) -> None: ...
+
+    def exec(self, cmd: str, timeout_s: int = 60) -> tuple[int, str]: ...
+
+    def logs(self) -> bytes: ...
+
+    def copy_data_dir(self, dest: Path) -> None: ...
+
+
+class ClusterAdmin:
+    """Kafka-protocol operations on a cluster; subclasses set ``nodes`` and
+    ``bootstrap_servers``."""
+
+    nodes: dict[int, Any]
+
+    @property
+    def bootstrap_servers(self) -> str:
+        raise NotImplementedError
+
+    @property
+    def brokers(self) -> dict[int, Any]:
+        return {i: n for i, n in self.nodes.items() if "broker" in n.spec.roles}
+
+    def node(self, node_id: int) -> Any:
+        return self.nodes[node_id]
+
+    def node_by_ip(self, ip: str) -> Any:
+        return next((n for n in self.nodes.values() if n.ip == ip), None)
+
+    def admin(self, timeout_ms: int = 5000) -> AdminClient:
+        return AdminClient({
+            "bootstrap.servers": self.bootstrap_servers,
+            "socket.timeout.ms": timeout_ms,
+            "socket.connection.setup.timeout.ms": timeout_ms,
+            # Refused connections while brokers boot or are down are expected: keep quiet.
+            "log_level": 2,
+        })
+
+    # ------------------------------------------------------------------ waits
+    def registered_brokers(self, admin: AdminClient | None = None) -> set[int]:
+        """Broker ids the cluster metadata lists as live (unfenced)."""
+        admin = admin or self.admin()
+        md = admin.list_topics(timeout=5)
+        return set(md.brokers)
+
+    def wait_brokers(self, ids: list[int], timeout_s: float = 90) -> None:
+        """Waits until every broker in ``ids`` answers on its own address and is registered.
+
+        Asking each broker directly matters after a restart: the cluster's metadata may
+        still list a just-killed broker as live until its session times out."""
+        want = set(ids)
+        admin = self.admin()
+        direct = {i: AdminClient({"bootstrap.servers": self.nodes[i].client_address,
+                                  "log_level": 2}) for i in ids}
+        for attempt in Retrying(stop=stop_after_delay(timeout_s), wait=wait_fixed(0.5),
+                                retry=retry_if_exception_type((KafkaException, ClusterError)),
+                                reraise=True):
+            with attempt:
+                for _i, client in direct.items():
+                    client.list_topics(timeout=3)  # raises unless broker i itself answers
+                have = self.registered_brokers(admin)
+                if not want <= have:
+                    raise ClusterError(f"brokers {sorted(want - have)} not registered "
+                                       f"within {timeout_s:.0f}s (have {sorted(have)})")
+
+    def describe(self, topic: str, admin: AdminClient | None = None,
+                 timeout_s: float = 5) -> list[PartitionState]:
+        """Leader, replicas and ISR of each partition, from the cluster's metadata.
+
+        Brokers learn of a new topic at slightly different times, so an unknown topic is
+        asked again for up to ``timeout_s`` before it counts as absent."""
+        admin = admin or self.admin()
+        t = None
+        for attempt in Retrying(stop=stop_after_delay(timeout_s), wait=wait_fixed(0.2),
+                                reraise=True, retry=retry_if_exception_type(ClusterError)):
+            with attempt:
+                md = admin.list_topics(topic=topic, timeout=timeout_s)
+                t = md.topics.get(topic)
+                if t is None or t.error is not None:
+                    raise ClusterError(
+                        f"topic {topic} not in metadata: {t.error if t else 'absent'}")
+        assert t is not None
+        return [PartitionState(topic, p.id, p.leader, tuple(p.replicas), tuple(p.isrs))
+                for p in sorted(t.partitions.values(), key=lambda p: p.id)]
+
+    def wait_partitions(self, topic: str, timeout_s: float = 60, full_isr: bool = True) -> None:
+        """Waits until every partition has a leader (and, if asked, its full ISR)."""
+        admin = self.admin()
+        for attempt in Retrying(stop=stop_after_delay(timeout_s), wait=wait_fixed(0.5),
+                                retry=retry_if_exception_type((KafkaException, ClusterError)),
+                                reraise=True):
+            with attempt:
+                for p in self.describe(topic, admin):
+                    if p.leader < 0 or (full_isr and set(p.isr) != set(p.replicas)):
+                        raise ClusterError(f"{topic}-{p.partition} not ready within "
+                                           f"{timeout_s:.0f}s: leader={p.leader} isr={p.isr}")
+
+    # ------------------------------------------------------------------ topics
+    def create_topic(self, topic: str, partitions: int = 3, replication_factor: int = 3,
+                     config: dict[str, str] | None = None, timeout_s: float = 60) -> None:
+        """Creates a topic and waits until all its partitions have leaders and full ISRs."""
+        if replication_factor > len(self.brokers):
+            raise ClusterError(f"replication factor {replication_factor} > "
+                               f"{len(self.brokers)} brokers")
+        nt = NewTopic(topic, num_partitions=partitions, replication_factor=replication_factor,
+                      config={k: str(v) for k, v in (config or {}).items()})
+        admin = self.admin()  # keep a reference: a collected client cancels its futures
+        admin.create_topics([nt], operation_timeout=30)[topic].result(timeout=timeout_s)
+        self.wait_partitions(topic, timeout_s=timeout_s)
+
+    def delete_topic(self, topic: str, timeout_s: float = 30) -> None:
+        """Deletes ``topic`` (a run's own topic on a cluster it did not start)."""
+        admin = self.admin()
+        admin.delete_topics([topic], operation_timeout=timeout_s)[topic].result(timeout=timeout_s)
+
+    def end_offsets(self, topic: str, timeout_s: float = 30) -> dict[int, int]:
+        """Each partition's end offset (high watermark), asked again across leader moves.
+
+        Uses a consumer's watermark query: the admin client's ListOffsets was seen to hang
+        for minutes after a partition's unclean recovery (librdkafka 2.16)."""
+        from confluent_kafka import Consumer, TopicPartition
+
+        parts = [p.partition for p in self.describe(topic)]
+        cons = Consumer({"bootstrap.servers": self.bootstrap_servers, "group.id": "kc-offsets",
+                         "enable.auto.commit": False, "log_level": 2})
+        try:
+            out: dict[int, int] = {}
+            for attempt in Retrying(stop=stop_after_delay(timeout_s), wait=wait_fixed(0.5),
+                                    retry=retry_if_exception_type(KafkaException),
+                                    reraise=True):
+                with attempt:
+                    for p in parts:
+                        if p not in out:
+                            _, high = cons.get_watermark_offsets(TopicPartition(topic, p),
+                                                                 timeout=3)
+                            out[p] = int(high)
+            return out
+        finally:
+            cons.close()

@@ -1,0 +1,246 @@
+"""An existing Kafka cluster that kafka-chaos did not start: its nodes reached over SSH.
+
+Faults act on the broker process by its pid on the node (``kill -9``, SIGTERM, SIGSTOP and
+SIGCONT) and start it again with the node's own start command; network faults and power loss
+run their commands on the node (see :mod:`chaos.faults`). The cluster is never stopped or
+removed: :meth:`ExternalCluster.stop` only makes sure every listed broker runs again and
+closes the SSH connections.
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+import re
+import shlex
+import tarfile
+from pathlib import Path
+from types import TracebackType
+
+from tenacity import Retrying, retry_if_exception_type, stop_after_delay, wait_fixed
+
+from compose.admin import ClusterAdmin, ClusterError, CollectFailure
+from compose.nodes_file import RemoteNodeSpec
+from compose.ssh import SshError, SshTarget
+
+log = logging.getLogger("kafka_chaos.remote")
+PREALLOCATED = ("*.index", "*.timeindex")  # Kafka rebuilds them; copies would be 10 MiB each
+LOG_TAIL_BYTES = 20 << 20
+
+
+class _StillThere(ClusterError):
+    """The process has not (yet) done what we wait for."""
+
+
+class SshNode:
+    """One broker (or controller) host: the broker is a process found by its command line."""
+
+    def __init__(self, spec: RemoteNodeSpec) -> None:
+        self.spec = spec
+        self.node_id = spec.node_id
+        self.ip = spec.ip
+        self.ssh: SshTarget = spec.ssh
+
+    @property
+    def client_address(self) -> str:
+        return f"{self.ip}:{self.spec.client_port}"
+
+    @property
+    def controller_address(self) -> str:
+        return f"{self.ip}:{self.spec.controller_port}"
+
+    def _pattern(self) -> str:
+        # "[k]afka.Kafka" matches the JVM but not the shell that runs pgrep with it.
+        p = self.spec.process
+        return f"[{p[0]}]{p[1:]}"
+
+    def pid(self) -> int:
+        """The broker's pid on the node; 0 when it is not running."""
+        out = self.ssh.run(f"pgrep -o -f {shlex.quote(self._pattern())}", check=False).stdout
+        return int(out.split()[0]) if out.strip() else 0
+
+    def status(self) -> str:
+        """``running``, ``paused`` (stopped by SIGSTOP) or ``exited``."""
+        pid = self.pid()
+        if not pid:
+            return "exited"
+        state = self.ssh.run(f"ps -o stat= -p {pid}", check=False).stdout.strip()
+        if not state:
+            return "exited"
+        return "paused" if state.startswith("T") else "running"
+
+    def _signal(self, signal: str) -> int:
+        pid = self.pid()
+        if pid:
+            self.ssh.run(f"kill -s {signal.removeprefix('SIG')} {pid}", check=False)
+        return pid
+
+    def _alive(self, pid: int) -> bool:
+        """True while ``pid`` runs; a zombie (its parent has not reaped it yet, e.g. an init
+        that never waits) counts as gone."""
+        state = self.ssh.run(f"ps -o stat= -p {pid}", check=False).stdout.strip()
+        return bool(state) and not state.startswith("Z")
+
+    def _wait_gone(self, pid: int, timeout_s: float) -> None:
+        for attempt in Retrying(stop=stop_after_delay(timeout_s), wait=wait_fixed(0.2),
+                                retry=retry_if_exception_type(_StillThere), reraise=True):
+            with attempt:
+                if self._alive(pid):
+                    raise _StillThere(f"node {self.node_id}: pid {pid} still alive "
+                                      f"after {timeout_s:.0f}s")
+
+    def kill(self, signal: str = "SIGKILL") -> None:
+        """Sends ``signal`` to the broker; for SIGKILL returns once the process is gone."""
+        pid = self._signal(signal)
+        if pid and signal in ("SIGKILL", "KILL", "9"):
+            self._wait_gone(pid, 30)
+
+    def stop(self, timeout: int = 30) -> None:
+        """SIGTERM (Kafka's clean shutdown), SIGKILL after ``timeout`` seconds."""
+        pid = self._signal("SIGTERM")
+        if not pid:
+            return
+        try:
+            self._wait_gone(pid, timeout)
+        except _StillThere:
+            self.kill("SIGKILL")
+
+    def start(self) -> None:
+        """Runs the node's start command (detached) and waits until the process is there."""
+        if self.pid():
+            return
+        self.ssh.run(f"setsid sh -c {shlex.quote(self.spec.start)} "
+                     "</dev/null >/dev/null 2>&1 &", timeout=30)
+        for attempt in Retrying(stop=stop_after_delay(30), wait=wait_fixed(0.3),
+                                retry=retry_if_exception_type(_StillThere), reraise=True):
+            with attempt:
+                if not self.pid():
+                    raise _StillThere(f"node {self.node_id}: broker did not start within 30s "
+                                      f"({self.spec.start!r})")
+
+    def pause(self) -> None:
+        self._signal("SIGSTOP")
+
+    def unpause(self) -> None:
+        self._signal("SIGCONT")
+
+    def exec(self, cmd: str, timeout_s: int = 60) -> tuple[int, str]:
+        """Runs a shell command on the node; returns (exit code, output)."""
+        proc = self.ssh.run(f"timeout {int(timeout_s)} sh -c {shlex.quote(cmd)} 2>&1",
+                            check=False, timeout=timeout_s + 10)
+        return proc.returncode, proc.stdout
+
+    def logs(self) -> bytes:
+        out = self.ssh.run(f"tail -c {LOG_TAIL_BYTES} {shlex.quote(self.spec.server_log)}",
+                           check=False, binary=True).stdout
+        return bytes(out)
+
+    def copy_data_dir(self, dest: Path) -> None:
+        """Copies the node's log dirs (without preallocated indexes) into ``dest``."""
+        dest.mkdir(parents=True, exist_ok=True)
+        excludes = " ".join(f"--exclude={shlex.quote(p)}" for p in PREALLOCATED)
+        for d in self.spec.log_dirs:
+            data = self.ssh.run(f"tar -C {shlex.quote(d)} {excludes} -cf - .", binary=True,
+                                timeout=300).stdout
+            with tarfile.open(fileobj=io.BytesIO(data)) as tar:
+                tar.extractall(dest, filter="data")
+
+    def kafka_version(self) -> str | None:
+        """The Kafka version of the node's installation, from its kafka-clients jar name."""
+        out = self.ssh.run(f"ls {shlex.quote(self.spec.kafka_home)}/libs", check=False).stdout
+        m = re.search(r"^kafka-clients-(\d+\.\d+\.\d+)\.jar$", out, re.M)
+        return m.group(1) if m else None
+
+    def client_ip(self) -> str:
+        """Our own address as the node sees it (the peer of our SSH connection)."""
+        out = self.ssh.run("echo $SSH_CONNECTION").stdout.split()
+        if not out:
+            raise ClusterError(f"node {self.node_id}: SSH_CONNECTION is not set")
+        return out[0]
+
+    def remove(self) -> None:
+        """Never removes anything: the node is the user's."""
+
+
+class ExternalCluster(ClusterAdmin):
+    """A cluster given by its bootstrap servers, with the nodes of nodes.toml faultable."""
+
+    def __init__(self, bootstrap_servers: str, nodes: list[RemoteNodeSpec]) -> None:
+        self._bootstrap = bootstrap_servers
+        self.nodes: dict[int, SshNode] = {s.node_id: SshNode(s) for s in nodes}
+        self.name = "external"
+        self.image = ""
+        self.gateway_ip = ""
+        self.kafka_version: str | None = None
+
+    @property
+    def bootstrap_servers(self) -> str:
+        return self._bootstrap
+
+    @property
+    def controller_ids(self) -> list[int]:
+        return sorted(i for i, n in self.nodes.items() if "controller" in n.spec.roles)
+
+    def __enter__(self) -> ExternalCluster:
+        self.start()
+        return self
+
+    def __exit__(self, et: type[BaseException] | None, ev: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.stop()
+
+    def start(self, ready_timeout_s: float = 60) -> None:
+        """Checks every node answers over SSH and runs its broker, and that the cluster
+        answers at the bootstrap servers; starts nothing."""
+        for n in self.nodes.values():
+            try:
+                if not n.pid():
+                    raise ClusterError(f"node {n.node_id} ({n.ssh}): no process matches "
+                                       f"{n.spec.process!r}; is the broker running?")
+            except SshError as e:
+                raise ClusterError(str(e)) from None
+        first = next(iter(self.nodes.values()))
+        self.gateway_ip = first.client_ip()
+        self.kafka_version = first.kafka_version()
+        self.wait_brokers(sorted(self.brokers), timeout_s=ready_timeout_s)
+
+    def stop(self) -> None:
+        """Leaves every listed broker running (resumes paused ones, starts dead ones) and
+        closes the SSH connections. Idempotent; never stops the cluster."""
+        for n in self.nodes.values():
+            try:
+                status = n.status()
+                if status == "paused":
+                    n.unpause()
+                elif status != "running":
+                    n.start()
+            except (SshError, ClusterError) as e:
+                log.warning("node %s left as it is: %s", n.node_id, e)
+        for n in self.nodes.values():
+            n.ssh.close()
+
+    def active_controller(self) -> int:
+        """The active KRaft controller, asked of the quorum from a node."""
+        boot = ",".join(self.nodes[v].controller_address for v in self.controller_ids)
+        for node in self.nodes.values():
+            code, out = node.exec(f"{node.spec.kafka_home}/bin/kafka-metadata-quorum.sh "
+                                  f"--bootstrap-controller {boot} describe --status", 30)
+            for line in out.splitlines():
+                if line.startswith("LeaderId:") and code == 0:
+                    return int(line.split(":", 1)[1])
+        raise ClusterError("no node could tell the active controller")
+
+    def collect(self, dest: Path, data: bool = False) -> list[CollectFailure]:
+        """Copies each node's server log (and, if asked, its log dirs) into ``dest``."""
+        dest.mkdir(parents=True, exist_ok=True)
+        failures: list[CollectFailure] = []
+        for nid, node in self.nodes.items():
+            for what in ("log", "data") if data else ("log",):
+                try:
+                    if what == "log":
+                        (dest / f"node-{nid}.log").write_bytes(node.logs())
+                    else:
+                        node.copy_data_dir(dest / "data" / f"broker-{nid}")
+                except (SshError, OSError, tarfile.TarError) as e:
+                    failures.append(CollectFailure(nid, what, f"{type(e).__name__}: {e}"))
+        return failures

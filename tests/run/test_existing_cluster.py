@@ -1,0 +1,176 @@
+"""`kafka-chaos run --bootstrap-servers ... --nodes nodes.toml`: a cluster kafka-chaos did not
+start, its brokers faulted over SSH only (kill by pid, SIGSTOP/SIGCONT, iptables on the node),
+checked with the same checker; and the run leaves the cluster as it found it."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+from confluent_kafka.admin import AdminClient
+
+from compose.remote import SshNode
+from tests.run.cli import CLI
+from tests.run.ssh_cluster import SshCluster
+
+SCENARIO = """
+[[scenario]]
+name = "over-ssh"
+summary = "kill, pause, partition and power-cycle brokers of an existing cluster over SSH"
+settle = 4
+
+[scenario.config]
+duration = 90
+rate = 100
+producers = 2
+consumers = 1
+
+[scenario.expect]
+valid = true
+
+[[scenario.steps]]
+action = "start"
+fault = "kill"
+target = "leader:0"
+as = "kill"
+
+[[scenario.steps]]
+action = "wait"
+seconds = 3
+
+[[scenario.steps]]
+action = "stop"
+ref = "kill"
+
+[[scenario.steps]]
+action = "start"
+fault = "pause"
+target = "leader:1"
+as = "pause"
+
+[[scenario.steps]]
+action = "wait"
+seconds = 3
+
+[[scenario.steps]]
+action = "stop"
+ref = "pause"
+
+[[scenario.steps]]
+action = "start"
+fault = "partition"
+shape = "isolate"
+target = "leader:2"
+as = "isolate"
+
+[[scenario.steps]]
+action = "wait"
+seconds = 4
+
+[[scenario.steps]]
+action = "stop"
+ref = "isolate"
+
+[[scenario.steps]]
+action = "start"
+fault = "partition"
+shape = "client"
+target = "leader:0"
+as = "cut-client"
+
+[[scenario.steps]]
+action = "wait"
+seconds = 3
+
+[[scenario.steps]]
+action = "stop"
+ref = "cut-client"
+
+[[scenario.steps]]
+action = "start"
+fault = "power-loss"
+target = "follower:1"
+as = "power"
+
+[[scenario.steps]]
+action = "wait"
+seconds = 2
+
+[[scenario.steps]]
+action = "stop"
+ref = "power"
+
+[[scenario.steps]]
+action = "wait-until"
+condition = "isr-full"
+timeout = 60
+"""
+
+
+def _events(run_dir: Path) -> list[dict]:
+    lines = (run_dir / "history" / "events.jsonl").read_text().splitlines()
+    return [json.loads(line) for line in lines if line.strip()]
+
+
+def _started_at(cluster: SshCluster) -> dict[int, str]:
+    return {s.node_id: cluster.container(s.node_id).attrs["State"]["StartedAt"]
+            for s in cluster.specs}
+
+
+@pytest.mark.cluster
+def test_run_against_a_cluster_reached_over_ssh(tmp_path):
+    scenarios = tmp_path / "scenarios.toml"
+    scenarios.write_text(SCENARIO)
+    out = tmp_path / "runs"
+    with SshCluster(tmp_path / "ssh") as cluster:
+        pids_before = {s.node_id: SshNode(s).pid() for s in cluster.specs}
+        started = _started_at(cluster)
+        proc = subprocess.run(
+            [*CLI, "run", "--scenario-file", str(scenarios), "--scenario", "over-ssh",
+             "--bootstrap-servers", cluster.bootstrap_servers,
+             "--nodes", str(cluster.nodes_file), "--out", str(out)],
+            capture_output=True, text=True, timeout=600)
+        run_dir = next(out.iterdir())
+        assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+        results = json.loads((run_dir / "results.json").read_text())
+        assert results["valid"] is True
+        stats = results["stats"]
+        assert stats["writes"]["ok"] > 500, stats
+        assert results["anomalies"]["lost"]["count"] == 0
+
+        # Every fault of the script started and ended, on real targets.
+        ev = _events(run_dir)
+        for kind, n in (("kill", 1), ("pause", 1), ("partition", 2), ("power-loss", 1)):
+            starts = [e for e in ev if e["kind"] == kind and e["phase"] == "start"]
+            ends = [e for e in ev if e["kind"] == kind and e["phase"] == "end"]
+            assert len(starts) == n and len(ends) == n, (kind, starts, ends)
+            assert all(e["targets"] for e in starts), starts
+        killed = next(e for e in ev if e["kind"] == "kill" and e["phase"] == "start")["targets"]
+        # Power loss cut the unflushed tail of the target's log on its host (over SSH).
+        power = next(e for e in ev if e["kind"] == "power-loss" and e["phase"] == "start")
+        lost = power["detail"]["lost"][str(power["targets"][0])]
+        assert sum(p["removed_batches"] for p in lost.values()) > 0, power
+
+        # The kill was a kill of the broker process on its host: a new pid there, while the
+        # hosts themselves (the containers, which only run sshd) were never restarted.
+        pids_after = {s.node_id: SshNode(s).pid() for s in cluster.specs}
+        assert all(pids_after.values()), pids_after
+        assert pids_after[killed[0]] != pids_before[killed[0]]
+        assert _started_at(cluster) == started
+        assert all(not cluster.container(s.node_id).attrs["State"]["Paused"]
+                   for s in cluster.specs)
+
+        # Left as found: no rules of ours on any node, the run's own topic deleted.
+        for s in cluster.specs:
+            save = s.ssh.run("iptables-save", timeout=30).stdout
+            assert "kafka-chaos" not in save and "KAFKA_CHAOS" not in save, save
+        run_json = json.loads((run_dir / "run.json").read_text())
+        topic = run_json["workload"]["topic"]
+        assert topic.startswith("chaos-")
+        topics = AdminClient({"bootstrap.servers": cluster.bootstrap_servers}).list_topics(
+            timeout=10).topics
+        assert topic not in topics
+        assert run_json["cluster"]["kafka_version"] == cluster.kafka_version
+        assert (run_dir / "logs" / f"node-{killed[0]}.log").stat().st_size > 0
