@@ -37,7 +37,8 @@ EXAMPLES = {
   kafka-chaos report runs               # a folder of runs -> runs/index.html (matrix)""",
     "cluster": """examples:
   kafka-chaos cluster up --brokers 3    # prints bootstrap servers; Ctrl-C tears it down
-  kafka-chaos cluster up --brokers 5 --kafka-version 3.9.1""",
+  kafka-chaos cluster up --brokers 5 --kafka-version 3.9.1
+  kafka-chaos cluster compose-file -o kc/   # docker-compose.yml + nodes.toml, same cluster""",
     "scenarios": """examples:
   kafka-chaos scenarios
   kafka-chaos scenarios --scenario-file examples/scenarios.toml""",
@@ -162,6 +163,15 @@ def build_parser() -> argparse.ArgumentParser:
     up.add_argument("--controllers", type=int, default=0)
     up.add_argument("--kafka-version")
     up.add_argument("--image")
+    cf = cl_sub.add_parser("compose-file", formatter_class=fmt,
+                           help="write docker-compose.yml and nodes.toml for the same cluster")
+    cf.add_argument("--brokers", type=int, default=3)
+    cf.add_argument("--controllers", type=int, default=0)
+    cf.add_argument("--kafka-version")
+    cf.add_argument("--image")
+    cf.add_argument("--project", default="kafka-chaos",
+                    help="compose project name; containers are <project>-node-<id>")
+    cf.add_argument("-o", "--out", type=Path, default=Path("."), help="folder to write into")
     return ap
 
 
@@ -341,9 +351,8 @@ def cmd_bugs(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_cluster_up(args: argparse.Namespace) -> int:
-    from compose.cleanup import signals_raise
-    from compose.cluster import KafkaCluster
+def _cluster_config(args: argparse.Namespace) -> Any:
+    """The ClusterConfig of ``cluster up`` / ``compose-file``; None (said) when bad."""
     from compose.config import ClusterConfig, ConfigError
 
     cfg = ClusterConfig(brokers=args.brokers, controllers=args.controllers, image=args.image)
@@ -353,6 +362,38 @@ def cmd_cluster_up(args: argparse.Namespace) -> int:
         cfg.validate()
     except ConfigError as e:
         print(f"kafka-chaos: error: {e}", file=sys.stderr)
+        return None
+    return cfg
+
+
+def cmd_compose_file(args: argparse.Namespace) -> int:
+    import re
+
+    from compose.compose_file import write_compose_files
+    from compose.config import FAST_FAULTS
+
+    cfg = _cluster_config(args)
+    if cfg is None:
+        return 2
+    cfg.broker_config = dict(FAST_FAULTS)  # as in a run's own cluster: faults heal fast
+    if not re.match(r"^[a-z0-9][a-z0-9_-]*$", args.project):
+        print(f"kafka-chaos: error: --project must be lower-case letters, digits, - and _, "
+              f"got {args.project!r}", file=sys.stderr)
+        return 2
+    files = write_compose_files(args.out, cfg, args.project, image=args.image)
+    print(f"wrote {files.compose} and {files.nodes}")
+    print(f"  docker-compose -f {files.compose} -p {args.project} up -d")
+    print(f"  kafka-chaos run --bootstrap-servers {files.bootstrap_servers} --nodes {files.nodes}")
+    print(f"  docker-compose -f {files.compose} -p {args.project} down -v")
+    return 0
+
+
+def cmd_cluster_up(args: argparse.Namespace) -> int:
+    from compose.cleanup import signals_raise
+    from compose.cluster import KafkaCluster
+
+    cfg = _cluster_config(args)
+    if cfg is None:
         return 2
     try:
         with signals_raise(), KafkaCluster(cfg) as cluster:
@@ -378,6 +419,8 @@ def main(argv: list[str] | None = None) -> int:
         return cmd_scenarios(args)
     if args.command == "bugs":
         return cmd_bugs(args)
+    if args.cluster_command == "compose-file":
+        return cmd_compose_file(args)
     return cmd_cluster_up(args)
 
 

@@ -176,8 +176,9 @@ class Run:
         cfg = self.cfg
         assert cfg.bootstrap_servers
         specs = load_nodes(cfg.nodes) if cfg.nodes else []
-        self.step(f"existing cluster at {cfg.bootstrap_servers}; "
-                  f"{len(specs)} node(s) over SSH")
+        by_ssh = sum(s.container is None for s in specs)
+        self.step(f"existing cluster at {cfg.bootstrap_servers}; faults on {by_ssh} node(s) "
+                  f"over SSH, {len(specs) - by_ssh} container(s) on this engine")
         cluster = self.cluster = ExternalCluster(cfg.bootstrap_servers, specs)
         cluster.start()
         return "", cluster.kafka_version or "unknown", {}
@@ -246,7 +247,11 @@ class Run:
         """Copies the nodes' logs (and data) out; every copy that failed is a
         ``collect-error`` event, so the checker cannot mistake it for "replicas agree"."""
         try:
-            failures = cluster.collect(self.run_dir / "logs", data=self.cfg.collect_data)
+            if isinstance(cluster, ExternalCluster):  # only the run's own topic
+                failures = cluster.collect(self.run_dir / "logs", self.cfg.collect_data,
+                                           [self.topic])
+            else:
+                failures = cluster.collect(self.run_dir / "logs", data=self.cfg.collect_data)
         except Exception as e:  # noqa: BLE001 - recorded; teardown goes on
             failures = [CollectFailure(-1, "data" if self.cfg.collect_data else "log",
                                        f"{type(e).__name__}: {e}")]

@@ -38,7 +38,7 @@ log = logging.getLogger("kafka_chaos.cluster")
 testcontainers_config.ryuk_disabled = True
 
 
-def _free_subnets(client: docker.DockerClient) -> list[ipaddress.IPv4Network]:
+def free_subnets(client: docker.DockerClient) -> list[ipaddress.IPv4Network]:
     """The /24s of 172.24.0.0/13 that no Docker network on this engine uses yet."""
     used: list[ipaddress.IPv4Network] = []
     for n in client.networks.list():
@@ -65,7 +65,7 @@ def create_network(client: docker.DockerClient, name: str,
     """
     rng = random.Random()
     for attempt in range(NETWORK_ATTEMPTS):
-        free = _free_subnets(client)
+        free = free_subnets(client)
         if not free:
             raise ClusterError("no free /24 subnet in 172.24.0.0/13 for the cluster network")
         subnet = rng.choice(free[:64])

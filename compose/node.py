@@ -10,13 +10,16 @@ import contextlib
 import io
 import shlex
 import tarfile
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import docker
 from docker.types import EndpointConfig
 from testcontainers.core.container import DockerContainer
 
+from compose.admin import ClusterError
 from compose.cleanup import labels
 from compose.config import (
     CLIENT_PORT,
@@ -25,6 +28,9 @@ from compose.config import (
     REPLICATION_PORT,
     ClusterConfig,
 )
+
+if TYPE_CHECKING:
+    from compose.nodes_file import RemoteNodeSpec as RemoteSpec
 
 PROPS_PATH = "/tmp/server.properties"
 
@@ -68,7 +74,7 @@ def server_properties(cfg: ClusterConfig, node_id: int, ip: str, voters: str) ->
     return props
 
 
-def _start_script(cluster_id: str) -> str:
+def start_script(cluster_id: str) -> str:
     """Formats storage on first start only (``--ignore-formatted``), then execs the server.
 
     Uses only /opt/kafka/bin scripts, so the official apache/kafka image works too.
@@ -101,7 +107,7 @@ class KafkaNode:
             .with_name(f"{cfg.name}-node-{spec.node_id}")
             .with_env("KC_SERVER_PROPERTIES", props)
             .with_env("KAFKA_HEAP_OPTS", cfg.heap_opts)
-            .with_command(["bash", "-c", _start_script(cluster_id)])
+            .with_command(["bash", "-c", start_script(cluster_id)])
             .with_volume_mapping(self.volume, DATA_DIR, "rw")
             .with_kwargs(
                 entrypoint=[],
@@ -187,11 +193,11 @@ class KafkaNode:
     def logs(self) -> bytes:
         return bytes(self.container.logs(stdout=True, stderr=True))
 
-    def copy_data_dir(self, dest: Path) -> None:
+    def copy_data_dir(self, dest: Path, topics: Sequence[str] | None = None) -> None:
         """Copies the node's Kafka log directory out (works while stopped, and remotely),
         without the offset and time indexes: Kafka preallocates them (10 MiB each per active
         segment, sparse in the broker, whole in a copy) and rebuilds them from the segments,
-        which are all the divergence check reads."""
+        which are all the divergence check reads. With ``topics``, only their partitions."""
         dest.mkdir(parents=True, exist_ok=True)
         stream, _ = self.container.get_archive(DATA_DIR)
         buf = io.BytesIO(b"".join(stream))
@@ -202,5 +208,59 @@ class KafkaNode:
                     continue
                 if m.name.endswith(PREALLOCATED_SUFFIXES):
                     continue
+                top = m.name[len(prefix):].split("/", 1)[0]
+                if topics and not any(top.startswith(f"{t}-") for t in topics):
+                    continue
                 m.name = m.name[len(prefix):]
                 tar.extract(m, dest, filter="data")
+
+
+class ContainerNode(KafkaNode):
+    """A node of an existing cluster that is a container on this machine's engine (found by
+    name, e.g. one started by docker-compose): the same engine-level faults as a node we
+    started, but never removed."""
+
+    def __init__(self, spec: RemoteSpec) -> None:  # not super(): that creates a container
+        client = docker.from_env()
+        assert spec.container is not None
+        try:
+            self._container = client.containers.get(spec.container)
+        except docker.errors.NotFound:
+            raise ClusterError(f"node {spec.node_id}: no container named {spec.container!r} "
+                               "on this Docker engine") from None
+        self.remote = spec  # kafka_home, log_dirs, ports
+        self.node_id = spec.node_id
+        networks = self._container.attrs["NetworkSettings"]["Networks"]
+        first: dict[str, str] = next(iter(networks.values()), {})
+        self.ip = spec.ip or first.get("IPAddress", "")
+        self.gateway = first.get("Gateway", "")
+        if not self.ip:
+            raise ClusterError(f"node {spec.node_id}: container {spec.container} has no IP")
+        self.spec = NodeSpec(spec.node_id, self.ip, spec.roles, {})
+
+    @property
+    def container(self) -> docker.models.containers.Container:
+        return self._container
+
+    @property
+    def client_address(self) -> str:
+        return f"{self.ip}:{self.remote.client_port}"
+
+    @property
+    def controller_address(self) -> str:
+        return f"{self.ip}:{self.remote.controller_port}"
+
+    def client_ip(self) -> str:
+        """This host's address on the container's network (its gateway)."""
+        return self.gateway
+
+    def data_mountpoint(self) -> Path:
+        """Host path of the volume or bind mount holding the node's first log dir."""
+        want = self.remote.log_dirs[0]
+        for m in self.reload().get("Mounts", []):
+            if m.get("Destination") == want and m.get("Source"):
+                return Path(m["Source"])
+        raise KeyError(f"no mount at {want} in container {self.remote.container}")
+
+    def remove(self) -> None:
+        """Never removes anything: the container is the user's."""

@@ -13,6 +13,11 @@ Top-level keys are defaults for every ``[[node]]``; a node may override any of t
     host = "10.0.0.11"         # SSH address (also its Kafka address unless ``ip`` is given)
     roles = "broker,controller"
 
+A node that is a container on this machine's Docker engine (e.g. started from the
+``docker-compose.yml`` that ``kafka-chaos cluster compose-file`` writes) is named by its
+container instead of a host: ``container = "kc-compose-node-1"``; its faults then go through
+the engine, as for a cluster kafka-chaos starts.
+
 Only the nodes listed are ever faulted.
 """
 
@@ -42,11 +47,11 @@ DEFAULTS: dict[str, Any] = {
     "controller_port": 9093,
     "roles": "broker,controller",
 }
-NODE_KEYS = {"id", "host", "ip", *DEFAULTS}
+NODE_KEYS = {"id", "host", "ip", "container", *DEFAULTS}
 _TYPES: dict[str, type | tuple[type, ...]] = {
     "user": str, "ssh_port": int, "key": str, "known_hosts": str, "kafka_home": str,
     "log_dirs": list, "server_log": str, "start": str, "process": str, "client_port": int,
-    "controller_port": int, "roles": str, "id": int, "host": str, "ip": str,
+    "controller_port": int, "roles": str, "id": int, "host": str, "ip": str, "container": str,
 }
 
 
@@ -59,9 +64,9 @@ class RemoteNodeSpec:
     """One node of an existing cluster, as nodes.toml describes it."""
 
     node_id: int
-    ip: str
+    ip: str  # "" for a container: read from the engine when the run starts
     roles: str
-    ssh: SshTarget
+    ssh: SshTarget | None  # None: a local container, reached through the engine
     kafka_home: str
     log_dirs: tuple[str, ...]
     server_log: str
@@ -69,6 +74,7 @@ class RemoteNodeSpec:
     process: str
     client_port: int
     controller_port: int
+    container: str | None = None
 
 
 def _resolve(host: str) -> str:
@@ -92,8 +98,9 @@ def _node(raw: dict[str, Any], defaults: dict[str, Any], where: str) -> RemoteNo
         if v.get(key) is not None and not isinstance(v[key], typ):
             raise NodesFileError(f"{where}: {key} must be a {getattr(typ, '__name__', typ)}, "
                                  f"got {v[key]!r}")
-    if "id" not in v or "host" not in v:
-        raise NodesFileError(f"{where}: every [[node]] needs an id and a host")
+    if "id" not in v or ("host" in v) == ("container" in v):
+        raise NodesFileError(f"{where}: every [[node]] needs an id and either a host (SSH) "
+                             "or a container (this machine's Docker engine)")
     roles = v["roles"]
     if not set(roles.split(",")) <= {"broker", "controller"}:
         raise NodesFileError(f"{where}: roles must be broker, controller or both, got {roles!r}")
@@ -101,9 +108,12 @@ def _node(raw: dict[str, Any], defaults: dict[str, Any], where: str) -> RemoteNo
     key = v["key"]
     if key is not None and not Path(key).expanduser().is_file():
         raise NodesFileError(f"{where}: key file {key} does not exist")
+    container = v.get("container")
     return RemoteNodeSpec(
-        node_id=v["id"], ip=_resolve(v.get("ip") or v["host"]), roles=roles,
-        ssh=SshTarget(v["host"], v["user"], v["ssh_port"], key, v["known_hosts"]),
+        node_id=v["id"], roles=roles, container=container,
+        ip=_resolve(v["ip"]) if v.get("ip") else "" if container else _resolve(v["host"]),
+        ssh=None if container else SshTarget(v["host"], v["user"], v["ssh_port"], key,
+                                             v["known_hosts"]),
         kafka_home=home, log_dirs=tuple(v["log_dirs"]),
         server_log=v["server_log"] or f"{home}/logs/server.log",
         start=v["start"] or (f"{home}/bin/kafka-server-start.sh -daemon "

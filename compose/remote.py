@@ -14,12 +14,15 @@ import logging
 import re
 import shlex
 import tarfile
+from collections.abc import Sequence
 from pathlib import Path
 from types import TracebackType
 
+import docker
 from tenacity import Retrying, retry_if_exception_type, stop_after_delay, wait_fixed
 
 from compose.admin import ClusterAdmin, ClusterError, CollectFailure
+from compose.node import ContainerNode
 from compose.nodes_file import RemoteNodeSpec
 from compose.ssh import SshError, SshTarget
 
@@ -36,7 +39,8 @@ class SshNode:
     """One broker (or controller) host: the broker is a process found by its command line."""
 
     def __init__(self, spec: RemoteNodeSpec) -> None:
-        self.spec = spec
+        assert spec.ssh is not None
+        self.spec = self.remote = spec
         self.node_id = spec.node_id
         self.ip = spec.ip
         self.ssh: SshTarget = spec.ssh
@@ -135,21 +139,18 @@ class SshNode:
                            check=False, binary=True).stdout
         return bytes(out)
 
-    def copy_data_dir(self, dest: Path) -> None:
-        """Copies the node's log dirs (without preallocated indexes) into ``dest``."""
+    def copy_data_dir(self, dest: Path, topics: Sequence[str] | None = None) -> None:
+        """Copies the node's log dirs (without preallocated indexes) into ``dest``; with
+        ``topics``, only those topics' partitions (a shared cluster holds more than ours)."""
         dest.mkdir(parents=True, exist_ok=True)
         excludes = " ".join(f"--exclude={shlex.quote(p)}" for p in PREALLOCATED)
+        # Kafka topic names are [a-zA-Z0-9._-]: safe for the shell's glob unquoted.
+        what = " ".join(f"{t}-*" for t in topics) if topics else "."
         for d in self.spec.log_dirs:
-            data = self.ssh.run(f"tar -C {shlex.quote(d)} {excludes} -cf - .", binary=True,
-                                timeout=300).stdout
+            data = self.ssh.run(f"cd {shlex.quote(d)} && tar {excludes} -cf - {what}",
+                                binary=True, timeout=300).stdout
             with tarfile.open(fileobj=io.BytesIO(data)) as tar:
                 tar.extractall(dest, filter="data")
-
-    def kafka_version(self) -> str | None:
-        """The Kafka version of the node's installation, from its kafka-clients jar name."""
-        out = self.ssh.run(f"ls {shlex.quote(self.spec.kafka_home)}/libs", check=False).stdout
-        m = re.search(r"^kafka-clients-(\d+\.\d+\.\d+)\.jar$", out, re.M)
-        return m.group(1) if m else None
 
     def client_ip(self) -> str:
         """Our own address as the node sees it (the peer of our SSH connection)."""
@@ -167,7 +168,8 @@ class ExternalCluster(ClusterAdmin):
 
     def __init__(self, bootstrap_servers: str, nodes: list[RemoteNodeSpec]) -> None:
         self._bootstrap = bootstrap_servers
-        self.nodes: dict[int, SshNode] = {s.node_id: SshNode(s) for s in nodes}
+        self.nodes: dict[int, SshNode | ContainerNode] = {
+            s.node_id: SshNode(s) if s.container is None else ContainerNode(s) for s in nodes}
         self.name = "external"
         self.image = ""
         self.gateway_ip = ""
@@ -180,6 +182,11 @@ class ExternalCluster(ClusterAdmin):
     @property
     def controller_ids(self) -> list[int]:
         return sorted(i for i, n in self.nodes.items() if "controller" in n.spec.roles)
+
+    @property
+    def local_containers(self) -> bool:
+        """True when the nodes are containers on this engine (faults use the engine)."""
+        return any(isinstance(n, ContainerNode) for n in self.nodes.values())
 
     def __enter__(self) -> ExternalCluster:
         self.start()
@@ -195,14 +202,23 @@ class ExternalCluster(ClusterAdmin):
         for n in self.nodes.values():
             try:
                 if not n.pid():
-                    raise ClusterError(f"node {n.node_id} ({n.ssh}): no process matches "
-                                       f"{n.spec.process!r}; is the broker running?")
+                    where = n.ssh if isinstance(n, SshNode) else n.remote.container
+                    raise ClusterError(f"node {n.node_id} ({where}): its broker is not "
+                                       "running")
             except SshError as e:
                 raise ClusterError(str(e)) from None
-        first = next(iter(self.nodes.values()))
-        self.gateway_ip = first.client_ip()
-        self.kafka_version = first.kafka_version()
+        if self.nodes:
+            first = next(iter(self.nodes.values()))
+            self.gateway_ip = first.client_ip()
+            self.kafka_version = self._kafka_version(first)
         self.wait_brokers(sorted(self.brokers), timeout_s=ready_timeout_s)
+
+    @staticmethod
+    def _kafka_version(node: SshNode | ContainerNode) -> str | None:
+        """The Kafka version installed on a node, from its kafka-clients jar's name."""
+        _, out = node.exec(f"ls {shlex.quote(node.remote.kafka_home)}/libs", 30)
+        m = re.search(r"^kafka-clients-(\d+\.\d+\.\d+)\.jar$", out, re.M)
+        return m.group(1) if m else None
 
     def stop(self) -> None:
         """Leaves every listed broker running (resumes paused ones, starts dead ones) and
@@ -217,21 +233,24 @@ class ExternalCluster(ClusterAdmin):
             except (SshError, ClusterError) as e:
                 log.warning("node %s left as it is: %s", n.node_id, e)
         for n in self.nodes.values():
-            n.ssh.close()
+            if isinstance(n, SshNode):
+                n.ssh.close()
 
     def active_controller(self) -> int:
         """The active KRaft controller, asked of the quorum from a node."""
         boot = ",".join(self.nodes[v].controller_address for v in self.controller_ids)
         for node in self.nodes.values():
-            code, out = node.exec(f"{node.spec.kafka_home}/bin/kafka-metadata-quorum.sh "
+            code, out = node.exec(f"{node.remote.kafka_home}/bin/kafka-metadata-quorum.sh "
                                   f"--bootstrap-controller {boot} describe --status", 30)
             for line in out.splitlines():
                 if line.startswith("LeaderId:") and code == 0:
                     return int(line.split(":", 1)[1])
         raise ClusterError("no node could tell the active controller")
 
-    def collect(self, dest: Path, data: bool = False) -> list[CollectFailure]:
-        """Copies each node's server log (and, if asked, its log dirs) into ``dest``."""
+    def collect(self, dest: Path, data: bool = False,
+                topics: Sequence[str] | None = None) -> list[CollectFailure]:
+        """Copies each node's server log (and, if asked, its log dirs, or only ``topics``'
+        partitions in them) into ``dest``."""
         dest.mkdir(parents=True, exist_ok=True)
         failures: list[CollectFailure] = []
         for nid, node in self.nodes.items():
@@ -240,7 +259,7 @@ class ExternalCluster(ClusterAdmin):
                     if what == "log":
                         (dest / f"node-{nid}.log").write_bytes(node.logs())
                     else:
-                        node.copy_data_dir(dest / "data" / f"broker-{nid}")
-                except (SshError, OSError, tarfile.TarError) as e:
+                        node.copy_data_dir(dest / "data" / f"broker-{nid}", topics)
+                except (SshError, docker.errors.DockerException, OSError, tarfile.TarError) as e:
                     failures.append(CollectFailure(nid, what, f"{type(e).__name__}: {e}"))
         return failures

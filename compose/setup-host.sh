@@ -14,6 +14,8 @@ command -v tc >/dev/null 2>&1 || need+=(iproute2)
 command -v nsenter >/dev/null 2>&1 || need+=(util-linux)
 command -v java >/dev/null 2>&1 || need+=(openjdk-17-jre-headless)
 command -v mvn >/dev/null 2>&1 || need+=(maven)
+command -v docker-compose >/dev/null 2>&1 || need+=(docker-compose)  # the compose-file path
+command -v ssh >/dev/null 2>&1 || need+=(openssh-client)  # clusters reached over SSH
 if [ "${KAFKA_CHAOS_BROWSER:-1}" = 1 ]; then
   command -v chromium >/dev/null 2>&1 || need+=(chromium)
 fi

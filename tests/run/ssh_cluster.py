@@ -9,6 +9,7 @@ is removed on exit (``compose.cleanup`` sweeps what a killed test left).
 
 from __future__ import annotations
 
+import io
 import ipaddress
 import json
 import subprocess
@@ -23,13 +24,13 @@ from tenacity import Retrying, retry_if_exception_type, stop_after_delay, wait_f
 from compose import cleanup
 from compose.cluster import create_network, new_cluster_id
 from compose.config import CLIENT_PORT, CONTROLLER_PORT, DATA_DIR, ClusterConfig
-from compose.image import BASE_PACKAGES, DEFAULT_KAFKA_VERSION, build_kafka_image
+from compose.image import DEFAULT_KAFKA_VERSION, LABEL, build_kafka_image
 from compose.node import server_properties
 from compose.nodes_file import RemoteNodeSpec, load_nodes
 from compose.remote import ExternalCluster, SshNode
 from compose.ssh import SshError, SshTarget
 
-SSH_PACKAGES = (*BASE_PACKAGES, "openssh-server", "iptables", "iproute2")
+SSH_PACKAGES = ("openssh-server", "iptables", "iproute2")
 PROPS = "/etc/kafka-server.properties"
 HEAP = "-Xms256m -Xmx512m"
 
@@ -45,8 +46,23 @@ exec /usr/sbin/sshd -D -e
 
 
 def ssh_image(kafka_version: str = DEFAULT_KAFKA_VERSION) -> str:
-    """The broker image with an SSH server (built on first use, then cached)."""
-    return build_kafka_image(kafka_version, SSH_PACKAGES, "kafka-chaos/kafka-ssh")
+    """The broker image plus an SSH server, iptables and tc (built on first use from the
+    Debian mirror the base image was bootstrapped from, then cached)."""
+    kafka = build_kafka_image(kafka_version)
+    tag = kafka.replace("kafka-chaos/kafka:", "kafka-chaos/kafka-ssh:", 1)
+    client = docker.from_env()
+    try:
+        client.images.get(tag)
+        return tag
+    except docker.errors.ImageNotFound:
+        pass
+    dockerfile = (f"FROM {kafka}\n"
+                  "RUN apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install "
+                  f"-y -qq --no-install-recommends {' '.join(SSH_PACKAGES)} >/dev/null "
+                  "&& rm -rf /var/lib/apt/lists/*\n")
+    client.images.build(fileobj=io.BytesIO(dockerfile.encode()), tag=tag, rm=True,
+                        pull=False, labels={LABEL: "1"})
+    return tag
 
 
 class SshCluster:

@@ -132,7 +132,7 @@ def test_run_against_a_cluster_reached_over_ssh(tmp_path):
              "--bootstrap-servers", cluster.bootstrap_servers,
              "--nodes", str(cluster.nodes_file), "--out", str(out)],
             capture_output=True, text=True, timeout=600)
-        run_dir = next(out.iterdir())
+        run_dir = (out / "latest").resolve()
         assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
         results = json.loads((run_dir / "results.json").read_text())
         assert results["valid"] is True
@@ -174,3 +174,112 @@ def test_run_against_a_cluster_reached_over_ssh(tmp_path):
         assert topic not in topics
         assert run_json["cluster"]["kafka_version"] == cluster.kafka_version
         assert (run_dir / "logs" / f"node-{killed[0]}.log").stat().st_size > 0
+        # The data copy for the divergence check holds the run's topic only.
+        copied = {p.name for p in (run_dir / "logs" / "data").glob("broker-*/*")}
+        assert copied and all(n.startswith(f"{topic}-") for n in copied), copied
+
+
+COMPOSE_SCENARIO = """
+[[scenario]]
+name = "compose"
+summary = "kill, pause and partition the containers of a docker-compose cluster"
+settle = 3
+
+[scenario.config]
+duration = 60
+rate = 100
+
+[[scenario.steps]]
+action = "start"
+fault = "kill"
+target = "leader:0"
+as = "kill"
+
+[[scenario.steps]]
+action = "wait"
+seconds = 2
+
+[[scenario.steps]]
+action = "stop"
+ref = "kill"
+
+[[scenario.steps]]
+action = "start"
+fault = "pause"
+target = "leader:1"
+as = "pause"
+
+[[scenario.steps]]
+action = "wait"
+seconds = 2
+
+[[scenario.steps]]
+action = "stop"
+ref = "pause"
+
+[[scenario.steps]]
+action = "start"
+fault = "partition"
+shape = "isolate"
+target = "leader:2"
+as = "cut"
+
+[[scenario.steps]]
+action = "wait"
+seconds = 3
+
+[[scenario.steps]]
+action = "stop"
+ref = "cut"
+"""
+
+
+def _compose(folder: Path, project: str, *args: str) -> str:
+    proc = subprocess.run(["docker-compose", "-f", str(folder / "docker-compose.yml"),
+                           "-p", project, *args], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return proc.stdout
+
+
+@pytest.mark.cluster
+def test_compose_file_starts_a_cluster_that_runs_take_faults_through_the_engine(tmp_path):
+    import docker
+
+    project = f"kc-compose-{tmp_path.name[-12:].lower().replace('_', '-')}"
+    folder = tmp_path / "compose"
+    proc = subprocess.run([*CLI, "cluster", "compose-file", "-o", str(folder),
+                           "--project", project], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    nodes = folder / "nodes.toml"
+    bootstrap = next(w for line in nodes.read_text().splitlines()
+                     for w in [line.split("--bootstrap-servers ")[-1].split()[0]]
+                     if "--bootstrap-servers" in line)
+    scenarios = tmp_path / "scenarios.toml"
+    scenarios.write_text(COMPOSE_SCENARIO)
+    engine = docker.from_env()
+    owned = {"label": f"io.kafka-chaos.compose={project}"}
+    try:
+        _compose(folder, project, "up", "-d")
+        started = {c.name: c.attrs["State"]["StartedAt"]
+                   for c in engine.containers.list(filters=owned)}
+        assert len(started) == 3
+        run = subprocess.run(
+            [*CLI, "run", "--scenario-file", str(scenarios), "--scenario", "compose",
+             "--bootstrap-servers", bootstrap, "--nodes", str(nodes),
+             "--out", str(tmp_path / "runs")], capture_output=True, text=True, timeout=600)
+        assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+        run_dir = (tmp_path / "runs" / "latest").resolve()
+        results = json.loads((run_dir / "results.json").read_text())
+        assert results["valid"] is True and results["stats"]["writes"]["ok"] > 300
+        ev = _events(run_dir)
+        assert {e["kind"] for e in ev if e["phase"] == "start"} >= {"kill", "pause", "partition"}
+        # The kill went through the engine: the killed node's container was started again.
+        killed = next(e for e in ev if e["kind"] == "kill" and e["phase"] == "start")["targets"]
+        now = {c.name: c.attrs["State"]["StartedAt"]
+               for c in engine.containers.list(filters=owned)}
+        assert set(now) == set(started)  # all left running
+        assert {n for n in now if now[n] != started[n]} == {f"{project}-node-{killed[0]}"}
+    finally:
+        _compose(folder, project, "down", "-v")
+    assert engine.containers.list(all=True, filters=owned) == []
+    assert engine.volumes.list(filters=owned) == []
