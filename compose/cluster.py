@@ -129,11 +129,9 @@ class KafkaCluster(ClusterAdmin):
         self._network = create_network(self.client, self.network_name,
                                        cleanup.labels(self.name, "network"))
         subnet = ipaddress.IPv4Network(self._network.attrs["IPAM"]["Config"][0]["Subnet"])
-        hosts = list(subnet.hosts())
-        self.gateway_ip = str(hosts[0])
-        # Brokers at .11-.19, dedicated controllers at .111-.115 (hosts[i] is .i+1).
-        ips = {nid: str(hosts[nid + 9]) for nid in self.cfg.node_ids}
-        voters = ",".join(f"{v}@{ips[v]}:{CONTROLLER_PORT}" for v in self.cfg.controller_ids)
+        self.gateway_ip = str(next(subnet.hosts()))
+        ips = self.cfg.node_ips(subnet)
+        voters = self.cfg.voters(ips)
         t0 = time.monotonic()
         for nid in self.cfg.node_ids:
             spec = NodeSpec(nid, ips[nid], self.cfg.roles(nid),

@@ -19,7 +19,7 @@ from typing import Any
 import docker
 
 from compose.cluster import free_subnets, new_cluster_id
-from compose.config import CLIENT_PORT, CONTROLLER_PORT, DATA_DIR, ClusterConfig
+from compose.config import CLIENT_PORT, DATA_DIR, ClusterConfig
 from compose.image import resolve_image
 from compose.node import server_properties, start_script
 
@@ -74,9 +74,8 @@ def compose_document(cfg: ClusterConfig, image: str, project: str,
                      subnet: ipaddress.IPv4Network,
                      labels: dict[str, str]) -> tuple[dict[str, Any], dict[int, str]]:
     """The compose file as a dict, and each node's IP."""
-    hosts = list(subnet.hosts())
-    ips = {nid: str(hosts[nid + 9]) for nid in cfg.node_ids}
-    voters = ",".join(f"{v}@{ips[v]}:{CONTROLLER_PORT}" for v in cfg.controller_ids)
+    ips = cfg.node_ips(subnet)
+    voters = cfg.voters(ips)
     cid = new_cluster_id()
     services: dict[str, Any] = {}
     for nid in cfg.node_ids:
@@ -99,7 +98,7 @@ def compose_document(cfg: ClusterConfig, image: str, project: str,
         "version": "2.4",
         "services": services,
         "networks": {"kafka": {"driver": "bridge", "labels": labels, "ipam": {
-            "config": [{"subnet": str(subnet), "gateway": str(hosts[0])}]}}},
+            "config": [{"subnet": str(subnet), "gateway": str(next(subnet.hosts()))}]}}},
         "volumes": {f"node{nid}-data": {"labels": labels} for nid in cfg.node_ids},
     }
     return doc, ips

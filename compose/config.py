@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 import secrets
 from dataclasses import dataclass, field
 
@@ -73,6 +74,16 @@ class ClusterConfig:
     def node_ids(self) -> list[int]:
         extra = [] if self.controllers == 0 else self.controller_ids
         return self.broker_ids + extra
+
+    def node_ips(self, subnet: ipaddress.IPv4Network) -> dict[int, str]:
+        """Each node's fixed address on ``subnet``: brokers at .11-.19, dedicated controllers
+        at .111-.115 (the gateway is .1)."""
+        hosts = list(subnet.hosts())  # hosts[i] is .i+1
+        return {nid: str(hosts[nid + 9]) for nid in self.node_ids}
+
+    def voters(self, ips: dict[int, str]) -> str:
+        """``controller.quorum.voters`` for nodes at ``ips``."""
+        return ",".join(f"{v}@{ips[v]}:{CONTROLLER_PORT}" for v in self.controller_ids)
 
     def roles(self, node_id: int) -> str:
         if self.controllers == 0:

@@ -99,11 +99,10 @@ def read_apt_source() -> AptSource:
     raise ImageError("no Debian mirror found in /etc/apt/sources*; use --image apache/kafka:<v>")
 
 
-def ensure_base(client: docker.DockerClient, packages: tuple[str, ...] = BASE_PACKAGES) -> str:
-    """Returns the tag of the debootstrap base image with ``packages``, building it when
-    absent."""
+def ensure_base(client: docker.DockerClient) -> str:
+    """Returns the tag of the debootstrap base image, building it when absent."""
     src = read_apt_source()
-    tag = f"kafka-chaos/base:{_sha(src.suite, ','.join(packages), 'v1')}"
+    tag = f"kafka-chaos/base:{_sha(src.suite, ','.join(BASE_PACKAGES), 'v1')}"
     if _image_exists(client, tag):
         return tag
     if shutil.which("debootstrap") is None:
@@ -112,7 +111,7 @@ def ensure_base(client: docker.DockerClient, packages: tuple[str, ...] = BASE_PA
     with tempfile.TemporaryDirectory(prefix="kc-rootfs-") as tmp:
         root = Path(tmp) / "root"
         cmd = [
-            "debootstrap", "--variant=minbase", f"--include={','.join(packages)}",
+            "debootstrap", "--variant=minbase", f"--include={','.join(BASE_PACKAGES)}",
             src.suite, str(root), src.mirror,
         ]
         proc = subprocess.run(cmd, capture_output=True, text=True)
@@ -222,17 +221,13 @@ def image_tag_for(version: str) -> str:
     return f"kafka-chaos/kafka:{version}-{_inputs_hash(base_tag, version)}"
 
 
-def build_kafka_image(version: str = DEFAULT_KAFKA_VERSION,
-                      packages: tuple[str, ...] = BASE_PACKAGES,
-                      repo: str = "kafka-chaos/kafka") -> str:
-    """Builds (or finds cached) the local Kafka image for ``version``; returns its tag.
-
-    ``packages`` (Debian) and ``repo`` make variants, e.g. nodes with an SSH server."""
+def build_kafka_image(version: str = DEFAULT_KAFKA_VERSION) -> str:
+    """Builds (or finds cached) the local Kafka image for ``version``; returns its tag."""
     if not SUPPORTED_VERSIONS.match(version):
         raise ImageError(f"unsupported Kafka version {version!r}: use 3.9.x or 4.x (KRaft)")
     client = docker.from_env()
-    base = ensure_base(client, packages)
-    tag = f"{repo}:{version}-{_inputs_hash(base, version)}"
+    base = ensure_base(client)
+    tag = f"kafka-chaos/kafka:{version}-{_inputs_hash(base, version)}"
     if _image_exists(client, tag):
         log(f"cached {tag}")
         return tag

@@ -23,7 +23,7 @@ from tenacity import Retrying, retry_if_exception_type, stop_after_delay, wait_f
 
 from compose import cleanup
 from compose.cluster import create_network, new_cluster_id
-from compose.config import CLIENT_PORT, CONTROLLER_PORT, DATA_DIR, ClusterConfig
+from compose.config import CLIENT_PORT, DATA_DIR, ClusterConfig
 from compose.image import DEFAULT_KAFKA_VERSION, LABEL, build_kafka_image
 from compose.node import server_properties
 from compose.nodes_file import RemoteNodeSpec, load_nodes
@@ -103,9 +103,8 @@ class SshCluster:
         pub = self.key.with_suffix(".pub").read_text().strip()
         net = create_network(self.client, f"{self.name}-net",
                              cleanup.labels(self.name, "network"))
-        hosts = list(ipaddress.IPv4Network(net.attrs["IPAM"]["Config"][0]["Subnet"]).hosts())
-        ips = {nid: str(hosts[nid + 9]) for nid in self.cfg.node_ids}
-        voters = ",".join(f"{v}@{ips[v]}:{CONTROLLER_PORT}" for v in self.cfg.controller_ids)
+        ips = self.cfg.node_ips(ipaddress.IPv4Network(net.attrs["IPAM"]["Config"][0]["Subnet"]))
+        voters = self.cfg.voters(ips)
         cid = new_cluster_id()
         for nid in self.cfg.node_ids:
             props = server_properties(self.cfg, nid, ips[nid], voters)

@@ -15,98 +15,29 @@ from compose.remote import SshNode
 from tests.run.cli import CLI
 from tests.run.ssh_cluster import SshCluster
 
-SCENARIO = """
-[[scenario]]
-name = "over-ssh"
-summary = "kill, pause, partition and power-cycle brokers of an existing cluster over SSH"
-settle = 4
 
-[scenario.config]
-duration = 90
-rate = 100
-producers = 2
-consumers = 1
+def _window(fault: str, target: str, ref: str, seconds: float, shape: str = "") -> str:
+    """Scenario steps: start ``fault`` at ``target``, hold it ``seconds``, stop it."""
+    shape_line = f'shape = "{shape}"\n' if shape else ""
+    return (f'[[scenario.steps]]\naction = "start"\nfault = "{fault}"\n{shape_line}'
+            f'target = "{target}"\nas = "{ref}"\n\n'
+            f'[[scenario.steps]]\naction = "wait"\nseconds = {seconds}\n\n'
+            f'[[scenario.steps]]\naction = "stop"\nref = "{ref}"\n\n')
 
-[scenario.expect]
-valid = true
 
-[[scenario.steps]]
-action = "start"
-fault = "kill"
-target = "leader:0"
-as = "kill"
+def _scenario(name: str, config: str, *windows: str) -> str:
+    return (f'[[scenario]]\nname = "{name}"\nsummary = "{name}"\nsettle = 3\n\n'
+            f"[scenario.config]\n{config}\n\n" + "".join(windows))
 
-[[scenario.steps]]
-action = "wait"
-seconds = 3
 
-[[scenario.steps]]
-action = "stop"
-ref = "kill"
-
-[[scenario.steps]]
-action = "start"
-fault = "pause"
-target = "leader:1"
-as = "pause"
-
-[[scenario.steps]]
-action = "wait"
-seconds = 3
-
-[[scenario.steps]]
-action = "stop"
-ref = "pause"
-
-[[scenario.steps]]
-action = "start"
-fault = "partition"
-shape = "isolate"
-target = "leader:2"
-as = "isolate"
-
-[[scenario.steps]]
-action = "wait"
-seconds = 4
-
-[[scenario.steps]]
-action = "stop"
-ref = "isolate"
-
-[[scenario.steps]]
-action = "start"
-fault = "partition"
-shape = "client"
-target = "leader:0"
-as = "cut-client"
-
-[[scenario.steps]]
-action = "wait"
-seconds = 3
-
-[[scenario.steps]]
-action = "stop"
-ref = "cut-client"
-
-[[scenario.steps]]
-action = "start"
-fault = "power-loss"
-target = "follower:1"
-as = "power"
-
-[[scenario.steps]]
-action = "wait"
-seconds = 2
-
-[[scenario.steps]]
-action = "stop"
-ref = "power"
-
-[[scenario.steps]]
-action = "wait-until"
-condition = "isr-full"
-timeout = 60
-"""
+SCENARIO = _scenario(
+    "over-ssh", "duration = 90\nrate = 100",
+    _window("kill", "leader:0", "kill", 3),
+    _window("pause", "leader:1", "pause", 3),
+    _window("partition", "leader:2", "isolate", 4, shape="isolate"),
+    _window("partition", "leader:0", "cut-client", 3, shape="client"),
+    _window("power-loss", "follower:1", "power", 2),
+) + '[[scenario.steps]]\naction = "wait-until"\ncondition = "isr-full"\ntimeout = 60\n'
 
 
 def _events(run_dir: Path) -> list[dict]:
@@ -179,59 +110,12 @@ def test_run_against_a_cluster_reached_over_ssh(tmp_path):
         assert copied and all(n.startswith(f"{topic}-") for n in copied), copied
 
 
-COMPOSE_SCENARIO = """
-[[scenario]]
-name = "compose"
-summary = "kill, pause and partition the containers of a docker-compose cluster"
-settle = 3
-
-[scenario.config]
-duration = 60
-rate = 100
-
-[[scenario.steps]]
-action = "start"
-fault = "kill"
-target = "leader:0"
-as = "kill"
-
-[[scenario.steps]]
-action = "wait"
-seconds = 2
-
-[[scenario.steps]]
-action = "stop"
-ref = "kill"
-
-[[scenario.steps]]
-action = "start"
-fault = "pause"
-target = "leader:1"
-as = "pause"
-
-[[scenario.steps]]
-action = "wait"
-seconds = 2
-
-[[scenario.steps]]
-action = "stop"
-ref = "pause"
-
-[[scenario.steps]]
-action = "start"
-fault = "partition"
-shape = "isolate"
-target = "leader:2"
-as = "cut"
-
-[[scenario.steps]]
-action = "wait"
-seconds = 3
-
-[[scenario.steps]]
-action = "stop"
-ref = "cut"
-"""
+COMPOSE_SCENARIO = _scenario(
+    "compose", "duration = 60\nrate = 100",
+    _window("kill", "leader:0", "kill", 2),
+    _window("pause", "leader:1", "pause", 2),
+    _window("partition", "leader:2", "cut", 3, shape="isolate"),
+)
 
 
 def _compose(folder: Path, project: str, *args: str) -> str:
