@@ -10,8 +10,10 @@ long.
 
 from __future__ import annotations
 
+import atexit
 import os
 import shlex
+import shutil
 import subprocess
 import tempfile
 from collections.abc import Sequence
@@ -28,9 +30,11 @@ class SshError(RuntimeError):
 
 
 def _control_dir() -> str:
+    """This process's directory for master sockets (removed when the process exits)."""
     global _CONTROL_DIR
     if _CONTROL_DIR is None or not os.path.isdir(_CONTROL_DIR):
         _CONTROL_DIR = tempfile.mkdtemp(prefix="kc-ssh-")
+        atexit.register(shutil.rmtree, _CONTROL_DIR, True)
     return _CONTROL_DIR
 
 
