@@ -29,6 +29,7 @@ from .proof import (
     divergence_status,
     fault_counts,
     faults_unknown,
+    producers_unknown,
     transaction_outcomes,
     transactions_unknown,
 )
@@ -169,6 +170,17 @@ class FaultsCheck:
 
 
 @dataclass
+class ProducersCheck:
+    """Every producer process ended cleanly, so its history holds all its attempts."""
+
+    name: str = "producers"
+
+    def run(self, ctx: CheckContext) -> CheckResult:
+        reason = producers_unknown(ctx.events)
+        return CheckResult(unknown=[reason] if reason else [])
+
+
+@dataclass
 class TransactionsCheck:
     """Transaction outcomes of a transactional run."""
 
@@ -238,7 +250,7 @@ class StatsCheck:
 # The order is the order of the unknown reasons; the row checks come before RowAnomalies,
 # which collects their rows.
 CHECKS = (RunFacts(), IdentityCheck(), ReorderCheck(), PositionsCheck(), RowAnomalies(),
-          DivergenceCheck(), FaultsCheck(), TransactionsCheck(), PipelineCheck(),
+          DivergenceCheck(), FaultsCheck(), ProducersCheck(), TransactionsCheck(), PipelineCheck(),
           MechanismCheck(), StatsCheck())
 
 # results.json's stats keys in their published order (each check adds its own).

@@ -14,7 +14,7 @@ from typing import Any
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from contract.events import COLLECT_ERROR, FAULT_ERROR
+from contract.events import COLLECT_ERROR, END, FAULT_ERROR, PHASE
 from contract.faults import FAULT_KINDS
 
 from .history import Event
@@ -137,3 +137,27 @@ def transactions_unknown(transactional: bool, outcomes: dict[str, int]) -> str |
         return (f"the outcome of every transaction is unknown ({total}): the run shows "
                 "nothing about transactions")
     return None
+
+
+def producers_unknown(events: list[Event]) -> str | None:
+    """The reason a producer process that did not end cleanly leaves the verdict open.
+
+    A producer writes an attempt's row when its delivery report arrives and the rest at its
+    end; one that crashed or was killed (exit code other than 0 in the workload's end event)
+    took the attempts it still held with it. Records of those attempts read later would look
+    unexpected, and acknowledgements never recorded prove nothing, so the verdict cannot rest
+    on its history. A run without a workload end event (it crashed) is unknown already."""
+    bad: list[str] = []
+    for e in events:
+        if e.kind == PHASE and e.phase == END and e.name == "workload":
+            producers = e.detail.get("producers")
+            if not isinstance(producers, dict):
+                continue
+            for name, st in sorted(producers.items()):
+                # no exitcode: a history written before it was recorded (nothing known)
+                if isinstance(st, dict) and "exitcode" in st and st["exitcode"] != 0:
+                    bad.append(f"{name} (exit code {st['exitcode']})")
+    if not bad:
+        return None
+    return ("producer process(es) did not end cleanly, so their history may miss attempts: "
+            + ", ".join(bad))

@@ -41,6 +41,19 @@ class StopSignal(Exception):
     """Raised inside the producer loop when the process should wind down at once."""
 
 
+def client_error(exc: BaseException) -> KafkaError | None:
+    """The KafkaError a client call failed with, or None when it is not the client's.
+
+    confluent-kafka sometimes leaves a fatal error set while it runs a delivery callback;
+    Python then reports a SystemError whose cause is the KafkaException (seen in a flush
+    after an all-replicas power loss), so the cause is looked at too."""
+    for e in (exc, exc.__cause__):
+        if isinstance(e, KafkaException):
+            err = e.args[0] if e.args else None
+            return err if isinstance(err, KafkaError) else None
+    return None
+
+
 class ProducerProcess:
     """The state of one producer process: its client, its recorder, its stop conditions."""
 
@@ -102,10 +115,12 @@ class ProducerProcess:
         (the client is then recreated) instead of ending the process."""
         try:
             self.client.poll(timeout)
-        except KafkaException as e:
-            err = e.args[0] if e.args else None
+        except (KafkaException, SystemError) as e:
+            err = client_error(e)
+            if err is None:
+                raise
             log.warning("producer %d: poll: %s", self.id, err)
-            if isinstance(err, KafkaError) and err.fatal():
+            if err.fatal():
                 self.fatal = err
 
     def housekeeping(self) -> None:
@@ -185,7 +200,7 @@ class ProducerProcess:
         try:
             self.send_one()
         except KafkaException as e:
-            err = e.args[0] if e.args else None
+            err = client_error(e)
             log.warning("producer %d: produce() refused seq %d: %s", self.id, self.seq - 1, err)
             if err is not None and err.fatal():
                 self.fatal = err
@@ -206,25 +221,36 @@ class ProducerProcess:
             while len(self.client) > 0 and time.monotonic() < end:
                 self.client.poll(0.1)
             self.client.poll(0)
-        except KafkaException as e:
+        except (KafkaException, SystemError) as e:
+            if client_error(e) is None:
+                raise
             log.info("producer %d: purge: %s", self.id, e)
-        self.recorder.resolve_remaining()
+        finally:
+            self.recorder.resolve_remaining()
 
     # ------------------------------------------------------------------ the end
+    def deliver(self, timeout_s: float) -> None:
+        """Serves delivery reports until nothing is outstanding, a fatal error, or the
+        timeout. Not ``flush()``: after a fatal error confluent-kafka's flush goes on running
+        delivery callbacks with the error still set, which fails them half-way (a
+        SystemError) and loses their reports; ``poll()`` stops at the error."""
+        end = time.monotonic() + timeout_s
+        while len(self.client) > 0 and self.fatal is None:
+            left = end - time.monotonic()
+            if left <= 0:
+                break
+            self.poll(min(0.5, left))
+
     def finish(self) -> None:
-        """Flush (bounded), purge the rest, resolve unanswered attempts, write the history."""
+        """Deliver (bounded), purge the rest, resolve unanswered attempts, write the history."""
         timeout = self.cfg.flush_timeout_s
         if self.terminating:
             timeout = min(timeout, 1.0)
-        end = time.monotonic() + timeout
         try:
-            while self.client.flush(max(0.0, min(0.5, end - time.monotonic()))) > 0:
-                if time.monotonic() >= end:
-                    break
-        except KafkaException as e:
-            log.info("producer %d: flush: %s", self.id, e)
-        self.abandon_client()
-        self.recorder.close()
+            self.deliver(timeout)
+            self.abandon_client()
+        finally:
+            self.recorder.close()  # whatever happened above, the attempts reach the history
 
 
 def producer_main(run_dir: Path | None, bootstrap: str, topic: str, partitions: int,

@@ -18,7 +18,9 @@ import logging
 import time
 from typing import TYPE_CHECKING
 
-from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka import KafkaException
+
+from workloads.producer import client_error
 
 if TYPE_CHECKING:
     from workloads.producer import ProducerProcess
@@ -29,10 +31,6 @@ COMMITTED, ABORTED, UNKNOWN = "committed", "aborted", "unknown"
 _CALL_TIMEOUT_S = 10.0
 
 
-def _err(e: KafkaException) -> KafkaError | None:
-    return e.args[0] if e.args and isinstance(e.args[0], KafkaError) else None
-
-
 def init_client(proc: ProducerProcess) -> bool:
     """init_transactions, retried until it works or the producer should stop (False)."""
     while True:
@@ -40,7 +38,7 @@ def init_client(proc: ProducerProcess) -> bool:
             proc.client.init_transactions(_CALL_TIMEOUT_S)
             return True
         except KafkaException as e:
-            err = _err(e)
+            err = client_error(e)
             log.warning("producer %d: init_transactions: %s", proc.id, err)
             if proc.should_stop():
                 return False
@@ -58,7 +56,7 @@ def commit(proc: ProducerProcess) -> tuple[str, bool]:
             proc.client.commit_transaction(_CALL_TIMEOUT_S)
             return COMMITTED, False
         except KafkaException as e:
-            err = _err(e)
+            err = client_error(e)
             log.warning("producer %d: commit: %s", proc.id, err)
             if err is None or err.fatal():
                 return UNKNOWN, True
@@ -78,7 +76,7 @@ def abort(proc: ProducerProcess) -> tuple[str, bool]:
             proc.client.abort_transaction(_CALL_TIMEOUT_S)
             return ABORTED, False
         except KafkaException as e:
-            err = _err(e)
+            err = client_error(e)
             log.warning("producer %d: abort: %s", proc.id, err)
             if err is not None and err.retriable() and not err.fatal() \
                     and time.monotonic() < bound and not proc.terminating:
@@ -93,7 +91,7 @@ def run_one_txn(proc: ProducerProcess, txn_no: int) -> bool:
     try:
         proc.client.begin_transaction()
     except KafkaException as e:
-        log.warning("producer %d: begin_transaction: %s", proc.id, _err(e))
+        log.warning("producer %d: begin_transaction: %s", proc.id, client_error(e))
         return False
     rec.begin_txn(txn)
     want_abort = proc.rng.random() < proc.cfg.abort_share
@@ -106,7 +104,7 @@ def run_one_txn(proc: ProducerProcess, txn_no: int) -> bool:
             proc.send_one()
         except KafkaException as e:
             # The transaction is in an error state (abortable or fatal): finish it now.
-            log.warning("producer %d: produce in %s refused: %s", proc.id, txn, _err(e))
+            log.warning("producer %d: produce in %s refused: %s", proc.id, txn, client_error(e))
             break
         proc.poll(0)
         proc.housekeeping()
@@ -136,13 +134,9 @@ def run_one_txn(proc: ProducerProcess, txn_no: int) -> bool:
 
 
 def _flush(proc: ProducerProcess) -> None:
-    try:
-        proc.client.flush(_CALL_TIMEOUT_S)
-    except KafkaException as e:
-        err = _err(e)
-        log.warning("producer %d: flush before abort: %s", proc.id, err)
-        if err is not None and err.fatal():
-            proc.fatal = err
+    proc.deliver(_CALL_TIMEOUT_S)
+    if proc.fatal is not None:
+        log.warning("producer %d: delivering before abort: %s", proc.id, proc.fatal)
 
 
 def run_transactional(proc: ProducerProcess) -> None:

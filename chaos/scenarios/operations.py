@@ -121,10 +121,16 @@ ALL_REPLICAS_POWER_LOSS = Scenario(
         "cut also times out the producers' in-flight batches; librdkafka then bumps the "
         "producer epoch and sometimes resends batches the log already holds (open client "
         "bug librdkafka#4953): the scenario accepts that known bug, so such duplicates are "
-        "named and counted but leave the verdict valid; any other duplicate does not."
+        "named and counted but leave the verdict valid; any other duplicate does not. "
+        "The workload ends 10 s after the replicas agree again (180 s at most), so new "
+        "records are written where the tail was."
     ),
     config={"acks": "all", "replication_factor": 3, "min_insync": 2, "unclean": False,
-            "idempotence": True, "duration": 60.0, "rate": 150.0, "faults": [],
+            # An upper bound: the workload ends 10 s (settle) after the script. With a
+            # fixed 60 s, a slow machine (three JVMs restarting and recovering their logs)
+            # ended the workload before the cluster took writes again, so no new record
+            # reused a vanished offset and the expected reused-offset was not seen.
+            "idempotence": True, "duration": 180.0, "rate": 150.0, "faults": [],
             "consumers": 1,
             # The scenario is about Kafka's recovery. Its power cut times out in-flight
             # batches; the idempotent librdkafka producer then bumps its epoch and resends
@@ -136,6 +142,7 @@ ALL_REPLICAS_POWER_LOSS = Scenario(
             "topic_config": {"segment.ms": "5000"},
             "broker_config": {"log.flush.offset.checkpoint.interval.ms": "1000"}},
     script=power_loss_script,
+    settle_s=10.0,
     expect=power_loss_expect,
     mechanism=[{"kind": "fault", "fault": "power-loss"}],
 )

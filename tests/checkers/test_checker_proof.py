@@ -178,3 +178,25 @@ def test_transactions_with_outcomes_meet_the_stated_shares(spark, tmp_path) -> N
                 tmp_path / "run2")
     missed = [d for d in r2["expectations"]["details"] if not d["met"]]
     assert [d["what"] for d in missed] == ["stats.transactions.unknown_percent <=20"]
+
+
+# ---------------------------------------------------------------------- producer processes
+def _workload_end(h: History, **exitcodes: int | None) -> History:
+    h.event("phase", "end", 90_000, name="workload",
+            producers={name: {"ok": 2, "exitcode": code} for name, code in exitcodes.items()})
+    return h
+
+
+def test_a_producer_that_did_not_end_cleanly_is_unknown(spark, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    # a producer SIGKILLed (or crashed) took its unrecorded attempts with it: the clean
+    # records prove nothing about those, so the verdict is open, naming the producer
+    r = _check(_workload_end(_clean(History()), p0=0, p1=-9), tmp_path / "run")
+    assert r["valid"] == "unknown"
+    assert [x for x in r["unknown_reasons"] if "did not end cleanly" in x] == [
+        "producer process(es) did not end cleanly, so their history may miss attempts: "
+        "p1 (exit code -9)"]
+    # the same history with every producer ending cleanly (or not saying) is valid
+    assert _check(_workload_end(_clean(History()), p0=0, p1=0), tmp_path / "r2")["valid"] is True
+    h = _clean(History())
+    h.event("phase", "end", 90_000, name="workload", producers={"p0": {"ok": 2}})
+    assert _check(h, tmp_path / "r3")["valid"] is True

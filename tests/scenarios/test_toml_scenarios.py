@@ -220,7 +220,7 @@ def test_small_toml_scenario_runs(tmp_path):
     summary = "kill a follower of partition 0 until the ISR shrinks, restart it"
     settle = 3
     [scenario.config]
-    duration = 75
+    duration = 240
     rate = 100
     faults = []
     [scenario.expect]
@@ -261,12 +261,14 @@ def test_small_toml_scenario_runs(tmp_path):
     assert res["mechanism"]["observed"], res["mechanism"]
     assert res["expectations"]["met"], res["expectations"]
     assert res["valid"] is True
-    # settle: the workload ended a few seconds after the steps, not at the 75 s deadline.
+    # settle: the workload ended a few seconds after the steps, not at the 240 s deadline.
+    # The steps' own bounds add up to 93 s plus one broker restart, so a slow machine that
+    # needs all of them still ends far from the deadline; a settle that did nothing ends at it.
     phases = {(e["detail"]["name"], e["phase"]): e["ts_ns"]
               for e in map(json.loads, (out.run_dir / "history" / "events.jsonl").open())
               if e["kind"] == "phase"}
     workload_s = (phases[("workload", "end")] - phases[("workload", "start")]) / 1e9
-    assert workload_s < 60, workload_s
+    assert workload_s < 200, workload_s
 
 
 class FakeNemesis:
