@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from chaos.bug_runs import run_bug, run_once
 from chaos.config import KAFKA_TABLES, RUN_FIELDS, RunConfigError
 from contract.exit_codes import exit_code_of_results
 from contract.faults import RANDOM_FAULT_KINDS
@@ -25,7 +26,8 @@ EXAMPLES = {
   kafka-chaos run --image apache/kafka:4.1.1        # where the official image can be pulled
   kafka-chaos run --scenario-file my-scenarios.toml --scenario my-case
   kafka-chaos run --bug librdkafka#4844             # the known bug on its affected version
-  kafka-chaos run --bug KIP-966 --on fixed          # ... and on the version that fixed it""",
+  kafka-chaos run --bug KIP-966 --on fixed          # ... and on the version that fixed it
+  kafka-chaos run --bug KIP-966 --on both --repeat 5  # its rate: 5 runs per side, a tally""",
     "bugs": """examples:
   kafka-chaos bugs                                  # the known-bug catalogue
   kafka-chaos run --bug KIP-966 --on affected""",
@@ -92,8 +94,11 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--scenario", help="a scenario name (default safe-config-chaos)")
     r.add_argument("--bug", metavar="ID",
                    help="run a known bug's scenario pinned to its version (kafka-chaos bugs)")
-    r.add_argument("--on", choices=["affected", "fixed"],
-                   help="with --bug: the affected version (default) or the fixed one")
+    r.add_argument("--on", choices=["affected", "fixed", "both"],
+                   help="with --bug: the affected version (default), the fixed one, or both")
+    r.add_argument("--repeat", type=int, metavar="N",
+                   help="with --bug: N runs per side, then one tally line per side; exit 0 "
+                        "when every run showed what the entry promises, else 1")
     r.add_argument("--scenario-file", type=Path, help="TOML file with more scenarios")
     r.add_argument("--config", type=Path, help="TOML file of run options (CLI wins)")
     r.add_argument("--brokers", type=int)
@@ -233,27 +238,30 @@ def _scenarios(scenario_file: Path | None) -> dict[str, Any]:
     return found
 
 
-def _bug_run(args: argparse.Namespace) -> tuple[Any, Any, dict[str, Any]] | None:
-    """With --bug: (entry, side, the side's pinned options); refuses what contradicts it."""
-    from chaos.scenarios.bugs import as_side, find
+def _bug_run(args: argparse.Namespace) -> tuple[Any, list[tuple[Any, dict[str, Any]]]] | None:
+    """With --bug: (entry, [(side, the side's pinned options), ...]); refuses what
+    contradicts it."""
+    from chaos.scenarios.bugs import SIDES, as_side, find
 
     if args.bug is None:
-        if args.on is not None:
-            raise RunConfigError("--on needs --bug")
+        for flag, value in (("--on", args.on), ("--repeat", args.repeat)):
+            if value is not None:
+                raise RunConfigError(f"{flag} needs --bug")
         return None
     if args.scenario is not None:
         raise RunConfigError("--bug runs its own scenario; drop --scenario")
+    if args.repeat is not None and args.repeat < 1:
+        raise RunConfigError(f"--repeat must be >= 1 (got {args.repeat})")
     try:
         entry = find(args.bug)
     except ValueError as e:
         raise RunConfigError(str(e)) from None
-    side = as_side(args.on)
-    pin = entry.pin(side)
+    sides = list(SIDES) if args.on == "both" else [as_side(args.on)]
     if getattr(args, entry.axis, None) is not None:
         flag = "--" + entry.axis.replace("_", "-")
-        raise RunConfigError(f"--bug {entry.id} pins {flag} ({pin[entry.axis]} on {side}); "
-                             f"drop {flag}")
-    return entry, side, pin
+        pins = ", ".join(f"{entry.version(side)} on {side}" for side in sides)
+        raise RunConfigError(f"--bug {entry.id} pins {flag} ({pins}); drop {flag}")
+    return entry, [(side, entry.pin(side)) for side in sides]
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -270,28 +278,21 @@ def cmd_run(args: argparse.Namespace) -> int:
             scenario = scenarios[name]
         file_opts = _load_toml(args.config).get("run", {}) if args.config else {}
         overrides = run_overrides(args, file_opts)
-        if bug is not None:
-            overrides.update(bug[2])
-        cfg = scenario.run_config(**overrides)
-        cfg.validate()
-        if cfg.client_version:  # before the cluster: a release pip cannot install is bad input
-            from chaos.clients import ensure_client
+        # every side's configuration is checked before the first cluster starts
+        runs = [(None, scenario.run_config(**overrides))] if bug is None else [
+            (side, scenario.run_config(**{**overrides, **pin})) for side, pin in bug[1]]
+        for _side, cfg in runs:
+            cfg.validate()
+            if cfg.client_version:  # before the cluster: a release pip cannot install is bad
+                from chaos.clients import ensure_client
 
-            ensure_client(cfg.client_version, say=print)
+                ensure_client(cfg.client_version, say=print)
     except (RunConfigError, TypeError) as e:  # ClientVenvError is a RunConfigError
         print(f"kafka-chaos: error: {e}", file=sys.stderr)
         return 2
-    from chaos.orchestrator import run
-    from chaos.progress import Progress
-    from chaos.verdict import print_verdict
-
-    outcome = run(cfg, scenario, progress=Progress())
-    print_verdict(outcome)
-    if bug is not None:
-        from chaos.scenarios.bugs import summary
-
-        print(summary(bug[0], bug[1], outcome.results))
-    return exit_code_of_results(outcome.results)
+    if bug is None:
+        return run_once(runs[0][1], scenario).exit_code
+    return run_bug(bug[0], runs, scenario, args.repeat)
 
 
 def cmd_check(args: argparse.Namespace) -> int:

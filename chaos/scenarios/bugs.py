@@ -160,6 +160,18 @@ def summary(entry: BugEntry, side: Side, results: dict[str, Any] | None) -> str:
             f"{(results or {}).get('valid')} — {state}")
 
 
+def tally(entry: BugEntry, side: Side, runs: list[dict[str, Any] | None]) -> str:
+    """One line over repeated runs of one side: how many showed what the entry promises, and
+    the anomaly's count in each (``-``: the run has no results)."""
+    counts = []
+    for results in runs:
+        anomaly = ((results or {}).get("anomalies") or {}).get(entry.kind)
+        counts.append(str(anomaly.get("count", "?")) if anomaly else "-")
+    hits = sum(not judge(entry, side, r) for r in runs)
+    return (f"{entry.id} on {side} ({entry.label(side)}): {hits}/{len(runs)} runs as "
+            f"expected; {entry.kind} per run: {', '.join(counts) or 'none'}")
+
+
 BUGS: tuple[BugEntry, ...] = (
     BugEntry(
         id="librdkafka#4844", axis="client_version", affected="2.13.0", fixed="2.13.2",

@@ -10,7 +10,7 @@ import pytest
 
 from chaos.config import RunConfig
 from chaos.scenarios import SCENARIOS
-from chaos.scenarios.bugs import BUGS, NOT_ATTEMPTED, find, judge
+from chaos.scenarios.bugs import BUGS, NOT_ATTEMPTED, find, judge, tally
 from contract.known_bugs import BY_ID
 from tests.run.cli import CLI
 
@@ -67,6 +67,21 @@ def test_judge_needs_the_kind_the_tag_and_the_verdict() -> None:
     assert judge(kip, "fixed", None) == ["no results"]
 
 
+def test_tally_counts_the_runs_that_showed_the_promise() -> None:
+    kip = find("KIP-966")
+
+    def res(count: int, tagged: int, valid: object) -> dict[str, object]:
+        return {"valid": valid, "anomalies": {"lost": {
+            "count": count, "known_bugs": {"KIP-966": tagged} if tagged else {}}}}
+
+    runs = [res(1935, 1935, True), res(0, 0, True), res(12, 0, True), None]
+    assert tally(kip, "affected", runs) == (
+        "KIP-966 on affected (Kafka 3.9.1): 1/4 runs as expected; lost per run: "
+        "1935, 0, 12, -")
+    assert tally(kip, "fixed", [res(0, 0, True)] * 5) == (
+        "KIP-966 on fixed (Kafka 4.3.1): 5/5 runs as expected; lost per run: 0, 0, 0, 0, 0")
+
+
 def test_bugs_lists_the_catalogue() -> None:
     proc = subprocess.run([*CLI, "bugs"], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
@@ -89,6 +104,12 @@ def test_bugs_lists_the_catalogue() -> None:
     (["--bug", "librdkafka#4844", "--client-version", "2.16.1"], "pins --client-version"),
     (["--bug", "KIP-966", "--scenario", "safe-config-chaos"], "drop --scenario"),
     (["--on", "fixed"], "--on needs --bug"),
+    (["--repeat", "5"], "--repeat needs --bug"),
+    (["--bug", "KIP-966", "--repeat", "0"], "--repeat must be >= 1"),
+    (["--bug", "KIP-966", "--on", "both", "--kafka-version", "4.3.1"],
+     "pins --kafka-version (3.9.1 on affected, 4.3.1 on fixed)"),
+    # every side is validated before the first cluster starts
+    (["--bug", "KIP-966", "--on", "both", "--brokers", "1"], "--replication-factor must be"),
 ])
 def test_run_bug_bad_input_is_one_line_and_exit_2(args, reason, tmp_path) -> None:  # type: ignore[no-untyped-def]
     proc = subprocess.run([*CLI, "run", *args, "--out", str(tmp_path)],
