@@ -23,10 +23,19 @@ instead of being dropped; the leftover rule is removed by heal or sweep. The que
 fails open: if the socket falls behind, the kernel accepts packets instead of dropping them
 (counted neither here nor as loss, so a delayer overload shows as less delay, not as loss).
 
+Hold mode (``--hold-established-ms W``): for W ms from its start, every packet of a TCP
+connection that was open before the delayer started (its first packet seen here is not a SYN)
+is held, and all of them are released together, in arrival order, when the window ends; new
+connections and other protocols pass (after ``--delay-ms``, 0 allowed). A client that gives
+up on a request stuck on its old connection and retries on a new one is then answered first,
+and the old request reaches the server afterwards: a stale request overtakes nothing in TCP,
+only across connections, which is how a delayed EndTxn decides a later transaction
+(KAFKA-17754).
+
 Usage (normally via :func:`chaos.net.shaping.start_delayer`)::
 
     python -m chaos.net.delayer --fault ID --delay-ms 100 [--jitter-ms 10] [--peer IP]...
-        [--queue 4200] [--parent-pid PID] [--stats-file PATH]
+        [--hold-established-ms 8000] [--queue 4200] [--parent-pid PID] [--stats-file PATH]
 """
 
 from __future__ import annotations
@@ -46,7 +55,7 @@ from types import FrameType
 
 from chaos.net import iptables
 from chaos.net.netns import NetNS
-from chaos.net.nfqueue import NfQueue, flow_key
+from chaos.net.nfqueue import NfQueue, flow_key, tcp_opening
 
 QUEUE_BASE = 4200
 DELAYER_DIR = Path("/run/kafka-chaos/delayers")  # <fault>.log (its stderr), <fault>.stats.json
@@ -107,10 +116,14 @@ def add_queue_rules(fault_id: str, queue: int, peers: list[str]) -> None:
 class Delayer:
     """The release loop: a heap of (release time, order, packet id)."""
 
-    def __init__(self, nfq: NfQueue, delay_s: float, jitter_s: float, seed: int | None) -> None:
+    def __init__(self, nfq: NfQueue, delay_s: float, jitter_s: float, seed: int | None,
+                 hold_until: float | None = None) -> None:
         self.nfq = nfq
         self.delay_s = delay_s
         self.jitter_s = jitter_s
+        # hold mode: monotonic end of the window, and the connections opened since the start
+        self.hold_until = hold_until
+        self.opened: set[bytes] = set()
         self.rng = random.Random(seed)
         self.heap: list[tuple[float, int, int]] = []
         self.flow_last: dict[bytes, float] = {}
@@ -122,6 +135,8 @@ class Delayer:
         """Schedule every packet waiting on the socket."""
         for packet in self.nfq.receive():
             release = now + self.delay_s
+            if self.hold_until is not None and now < self.hold_until:
+                release = max(release, self._held_until(packet.head))
             if self.jitter_s:
                 release += self.rng.uniform(-self.jitter_s, self.jitter_s)
                 key = flow_key(packet.head)
@@ -130,6 +145,16 @@ class Delayer:
             self.order += 1
             heapq.heappush(self.heap, (release, self.order, packet.packet_id))
         self.stats.max_held = max(self.stats.max_held, len(self.heap))
+
+    def _held_until(self, head: bytes) -> float:
+        """The window's end for a packet of a connection older than the delayer, else 0."""
+        opening = tcp_opening(head)
+        if opening is None:
+            return 0.0
+        key = flow_key(head)
+        if opening:
+            self.opened.add(key)
+        return 0.0 if key in self.opened else float(self.hold_until or 0.0)
 
     def release_due(self, now: float, everything: bool = False) -> None:
         """Accept every packet whose time has come (or all of them)."""
@@ -143,9 +168,9 @@ class Delayer:
             due.append(packet_id)
         if due:
             stats.packets += len(due)
-            if self.jitter_s or everything:
+            if self.jitter_s or everything or self.hold_until is not None:
                 self.nfq.verdicts(due)
-            else:  # no jitter: releases follow arrival, so ids are a prefix: one message
+            else:  # no jitter, no hold: releases follow arrival, ids are a prefix: one message
                 self.nfq.verdict_upto(due[-1])
         if len(self.flow_last) > 4096:  # forget flows whose last packet is out
             self.flow_last = {k: t for k, t in self.flow_last.items() if t > now}
@@ -203,6 +228,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--stats-file")
     parser.add_argument("--log-file", help="our stderr: deleted if we outlive our parent")
     parser.add_argument("--seed", type=int)
+    parser.add_argument("--hold-established-ms", type=float,
+                        help="hold connections older than the delayer this long (hold mode)")
     parser.add_argument("--no-priority", action="store_true",
                         help="keep the default scheduling (see raise_priority)")
     args = parser.parse_args(argv)
@@ -223,7 +250,10 @@ def main(argv: list[str] | None = None) -> int:
             return 3  # the parent is already gone: do nothing at all
 
     nfq = bind_free_queue(args.queue)
-    delayer = Delayer(nfq, args.delay_ms / 1000.0, args.jitter_ms / 1000.0, args.seed)
+    hold_until = (time.monotonic() + args.hold_established_ms / 1000.0
+                  if args.hold_established_ms else None)
+    delayer = Delayer(nfq, args.delay_ms / 1000.0, args.jitter_ms / 1000.0, args.seed,
+                      hold_until)
     try:
         add_queue_rules(args.fault, nfq.queue, args.peer)
         print(f"READY {nfq.queue}", flush=True)

@@ -230,3 +230,22 @@ def flow_key(head: bytes) -> bytes:
         ihl = (head[0] & 0x0F) * 4
         return head[9:10] + head[12:20] + head[ihl: ihl + 4]
     return head[6:7] + head[8:40] + head[40:44]
+
+
+TCP = 6
+_SYN, _ACK = 0x02, 0x10
+
+
+def tcp_opening(head: bytes) -> bool | None:
+    """For a TCP packet, whether it opens a connection (SYN without ACK); None for anything
+    that is not TCP (or too short to tell)."""
+    if not head:
+        return None
+    if head[0] >> 4 == 4:
+        proto, start = head[9], (head[0] & 0x0F) * 4
+    else:
+        proto, start = head[6], 40  # no extension headers: what Kafka's TCP sends
+    if proto != TCP or len(head) < start + 14:
+        return None
+    flags = head[start + 13]
+    return bool(flags & _SYN) and not flags & _ACK

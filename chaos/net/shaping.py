@@ -71,8 +71,9 @@ class DelayerProcess:
 
 def start_delayer(ns: NetNS, fault_id: str, delay_ms: float, jitter_ms: float = 0.0,
                   peers: Sequence[str] = (), queue: int = QUEUE_BASE,
-                  seed: int | None = None) -> DelayerProcess:
-    """Start a delayer in ``ns`` and wait until its queue and rule are in place."""
+                  seed: int | None = None, hold_ms: float | None = None) -> DelayerProcess:
+    """Start a delayer in ``ns`` and wait until its queue and rule are in place.
+    ``hold_ms``: hold mode (chaos.net.delayer), the window's length."""
     DELAYER_DIR.mkdir(parents=True, exist_ok=True)
     stats_file = DELAYER_DIR / f"{fault_id}.stats.json"
     log_file = DELAYER_DIR / f"{fault_id}.log"
@@ -84,6 +85,8 @@ def start_delayer(ns: NetNS, fault_id: str, delay_ms: float, jitter_ms: float = 
         argv += ["--peer", peer]
     if seed is not None:
         argv += ["--seed", str(seed)]
+    if hold_ms is not None:
+        argv += ["--hold-established-ms", str(hold_ms)]
     # the child imports chaos from the same tree as us, whatever its working directory
     root = str(Path(__file__).resolve().parents[2])
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(

@@ -6,6 +6,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 
 from netlab import Lan, eventually
@@ -21,6 +22,7 @@ from chaos.net import (
     sweep,
     tc,
 )
+from chaos.net.shaping import start_delayer
 from chaos.net.sweep import delayer_pids
 
 MakeLan = Callable[[int], Lan]
@@ -154,3 +156,38 @@ def test_heal_after_the_node_was_replaced(make_lan: MakeLan) -> None:
     assert report.gone and report.delayers == [pids[1]]
     assert eventually(lambda: gone(pids[1]))
     shadow.heal()
+
+
+def test_hold_mode_holds_old_connections_and_lets_new_ones_pass(make_lan: MakeLan) -> None:
+    """Hold mode (the trigger of KAFKA-17754): a request on a connection opened before the
+    window reaches the server only when the window ends; a connection opened during it, and
+    UDP, pass at once. So a client that retries on a new connection is answered first."""
+    lan = make_lan(2)
+    lan.echo_servers()
+    holder = lan.serve(lan[0], "tcp-hold", lan[1].ip, "7008", stdin=True)
+    assert holder.stdin is not None and holder.stdout is not None
+
+    def ping(timeout_s: float) -> str:
+        holder.stdin.write(f"ping {timeout_s}\n")  # type: ignore[union-attr]
+        holder.stdin.flush()  # type: ignore[union-attr]
+        return holder.stdout.readline().strip()  # type: ignore[union-attr]
+
+    assert ping(2) == "ok"  # the old connection works before the window
+    hold_s = 10.0
+    delayer = start_delayer(lan[1].ns, "kc-test-hold", 0.0, hold_ms=hold_s * 1000)
+    t0 = time.monotonic()
+    try:
+        assert ping(1) == "timeout", "a request on the old connection is held"
+        assert lan.tcp_works(lan[0], lan[1], timeout=2.0), "a new connection passes"
+        assert lan.reaches(lan[0], lan[1]), "UDP passes"
+        inside = time.monotonic() - t0
+        assert inside < hold_s, f"the checks took {inside:.1f}s: they proved nothing held"
+        # the held line (and the one sent now) are echoed once the window ends
+        assert ping(hold_s + 10) == "ok"
+        released = time.monotonic() - t0
+        assert released >= hold_s - 0.5, released
+        assert ping(2) == "ok", "and the old connection works normally afterwards"
+    finally:
+        stats = delayer.stop()
+    assert stats["packets"] >= 2, stats
+    assert lan.no_rules_left()
