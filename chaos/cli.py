@@ -241,7 +241,7 @@ def _scenarios(scenario_file: Path | None) -> dict[str, Any]:
 def _bug_run(args: argparse.Namespace) -> tuple[Any, list[tuple[Any, dict[str, Any]]]] | None:
     """With --bug: (entry, [(side, the side's pinned options), ...]); refuses what
     contradicts it."""
-    from chaos.scenarios.bugs import SIDES, as_side, find
+    from chaos.scenarios.bugs import as_side, find
 
     if args.bug is None:
         for flag, value in (("--on", args.on), ("--repeat", args.repeat)):
@@ -256,7 +256,9 @@ def _bug_run(args: argparse.Namespace) -> tuple[Any, list[tuple[Any, dict[str, A
         entry = find(args.bug)
     except ValueError as e:
         raise RunConfigError(str(e)) from None
-    sides = list(SIDES) if args.on == "both" else [as_side(args.on)]
+    sides = list(entry.sides) if args.on == "both" else [as_side(args.on)]
+    if sides[-1] not in entry.sides:
+        raise RunConfigError(f"bug {entry.id} is not fixed: it runs on its affected side only")
     if getattr(args, entry.axis, None) is not None:
         flag = "--" + entry.axis.replace("_", "-")
         pins = ", ".join(f"{entry.version(side)} on {side}" for side in sides)

@@ -80,11 +80,12 @@ class CellOutcome:
 
 
 def bug_cells() -> list[Cell]:
-    """Both sides (affected, fixed) of every runnable known-bug catalogue entry."""
-    from chaos.scenarios.bugs import BUGS, SIDES
+    """Both sides (affected, fixed) of every runnable known-bug catalogue entry (the
+    affected one only of a bug nobody fixed)."""
+    from chaos.scenarios.bugs import BUGS
 
     return [Cell(b.scenario.name, bug=b.id, side=side) for b in BUGS if b.scenario
-            for side in SIDES]
+            for side in b.sides]
 
 
 def local_cells(duration: float) -> list[Cell]:
@@ -115,13 +116,12 @@ def judge(cell: Cell, result: ChaosResult) -> list[Miss]:
     """Why a cell failed: a known bug's promise for its side; else its scenario's
     expectations, else a verdict other than valid."""
     if cell.bug:
-        from chaos.scenarios.bugs import BUG_BY_ID, as_side
-        from chaos.scenarios.bugs import judge as judge_bug
+        from chaos.scenarios.bugs import BUG_BY_ID, as_side, nightly_misses
 
         entry = BUG_BY_ID[cell.bug]
         side = as_side(cell.side)
         return [Miss(f"{cell.bug} on {side} ({entry.label(side)})", m)
-                for m in judge_bug(entry, side, result.results)]
+                for m in nightly_misses(entry, side, result.results)]
     misses = scenario_misses(result)
     if not misses and result.valid is False:
         misses = [Miss("verdict valid", result.verdict)]
