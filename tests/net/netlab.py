@@ -126,6 +126,21 @@ class Lan:
         receiver.stdin.flush()
         return dict(json.loads(receiver.stdout.readline()))
 
+    def held_connection(self, src: TestHost, dst: TestHost) -> Callable[[float], str]:
+        """A TCP connection from src to dst's echo (:meth:`echo_servers`), opened now and held
+        open. The function returned sends a line on it and says within its timeout whether
+        the echo came: ``ok``, ``timeout`` or ``error``."""
+        holder = self.serve(src, "tcp-hold", dst.ip, "7008", stdin=True)
+        assert holder.stdin is not None and holder.stdout is not None
+        stdin, stdout = holder.stdin, holder.stdout
+
+        def ping(timeout: float) -> str:
+            stdin.write(f"ping {timeout}\n")
+            stdin.flush()
+            return stdout.readline().strip()
+
+        return ping
+
     def tcp_works(self, src: TestHost, dst: TestHost, timeout: float = 1.0) -> bool:
         """Whether src can open a TCP connection to dst's echo and get a line echoed."""
         return bool(self.run(src, "tcp-connect", dst.ip, "7008", "--timeout", str(timeout))["ok"])

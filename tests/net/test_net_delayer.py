@@ -164,13 +164,7 @@ def test_hold_mode_holds_old_connections_and_lets_new_ones_pass(make_lan: MakeLa
     UDP, pass at once. So a client that retries on a new connection is answered first."""
     lan = make_lan(2)
     lan.echo_servers()
-    holder = lan.serve(lan[0], "tcp-hold", lan[1].ip, "7008", stdin=True)
-    assert holder.stdin is not None and holder.stdout is not None
-
-    def ping(timeout_s: float) -> str:
-        holder.stdin.write(f"ping {timeout_s}\n")  # type: ignore[union-attr]
-        holder.stdin.flush()  # type: ignore[union-attr]
-        return holder.stdout.readline().strip()  # type: ignore[union-attr]
+    ping = lan.held_connection(lan[0], lan[1])
 
     assert ping(2) == "ok"  # the old connection works before the window
     hold_s = 10.0

@@ -87,13 +87,7 @@ def test_client_without_namespace_cut_from_one_broker(make_lan: MakeLan) -> None
 def test_partition_stops_an_open_connection_at_once(make_lan: MakeLan) -> None:
     lan = make_lan(2)
     lan.echo_servers()
-    holder = lan.serve(lan[0], "tcp-hold", lan[1].ip, "7008", stdin=True)
-    assert holder.stdin is not None and holder.stdout is not None
-
-    def ping(timeout: float) -> str:
-        holder.stdin.write(f"ping {timeout}\n")  # type: ignore[union-attr]
-        holder.stdin.flush()  # type: ignore[union-attr]
-        return holder.stdout.readline().strip()  # type: ignore[union-attr]
+    ping = lan.held_connection(lan[0], lan[1])
 
     assert ping(2) == "ok"
     handle = Partitioner().apply(PartitionSpec.isolate(lan.nodes(), "h1"))
