@@ -98,7 +98,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="with --bug: the affected version (default), the fixed one, or both")
     r.add_argument("--repeat", type=int, metavar="N",
                    help="with --bug: N runs per side, then one tally line per side; exit 0 "
-                        "when every run showed what the entry promises, else 1")
+                        "when no run contradicted the entry, else 1")
     r.add_argument("--scenario-file", type=Path, help="TOML file with more scenarios")
     r.add_argument("--config", type=Path, help="TOML file of run options (CLI wins)")
     r.add_argument("--brokers", type=int)

@@ -116,12 +116,12 @@ def judge(cell: Cell, result: ChaosResult) -> list[Miss]:
     """Why a cell failed: a known bug's promise for its side; else its scenario's
     expectations, else a verdict other than valid."""
     if cell.bug:
-        from chaos.scenarios.bugs import BUG_BY_ID, as_side, nightly_misses
+        from chaos.scenarios.bugs import BUG_BY_ID, as_side, run_misses
 
         entry = BUG_BY_ID[cell.bug]
         side = as_side(cell.side)
         return [Miss(f"{cell.bug} on {side} ({entry.label(side)})", m)
-                for m in nightly_misses(entry, side, result.results)]
+                for m in run_misses(entry, side, result.results)]
     misses = scenario_misses(result)
     if not misses and result.valid is False:
         misses = [Miss("verdict valid", result.verdict)]

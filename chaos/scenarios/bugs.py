@@ -93,7 +93,7 @@ class BugEntry:
     (N/M runs)", "not reproduced: <evidence>" or NOT_ATTEMPTED. ``fixed`` is "none" for an
     open bug: only its affected side runs. ``timing``: the bug shows in some runs only (its
     rate is the point); a run without it is no failure of the nightly, one with the kind
-    untagged or the wrong verdict is (``nightly_misses``).
+    untagged or the wrong verdict is (``run_misses``).
     """
 
     id: str
@@ -159,10 +159,10 @@ def judge(entry: BugEntry, side: Side, results: dict[str, Any] | None) -> list[s
     return misses
 
 
-def nightly_misses(entry: BugEntry, side: Side, results: dict[str, Any] | None) -> list[str]:
-    """Why a nightly run of ``side`` failed. As ``judge``, except that a timing-dependent
-    bug's affected run need not show it: it must only tag every record of the kind it counts
-    and have the stated verdict."""
+def run_misses(entry: BugEntry, side: Side, results: dict[str, Any] | None) -> list[str]:
+    """Why a run of ``side`` (in the nightly, or repeated for a rate) contradicts the entry.
+    As ``judge``, except that a timing-dependent bug's affected run need not show it: it must
+    only tag every record of the kind it counts and have the stated verdict."""
     if not (entry.timing and side == "affected") or results is None:
         return judge(entry, side, results)
     anomaly = (results.get("anomalies") or {}).get(entry.kind) or {}
@@ -180,16 +180,22 @@ def summary(entry: BugEntry, side: Side, results: dict[str, Any] | None) -> str:
     """One line: what the run showed for the entry."""
     anomaly = ((results or {}).get("anomalies") or {}).get(entry.kind) or {}
     tagged = int((anomaly.get("known_bugs") or {}).get(entry.id, 0))
-    misses = judge(entry, side, results)
-    state = "as expected" if not misses else "NOT as expected: " + "; ".join(misses)
+    misses = run_misses(entry, side, results)
+    if misses:
+        state = "NOT as expected: " + "; ".join(misses)
+    elif judge(entry, side, results):  # a timing-dependent bug that stayed hidden
+        state = "not shown by this run (timing-dependent: counts against its rate only)"
+    else:
+        state = "as expected"
     return (f"{entry.id} on {side} ({entry.label(side)}): {entry.kind} "
             f"{anomaly.get('count', '?')}, {tagged} tagged {entry.id}, valid "
             f"{(results or {}).get('valid')} — {state}")
 
 
 def tally(entry: BugEntry, side: Side, runs: list[dict[str, Any] | None]) -> str:
-    """One line over repeated runs of one side: how many showed what the entry promises, and
-    the anomaly's count in each (``-``: the run has no results)."""
+    """One line over repeated runs of one side: how many showed what the entry promises (for
+    a timing-dependent bug: how many showed the bug), and the anomaly's count in each (``-``:
+    the run has no results)."""
     counts = []
     for results in runs:
         anomaly = ((results or {}).get("anomalies") or {}).get(entry.kind)

@@ -10,7 +10,7 @@ import pytest
 
 from chaos.config import RunConfig
 from chaos.scenarios import SCENARIOS
-from chaos.scenarios.bugs import BUGS, NOT_ATTEMPTED, find, judge, tally
+from chaos.scenarios.bugs import BUGS, NOT_ATTEMPTED, find, judge, summary, tally
 from contract.known_bugs import BY_ID
 from tests.run.cli import CLI
 
@@ -82,6 +82,22 @@ def test_tally_counts_the_runs_that_showed_the_promise() -> None:
         "1935, 0, 12, -")
     assert tally(kip, "fixed", [res(0, 0, True)] * 5) == (
         "KIP-966 on fixed (Kafka 4.3.1): 5/5 runs as expected; lost per run: 0, 0, 0, 0, 0")
+
+
+def test_a_timing_dependent_bug_hidden_in_a_run_is_counted_not_failed() -> None:
+    dup = find("librdkafka#4953")
+    assert dup.timing and dup.sides == ("affected",)
+
+    def res(count: int, tagged: int, valid: object) -> dict[str, object]:
+        return {"valid": valid, "anomalies": {"duplicate": {
+            "count": count, "known_bugs": {dup.id: tagged} if tagged else {}}}}
+
+    hidden, shown = res(0, 0, True), res(4130, 4130, True)
+    assert "not shown by this run" in summary(dup, "affected", hidden)
+    assert summary(dup, "affected", shown).endswith("as expected")
+    assert "NOT as expected" in summary(dup, "affected", res(12, 0, True))
+    assert tally(dup, "affected", [hidden, shown, hidden]).startswith(
+        "librdkafka#4953 on affected (confluent-kafka 2.16.1): 1/3 runs as expected")
 
 
 def test_bugs_lists_the_catalogue() -> None:
