@@ -16,9 +16,13 @@ order:
 
 The service "crashes" every ``crash_every``-th batch (its clients are abandoned without a
 commit, as if the process died) and restarts on any Kafka error, while brokers are killed
-and paused at random. ``chaos.check_pipeline`` then drains both topics and the checker
-decides (checkers/pipeline.py). The recorded producer's ``source=msg`` stamps each invoice
-with the identity of the order it came from.
+and paused at random. It also restarts when a transactional call blocks well past its own
+timeout, as a supervisor's liveness check would: librdkafka's
+``send_offsets_to_transaction`` can block forever once the group coordinator was down
+(librdkafka#5456, open; seen here when a killed broker led ``__consumer_offsets``).
+``chaos.check_pipeline`` then drains both topics and the checker decides
+(checkers/pipeline.py). The recorded producer's ``source=msg`` stamps each invoice with the
+identity of the order it came from.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from __future__ import annotations
 import contextlib
 import json
 import sys
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -39,6 +44,36 @@ if TYPE_CHECKING:
     from workloads.recording import RecordingConsumer, RecordingProducer
 
 ORDERS, INVOICES = "orders", "invoices"
+#: How much longer than its own timeout a transactional call may block before the service
+#: counts it as hung and restarts (librdkafka#5456).
+HUNG_GRACE_S = 15.0
+
+
+class Hung(Exception):
+    """A client call blocked past its timeout and the grace: the incarnation is stuck."""
+
+
+def bounded(call: Callable[[], Any], timeout_s: float, what: str) -> Any:
+    """``call()`` (a client call with its own ``timeout_s``) on a daemon thread: its result,
+    its exception, or :class:`Hung`. A hung call's thread stays blocked in librdkafka and
+    keeps its client alive until the process exits; the service just moves on."""
+    box: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            box["result"] = call()
+        except BaseException as e:  # noqa: BLE001 - handed to the caller as is
+            box["error"] = e
+
+    worker = threading.Thread(target=target, name=f"copy-service {what}", daemon=True)
+    worker.start()
+    worker.join(timeout_s + HUNG_GRACE_S)
+    if worker.is_alive():
+        raise Hung(f"{what} blocked for {timeout_s + HUNG_GRACE_S:.0f}s "
+                   f"(its timeout: {timeout_s:.0f}s)")
+    if "error" in box:
+        raise box["error"]
+    return box.get("result")
 
 
 def invoice_of(order: bytes) -> bytes:
@@ -121,9 +156,10 @@ class CopyService:
                 p.flush(20)  # the invoices are in the log, the transaction still open
                 self.crash("planned")
                 return len(msgs)
-            p.send_offsets_to_transaction(c.position(c.assignment()),
-                                          c.consumer_group_metadata(), 20)
-            p.commit_transaction(30)
+            offsets, group = c.position(c.assignment()), c.consumer_group_metadata()
+            bounded(lambda: p.send_offsets_to_transaction(offsets, group, 20), 20,
+                    "send_offsets_to_transaction")
+            bounded(lambda: p.commit_transaction(30), 30, "commit_transaction")
         else:
             if p.flush(30) > 0 or failed:
                 # never commit the offsets of an order whose invoice is not in the log
@@ -156,6 +192,9 @@ class CopyService:
             except KafkaException as e:
                 err = e.args[0] if e.args else None
                 self.crash(err.name() if isinstance(err, KafkaError) else str(err))
+            except Hung as e:
+                print(f"copy service: restarting: {e}", file=sys.stderr)
+                self.crash("hung")
         raise TimeoutError(f"the service did not finish within {deadline_s:.0f}s")
 
 

@@ -6,29 +6,16 @@ says which orders."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
-from types import ModuleType
 
 import pyarrow.dataset as ds
 
 from chaos.user_api import ChaosSession
 from compose.cluster import KafkaCluster
+from tests.usercode.copy_example import load_copy_service as _example
 
 ORDERS = 600
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def _example() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("copy_service",
-                                                  ROOT / "examples" / "copy_service.py")
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules["copy_service"] = mod  # its dataclasses look their module up
-    spec.loader.exec_module(mod)
-    return mod
 
 
 def _sources_read(run_dir: Path, topic: str) -> list[tuple[int, int]]:
