@@ -224,9 +224,9 @@ BUGS: tuple[BugEntry, ...] = (
     BugEntry(id="librdkafka#4953", axis="client_version", affected="2.16.1", fixed="none",
              kind="duplicate", scenario=ALL_REPLICAS_POWER_LOSS, affected_valid=True,
              timing=True,
-             status="reproduces sometimes (timing): 2/6 all-replicas-power-loss runs "
-                    "(librdkafka 2.16.0) had duplicates (1447; 4130), all after an epoch "
-                    "bump, all tagged"),
+             status="reproduces sometimes (timing): 3/7 all-replicas-power-loss runs "
+                    "(librdkafka 2.16.0) had duplicates (1447; 4130; 4411), all after an "
+                    "epoch bump, all tagged"),
     BugEntry(id="KAFKA-17754", axis="kafka_version", affected="3.9.1", fixed="none",
              kind="aborted-read", status=NOT_ATTEMPTED,
              title="A delayed EndTxn decides a later transaction (librdkafka has no "

@@ -11,7 +11,7 @@ from workloads.outcomes import FAIL, INFO, OK, classify
 
 @pytest.mark.parametrize("code,outcome", [
     (KafkaError._TIMED_OUT_QUEUE, FAIL),
-    (KafkaError._PURGE_QUEUE, FAIL),
+    (KafkaError._PURGE_QUEUE, INFO),  # a queued retry may have been appended
     (KafkaError.NOT_ENOUGH_REPLICAS, FAIL),
     (KafkaError.MSG_SIZE_TOO_LARGE, FAIL),
     (KafkaError.UNKNOWN_TOPIC_OR_PART, FAIL),
