@@ -1,4 +1,5 @@
 """Root conftest (covers tests/ and examples/): the suite's hygiene plugin (tests/hygiene.py)
-marks the tests that start clusters and fails any test or session that leaves something."""
+marks the tests that start clusters and fails any test or session that leaves something;
+the hang guard (tests/hang_guard.py) ends a test, or at worst the session, that hangs."""
 
-pytest_plugins = ["tests.hygiene"]
+pytest_plugins = ["tests.hygiene", "tests.hang_guard"]

@@ -10,6 +10,7 @@ real run's (same settings, same checks), which is what the generated-code cache 
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import json
 import shutil
@@ -91,11 +92,18 @@ def warm_check(master: str | None = None,
     from .check import check_run  # check imports this package's session module
 
     tmp = Path(tempfile.mkdtemp(prefix="kafka-chaos-warm-up-"))
+    # A CLI run that ends while its warm-up still checks kills this daemon thread before
+    # its finally: the exit handler removes the directory then.
+    def remove() -> None:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+    atexit.register(remove)
     try:
         write_tiny_history(tmp, run_cfg)
         return check_run(tmp, master)
     finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+        remove()
+        atexit.unregister(remove)
 
 
 class WarmUp(threading.Thread):

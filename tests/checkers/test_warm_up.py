@@ -38,3 +38,27 @@ def test_warm_up_skips_the_check_in_a_warm_process(spark: object) -> None:
     t = warm_up(None)
     t.join(timeout=60)
     assert not t.is_alive() and t.results is None
+
+
+def test_a_process_ending_mid_warm_up_leaves_no_directory(tmp_path: Path) -> None:
+    # a CLI run that fails early exits while its daemon warm-up thread is still checking
+    import os
+    import subprocess
+    import sys
+
+    code = """
+import sys, time
+from pathlib import Path
+from checkers.warmup import warm_up
+t = warm_up(None)
+deadline = time.monotonic() + 120
+while not list(Path(sys.argv[1]).glob("kafka-chaos-warm-up-*")):
+    assert time.monotonic() < deadline, "the warm-up never made its directory"
+    time.sleep(0.05)
+assert t.is_alive()
+print("MID-WARM-UP", flush=True)
+"""
+    res = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True,
+                         text=True, timeout=180, env={**os.environ, "TMPDIR": str(tmp_path)})
+    assert res.returncode == 0 and "MID-WARM-UP" in res.stdout, res.stderr[-2000:]
+    assert not list(tmp_path.glob("kafka-chaos-warm-up-*"))
