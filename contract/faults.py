@@ -47,6 +47,10 @@ FAULTS: dict[str, FaultKind] = {f.kind: f for f in (
     FaultKind("slow", "slow or lossy links of a node (delay, jitter, loss, rate)",
               ("delay_ms", "jitter_ms", "loss", "rate_kbit"), closed_by="heal", css="f-slow",
               colour="#0284c7", label_colour="#075985"),
+    FaultKind("hold", "requests the clients already have in flight to a node held for a "
+              "window (new connections served at once), so a retry overtakes its stale "
+              "original", ("hold_s",), random=False, css="f-slow", colour="#0284c7",
+              label_colour="#075985"),
     FaultKind("power-loss", "kill -9 that also loses the node's unflushed page cache", (),
               closed_by="start", css="f-power", colour="#111827", label_colour="#111827"),
     FaultKind("cpu-throttle", "a node starved of CPU (a cgroup quota, e.g. 5 % of one core): "

@@ -13,6 +13,7 @@ from typing import Any
 
 from chaos.faults.base import Fault, FaultContext
 from chaos.faults.cpu import CpuThrottle
+from chaos.faults.hold import Hold
 from chaos.faults.network import Partition, Slow
 from chaos.faults.power import PowerLoss
 from chaos.faults.process import Kill, Pause, Stop
@@ -37,6 +38,7 @@ BUILDERS: dict[str, Callable[[str, dict[str, Any]], Fault]] = {
     "stop": lambda target, _: Stop(target),
     "pause": lambda target, _: Pause(target),
     "power-loss": lambda target, _: PowerLoss(target),
+    "hold": lambda target, params: Hold(target, float(params.get("hold_s", 8.0))),
     "partition": _partition,
     "slow": _slow,
     "cpu-throttle": lambda target, params: CpuThrottle(target, float(params.get("share", 0.05))),

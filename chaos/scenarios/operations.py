@@ -14,6 +14,7 @@ from typing import Any
 
 from chaos.config import RunConfig
 from chaos.faults.base import FaultContext, FaultError
+from chaos.faults.hold import Hold
 from chaos.faults.network import Partition
 from chaos.faults.power import PowerLoss, read_checkpoint
 from chaos.faults.process import Kill, Stop
@@ -363,5 +364,47 @@ TRANSACTIONS_CHAOS = Scenario(
     mechanism=[{"kind": "fault", "fault": "kill"}, {"kind": "leader-changed"}],
 )
 
+
+
+# ---------------------------------------------------------------------- stale-txn-requests
+HOLD_S = 6.0
+
+
+def stale_requests_script(nem: Any) -> None:
+    """Again and again: hold what the producers have in flight to every broker for HOLD_S
+    (they time out after 2 s, reconnect and retry on new connections, which pass), then
+    release the stale requests after their retries."""
+    nem.wait(5)
+    while _time_left(nem, HOLD_S + 8):
+        fault = nem.start_fault(Hold("all", HOLD_S))
+        nem.wait(HOLD_S + 1)
+        nem.end_fault(fault)
+        nem.wait(4)
+
+
+STALE_TXN_REQUESTS = Scenario(
+    name="stale-txn-requests",
+    summary="transactional producers whose in-flight requests are held and released after "
+            "their retries (KAFKA-17754's trigger); no aborted read, no lost commit",
+    doc=(
+        "Transactional producers (10 records a transaction, 10% aborted) with 2 s request "
+        "timeouts. Every ~11 s, what they have in flight to every broker on their existing "
+        "connections is held for 6 s while new connections pass: the client times out, "
+        "reconnects and retries (an EndTxn, a produce), and the stale original reaches the "
+        "broker after the retry, when the producer may be in its next transaction. Without "
+        "KIP-890 part 2 (transaction version 2: a new epoch per transaction, which librdkafka "
+        "does not implement) a stale EndTxn can decide the next transaction and a stale "
+        "produce can join it (KAFKA-17754): aborted reads or lost committed writes."
+    ),
+    config={"acks": "all", "replication_factor": 3, "min_insync": 2, "unclean": False,
+            "idempotence": True, "transactions": True, "isolation_level": "read_committed",
+            "duration": 60.0, "rate": 150.0, "faults": [], "consumers": 1,
+            "producer_config": {"transaction.timeout.ms": "30000",
+                                "socket.timeout.ms": "2000", "request.timeout.ms": "2000"}},
+    script=stale_requests_script,
+    expect=transactions_expect,
+    mechanism=[{"kind": "fault", "fault": "hold"}],
+)
+
 OPERATIONS: list[Scenario] = [ALL_REPLICAS_POWER_LOSS, CONTROLLER_PARTITION, ROLLING_RESTART,
-                              TRANSACTIONS_CHAOS]
+                              TRANSACTIONS_CHAOS, STALE_TXN_REQUESTS]
