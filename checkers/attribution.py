@@ -16,6 +16,8 @@ INSTANT_WINDOW_NS = 5_000_000_000
 #: Partition changes this long before the ack and after the loss are reported.
 CHANGE_WINDOW_NS = 10_000_000_000
 MAX_CHANGES_PER_EXAMPLE = 12
+#: torn-transaction: faults this long before the transaction's first attempt are reported.
+TXN_LOOKBACK_NS = 10_000_000_000
 
 class Attributor:
     """Answers "what was going on" for a moment and a partition."""
@@ -52,6 +54,11 @@ class Attributor:
             change = self.parts.first_leadership_change_after(key, ack)
             missing = change.ts_ns if change is not None else None
         ex["faults_at_ack"] = self.active(ack)
+        if kind == "torn-transaction" and ex.get("txn_invoke_ns") is not None:
+            # the stale request that decided it was sent up to one transaction earlier
+            lo, hi = ex["txn_invoke_ns"] - TXN_LOOKBACK_NS, missing or ack or ex["txn_invoke_ns"]
+            ex["faults_during_txn"] = [f.brief() for f in self.faults if f.start_ns <= hi
+                                       and (f.end_ns is None or f.end_ns >= lo)]
         ex["missing_ns"] = missing
         ex["faults_at_missing"] = self.active(missing)
         if key is not None:

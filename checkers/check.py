@@ -28,6 +28,7 @@ from .known import entries as known_entries
 from .positions import Rebalances, position_anomalies
 from .runfiles import RunDir, is_uri
 from .session import SMALL_HISTORY_BYTES, build_session
+from .torn import examinable, torn_transactions
 from .verdict import expectations
 
 RESULTS = RESULTS_FILE
@@ -48,7 +49,8 @@ def find_anomalies(writes: DataFrame, reads: DataFrame, inputs: IdentityInputs,
     """Every anomaly of the history tables except divergence: exact counts and examples
     (the row checks of checkers/checks.py, without a run directory).
 
-    Three exchanges in all: identity (writes + reads), position (reads), and reorder.
+    Three exchanges in all: identity (writes + reads), position (reads), and reorder (the
+    torn-transaction check of a transactional run adds a small one of its few writes).
     """
     # The identity table feeds two consumers (the flags and the reorder window); caching it
     # keeps Spark from computing the identity exchange and aggregations twice.
@@ -58,6 +60,7 @@ def find_anomalies(writes: DataFrame, reads: DataFrame, inputs: IdentityInputs,
             identity_anomalies(ident, inputs), reorder_anomalies(ident, inputs),
             position_anomalies(reads, inputs.partitions, inputs.topics, inputs.readers,
                                rebalances, inputs.power_loss_until),
+            *([torn_transactions(ident, writes, inputs)] if examinable(inputs) else []),
         ], known_bug_column(known or KnownInputs(inputs.settings)),
             inputs.settings.accept_known)
     finally:

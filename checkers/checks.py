@@ -34,6 +34,7 @@ from .proof import (
     transactions_unknown,
 )
 from .stats import timeseries
+from .torn import examinable, torn_transactions
 from .verdict import mechanism
 
 DIVERGENCE = "divergence"
@@ -94,6 +95,19 @@ class ReorderCheck:
 
     def run(self, ctx: CheckContext) -> CheckResult:
         return CheckResult(rows=[reorder_anomalies(ctx.identity_table(), ctx.inputs)])
+
+
+@dataclass
+class TornTransactionsCheck:
+    """torn-transaction (torn.py): unknown-outcome transactions visible in part."""
+
+    name: str = "torn-transactions"
+
+    def run(self, ctx: CheckContext) -> CheckResult:
+        if not examinable(ctx.inputs):
+            return CheckResult()
+        return CheckResult(rows=[torn_transactions(ctx.identity_table(), ctx.writes,
+                                                   ctx.inputs)])
 
 
 @dataclass
@@ -249,9 +263,9 @@ class StatsCheck:
 
 # The order is the order of the unknown reasons; the row checks come before RowAnomalies,
 # which collects their rows.
-CHECKS = (RunFacts(), IdentityCheck(), ReorderCheck(), PositionsCheck(), RowAnomalies(),
-          DivergenceCheck(), FaultsCheck(), ProducersCheck(), TransactionsCheck(), PipelineCheck(),
-          MechanismCheck(), StatsCheck())
+CHECKS = (RunFacts(), IdentityCheck(), ReorderCheck(), TornTransactionsCheck(), PositionsCheck(),
+          RowAnomalies(), DivergenceCheck(), FaultsCheck(), ProducersCheck(), TransactionsCheck(),
+          PipelineCheck(), MechanismCheck(), StatsCheck())
 
 # results.json's stats keys in their published order (each check adds its own).
 STATS_ORDER = ("writes", "reads", "reads_by_reader", "drain_complete", "drain", "duration_s",

@@ -26,7 +26,7 @@ from .history import (
     parse_events,
 )
 from .identity import IdentityInputs, identity_table
-from .known import KnownInputs, known_bug_column
+from .known import KnownInputs, delaying_windows, known_bug_column
 from .observations import (
     PartitionHistory,
     collect_changes,
@@ -144,4 +144,5 @@ def load_context(spark: SparkSession, run: RunDir) -> CheckContext:
                             sorted(rs.per_reader), bumps)
     return CheckContext(spark, run, bool(text), run_cfg, settings, events, bad_lines, writes,
                         reads, ws, rs, drain, history, n_changes, power, inputs,
-                        KnownInputs(settings, single))
+                        KnownInputs(settings, single, delaying_windows(
+                            events, max((e.ts_ns for e in events), default=0))))

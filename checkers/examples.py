@@ -45,6 +45,12 @@ def summary(kind: str, e: dict[str, Any]) -> str:
         return f"{rec} was reported as failed but was read at {e.get('read_offsets')} of {tp}"
     if kind == "aborted-read":
         return f"{rec} belongs to an aborted transaction but a read_committed reader read it"
+    if kind == "torn-transaction":
+        miss = e.get("missing") or {}
+        return f"{rec} of transaction {e.get('txn')} was read by a read_committed reader but " \
+               f"seq {miss.get('seq')} of the same transaction never was: the transaction is " \
+               "visible in part, so it was decided by something other than its producer's " \
+               "commit, which failed (outcome unknown)"
     if kind == "inconsistent-offset":
         recs = ", ".join(_rec(r.get("producer"), r.get("seq")) for r in e.get("records", []))
         return f"offset {e.get('offset')} of {tp} was read as different records: {recs}"
@@ -125,9 +131,14 @@ def build_example(kind: str, row: dict[str, Any], attributor: Attributor,
         ]
     if kind == "aborted-read":
         e["txn_outcome"] = "aborted"
+    if kind == "torn-transaction":
+        e["txn"], e["txn_outcome"] = row.get("txn"), "unknown"
+        e["missing"] = {"producer": row.get("other_producer"), "seq": row.get("other_seq")}
+        e["txn_invoke_ns"] = row.get("invoke_ns")  # the transaction's first attempt
     if kind in ("duplicate", "reorder") and row.get("epoch_bump_ns") is not None:
         e["epoch_bump_ns"] = row.get("epoch_bump_ns")
-    if row.get("invoke_ns") is not None:  # only kinds about the first attempt set it
+    if row.get("invoke_ns") is not None and kind != "torn-transaction":
+        # only kinds about the write's first attempt set it
         e["invoke_ns"] = row.get("invoke_ns")
     e["complete_ns"] = row.get("complete_ns")
     e["event_ns"] = row.get("event_ns")

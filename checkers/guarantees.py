@@ -85,6 +85,8 @@ NEVER: dict[str, str] = {
     "failed-visible": "forbidden: a write reported as definitely failed must never be read",
     "unexpected": "forbidden: every record read must come from a produce attempt",
     "aborted-read": "forbidden: read_committed readers must not see aborted transactions",
+    "torn-transaction": "forbidden: a transaction is committed or aborted as a whole, so a "
+    "read_committed reader sees all of its records or none",
     "read-before-write": "forbidden: a record cannot be read before it is produced; the "
     "history attributes it to the wrong write (e.g. two writers sharing a producer id)",
     "divergence": "forbidden: after catch-up, replicas of a partition hold identical logs",

@@ -68,7 +68,7 @@ def _tp_key(topic: Column, partition: Column) -> Column:
 # Aggregation buffers must be fixed-width for Spark's hash aggregation (strings or structs
 # turn it into a sort aggregation of the whole history), so topics and transaction outcomes
 # travel as small integers and are decoded on the few anomaly rows.
-_TXN = {"committed": 1, "unknown": 2, "aborted": 3}
+TXN_CODES = {"committed": 1, "unknown": 2, "aborted": 3}
 
 
 def _code(col: Column, codes: dict[str, int]) -> Column:
@@ -105,7 +105,7 @@ def identity_table(writes: DataFrame, reads: DataFrame, inp: IdentityInputs) -> 
         _rank(F.col("outcome")).alias("w_rank"),
         F.col("complete_ns"),
         F.col("invoke_ns"),
-        _code(F.col("txn_outcome"), _TXN).alias("txn"),
+        _code(F.col("txn_outcome"), TXN_CODES).alias("txn"),
         F.lit(0).alias("is_r"),
         F.lit(0).alias("rc_r"),
         F.lit(0).alias("dr_r"),
@@ -192,6 +192,11 @@ def identity_table(writes: DataFrame, reads: DataFrame, inp: IdentityInputs) -> 
     )
 
 
+def outcome_name(rank: Column) -> Column:
+    """A write's strongest outcome rank back to its name."""
+    return F.when(rank == OK, "ok").when(rank == 1, "info").when(rank == FAIL, "fail")
+
+
 def complete_tp(inp: IdentityInputs, tid: Column, partition: Column) -> Column:
     """True where the drain read this topic-partition to its end."""
     if not inp.complete_partitions:
@@ -204,7 +209,7 @@ def identity_anomalies(ident: DataFrame, inp: IdentityInputs) -> DataFrame:
     the kinds each identity shows, exploded (an identity can be several kinds at once)."""
     ok = F.col("w_rank") == OK
     has_write = F.col("n_w") > 0
-    visible = ok & (F.col("txn").isNull() | (F.col("txn") == _TXN["committed"]))
+    visible = ok & (F.col("txn").isNull() | (F.col("txn") == TXN_CODES["committed"]))
     read = F.col("n_r") > 0
     topic = topic_name(inp.topics, F.col("w_tid"))
     tp = _tp_key(topic, F.col("w_partition"))
@@ -222,17 +227,14 @@ def identity_anomalies(ident: DataFrame, inp: IdentityInputs) -> DataFrame:
                "offset-mismatch"),
         F.when((F.col("w_rank") == FAIL) & read, "failed-visible"),
         F.when(~has_write, "unexpected"),
-        F.when((F.col("txn") == _TXN["aborted"]) & (F.col("rc_r") > 0), "aborted-read"),
+        F.when((F.col("txn") == TXN_CODES["aborted"]) & (F.col("rc_r") > 0), "aborted-read"),
         F.when(has_write & read & (F.col("read_ns") < F.col("invoke_ns")
                                    - F.lit(READ_BEFORE_WRITE_SLACK_NS)), "read-before-write"),
     ))
     flagged = ident.select("*", F.explode(kinds).alias("kind"))
     kind = F.col("kind")
     no_write = kind == "unexpected"
-    outcome = (
-        F.when(F.col("w_rank") == OK, "ok").when(F.col("w_rank") == 1, "info")
-        .when(F.col("w_rank") == FAIL, "fail")
-    )
+    outcome = outcome_name(F.col("w_rank"))
     return anomaly_rows(
         flagged, kind,
         producer=F.col("producer"), seq=F.col("seq"),

@@ -11,8 +11,11 @@ from typing import Any
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
+from contract.events import Event
+from contract.faults import DELAYING_FAULT_KINDS
 from contract.known_bugs import KNOWN_BUGS, KnownBug, known_bug
 from contract.settings import Settings
+from contract.windows import fault_windows
 
 #: Known-bug id -> the anomaly kinds it explains.
 EXPLAINS: dict[str, tuple[str, ...]] = {b.id: b.kinds for b in KNOWN_BUGS}
@@ -24,6 +27,8 @@ class KnownInputs:
 
     settings: Settings
     single_replica_isr: set[str] = field(default_factory=set)  # "topic:partition" keys
+    # windows (start_ns, end_ns) of faults that can deliver requests late, merged
+    delaying_windows: list[tuple[int, int]] = field(default_factory=list)
 
 
 def _version(settings: Settings, component: str) -> str | None:
@@ -56,7 +61,41 @@ def fact_columns(inp: KnownInputs) -> dict[str, Column]:
         "power_loss_of_isr": kind.isin("lost", "reused-offset")
         & F.coalesce(F.col("excused"), F.lit(False)),
         "single_replica_isr": single,
+        "transactional_producer": F.lit(s.transactional),
+        "delayed_requests_before": _overlaps_any(
+            inp.delaying_windows,
+            F.coalesce(F.col("invoke_ns"), F.col("complete_ns"), F.col("event_ns"))
+            - F.lit(DELAY_LOOKBACK_NS),
+            F.coalesce(F.col("complete_ns"), F.col("event_ns")) + F.lit(DELAY_LOOKBACK_NS)),
     }
+
+
+#: delayed_requests_before: how long before a transaction's first attempt a stale request
+#: of the producer's previous transaction may have been sent, and how long after the
+#: record's acknowledgement it may still have arrived (the transaction's end).
+DELAY_LOOKBACK_NS = 10_000_000_000
+
+
+def _overlaps_any(windows: list[tuple[int, int]], lo: Column, hi: Column) -> Column:
+    """True where [lo, hi] overlaps one of ``windows`` (a few literals: faults are rare)."""
+    out: Column = F.lit(False)
+    for start, end in windows:
+        out = out | ((F.lit(start) <= hi) & (F.lit(end) >= lo))
+    return out
+
+
+def delaying_windows(events: list[Event], end_ns: int) -> list[tuple[int, int]]:
+    """The merged windows of the faults that can deliver requests late (an open window
+    lasts until ``end_ns``)."""
+    spans = sorted((w.start_ns, w.end_ns if w.end_ns is not None else end_ns)
+                   for w in fault_windows(events) if w.kind in DELAYING_FAULT_KINDS)
+    merged: list[tuple[int, int]] = []
+    for start, end in spans:
+        if merged and start <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], end))
+        else:
+            merged.append((start, end))
+    return merged
 
 
 def known_bug_column(inp: KnownInputs) -> Column:

@@ -30,6 +30,7 @@ ANOMALY_COLUMNS: tuple[tuple[str, DataType], ...] = (
     ("epoch_bump_ns", LongType()),  # duplicate/reorder: the producer's epoch bump before it
     ("excuse", StringType()),  # why an excused row is: rebalance, truncation, power-loss
     ("invoke_ns", LongType()),  # the write's first produce attempt, where the kind is about it
+    ("txn", StringType()),  # torn-transaction: the transaction's id
 )
 
 

@@ -97,6 +97,16 @@ ANOMALIES: dict[str, AnomalyKind] = {a.kind: a for a in (
         "reads",
         "a read_committed reader saw an aborted transaction's record"),
     AnomalyKind(
+        "torn-transaction",
+        "a read_committed reader saw some records of a transaction whose outcome its "
+        "producer does not know (its commit or abort failed) while another record the producer "
+        "sent in it was read by no read_committed reader, in a partition the drain read "
+        "completely: Kafka "
+        "decides a transaction as a whole, so only a transaction its producer's own requests "
+        "did not decide (a stale EndTxn, KAFKA-17754) is visible in part",
+        "writes of partly visible transactions that readers saw",
+        "part of a transaction is visible, part is not (decided without its producer)"),
+    AnomalyKind(
         "reused-offset",
         "a live reader saw a record at an offset that, after a truncation of that partition, "
         "now holds another record (the vanished tail's offsets were reused)",
@@ -125,8 +135,8 @@ ANOMALY_KINDS: tuple[str, ...] = tuple(ANOMALIES)
 #: The order a report reader cares about: losses and broken logs first.
 REPORT_ORDER: tuple[str, ...] = (
     "lost", "unseen", "divergence", "reused-offset", "inconsistent-offset", "offset-mismatch",
-    "failed-visible", "aborted-read", "unexpected", "read-before-write", "duplicate", "reorder",
-    "poll-skip", "nonmonotonic-poll",
+    "failed-visible", "aborted-read", "torn-transaction", "unexpected", "read-before-write",
+    "duplicate", "reorder", "poll-skip", "nonmonotonic-poll",
 )
 
 #: Maximum number of examples kept per kind (counts stay exact).

@@ -32,6 +32,11 @@ FACTS: dict[str, str] = {
     "power_loss_of_isr": "a power loss hit every in-sync replica of the record's partition "
     "after the record was acknowledged",
     "single_replica_isr": "that partition's ISR was a single replica when the power loss hit",
+    "transactional_producer": "the run's producers have a transactional.id",
+    "delayed_requests_before": "a fault that can deliver a request late (contract.faults "
+    "DELAYING_FAULT_KINDS: pause, partition, slow, cpu-throttle, hold) was active between "
+    "10 s before the record's transaction began (its first attempt; else the record's "
+    "acknowledgement) and 10 s after the record was acknowledged",
 }
 
 OPEN = "open"
@@ -130,6 +135,22 @@ KNOWN_BUGS: tuple[KnownBug, ...] = (
         note="without Eligible Leader Replicas the last ISR member is re-elected after an "
         "unclean restart and the others truncate to it; ELR is opt-in in 4.0 and on by default "
         "only for clusters created on 4.1 or later",
+    ),
+    KnownBug(
+        id="KAFKA-17754",
+        title="A delayed EndTxn decides a later transaction of the same producer epoch",
+        link="https://issues.apache.org/jira/browse/KAFKA-17754",
+        status=OPEN,
+        component="librdkafka",
+        affected_from=None,
+        fixed_in=None,
+        kinds=("torn-transaction", "aborted-read"),
+        facts=frozenset({"transactional_producer", "delayed_requests_before"}),
+        note="an EndTxn that timed out and was retried on a new connection reaches the "
+        "coordinator after the producer began its next transaction, which still has the same "
+        "epoch, and commits or aborts it early; fixed for clients of transaction version 2 "
+        "(KIP-890 part 2: a new epoch per transaction, 4.0 brokers and Java clients), which "
+        "librdkafka does not implement (its issue #5423 is open)",
     ),
 )
 

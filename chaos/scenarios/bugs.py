@@ -19,7 +19,7 @@ from typing import Any, Literal
 
 from chaos.config import RunConfig
 from chaos.scenarios.base import Expect, Scenario
-from chaos.scenarios.operations import ALL_REPLICAS_POWER_LOSS
+from chaos.scenarios.operations import ALL_REPLICAS_POWER_LOSS, STALE_TXN_REQUESTS
 from chaos.scenarios.replication import LAST_REPLICA_STANDING
 from contract.known_bugs import BY_ID, KnownBug
 
@@ -227,10 +227,13 @@ BUGS: tuple[BugEntry, ...] = (
              status="reproduces sometimes (timing): 3/7 all-replicas-power-loss runs "
                     "(librdkafka 2.16.0) had duplicates (1447; 4130; 4411), all after an "
                     "epoch bump, all tagged"),
+    # stale-txn-requests (which accepts the bug) holds requests in flight until after their
+    # retries; a stale EndTxn then commits the producer's next transaction in part.
     BugEntry(id="KAFKA-17754", axis="kafka_version", affected="3.9.1", fixed="none",
-             kind="aborted-read", status=NOT_ATTEMPTED,
-             title="A delayed EndTxn decides a later transaction (librdkafka has no "
-                   "KIP-890 part 2): aborted reads, lost committed writes"),
+             kind="torn-transaction", scenario=STALE_TXN_REQUESTS, affected_valid=True,
+             timing=True,
+             status="reproduces (timing): 5/5 stale-txn-requests runs had torn transactions "
+                    "(1, 3 and 3 on Kafka 3.9.1; 3 and 4 on 4.3.1), all tagged"),
 )
 
 BUG_BY_ID: dict[str, BugEntry] = {b.id: b for b in BUGS}

@@ -10,7 +10,15 @@ import pytest
 from contract.anomalies import ANOMALY_KINDS, DEFINITIONS, MEANINGS, REPORT_ORDER, UNITS
 from contract.conditions import ConditionError, holds, normalise_condition
 from contract.exit_codes import exit_code_of_results, exit_code_of_valid
-from contract.faults import CLOSERS, FAULT_KINDS, FAULTS, fault_css, fault_css_rules
+from contract.faults import (
+    CLOSERS,
+    DELAYING_FAULT_KINDS,
+    FAULT_KINDS,
+    FAULTS,
+    RANDOM_FAULT_KINDS,
+    fault_css,
+    fault_css_rules,
+)
 from contract.settings import (
     ProducerSettingsError,
     normalise_acks,
@@ -40,8 +48,11 @@ def test_every_anomaly_kind_has_a_definition_unit_meaning_and_place() -> None:
 
 
 def test_fault_registry_closers_and_css() -> None:
-    assert FAULT_KINDS == ("kill", "stop", "pause", "partition", "slow", "power-loss",
+    assert FAULT_KINDS == ("kill", "stop", "pause", "partition", "slow", "hold", "power-loss",
                            "cpu-throttle", "voter-partition")
+    # hold is scripted only (stale-txn-requests); the random nemesis never draws it
+    assert "hold" not in RANDOM_FAULT_KINDS and FAULTS["hold"].params == ("hold_s",)
+    assert {"pause", "partition", "slow", "hold", "cpu-throttle"} == DELAYING_FAULT_KINDS
     assert CLOSERS == {"start": ("kill", "stop", "power-loss"), "resume": ("pause",),
                        "heal": ("partition", "slow", "voter-partition")}
     assert FAULTS["slow"].params == ("delay_ms", "jitter_ms", "loss", "rate_kbit")

@@ -9,10 +9,11 @@ import statistics
 from confluent_kafka import Producer
 
 from chaos.faults.base import FaultContext
+from chaos.faults.hold import Hold
 from chaos.faults.network import Partition, Slow
 from chaos.net import sweep
 from compose.cluster import KafkaCluster
-from tests.faults.conftest import produce, until
+from tests.faults.conftest import end_offset, produce, until
 
 
 def our_rules_left(ctx: FaultContext) -> int:
@@ -109,3 +110,31 @@ def test_bandwidth_limit_makes_follower_fall_behind(cluster, ctx):
     finally:
         slow.stop(ctx)
     until(60, lambda: follower in cluster.describe(ctx.topic)[0].isr, "follower did not catch up")
+
+
+def test_hold_delivers_a_timed_out_request_after_its_retry(cluster, ctx):
+    # Without idempotence the broker cannot drop the stale original: it is appended again
+    # next to its retry, which is how KAFKA-17754's stale EndTxn gets to act.
+    conf = {"bootstrap.servers": cluster.bootstrap_servers, "acks": "all", "linger.ms": 0,
+            "enable.idempotence": False, "socket.timeout.ms": 2000, "log_level": 2}
+    p = Producer(conf)
+    acks: list[tuple[str | None, float]] = []
+
+    def cb(err, msg) -> None:  # noqa: ANN001 - librdkafka callback
+        acks.append((err.name() if err else None, msg.latency() or 0.0))
+
+    p.produce(ctx.topic, b"warm", partition=0, on_delivery=cb)
+    assert p.flush(30) == 0 and acks[-1][0] is None  # its connections are open now
+    hold = Hold("leader:0", hold_s=8.0)
+    hold.start(ctx)
+    try:
+        p.produce(ctx.topic, b"held", partition=0, on_delivery=cb)
+        assert p.flush(30) == 0
+    finally:
+        hold.stop(ctx)  # releases what it still holds: the stale original
+    err, latency = acks[-1]
+    # timed out on the held connection (2 s), retried on a new one, which passed
+    assert err is None and 2.0 <= latency < 8.0, acks
+    until(20, lambda: end_offset(cluster, ctx.topic) == 3,
+          "the held original never reached the broker after its retry")
+    assert our_rules_left(ctx) == 0
