@@ -15,9 +15,11 @@ def reference(writes: list[dict[str, Any]], reads: list[dict[str, Any]], complet
               read_committed: dict[str, bool] | None = None, default_rc: bool = True,
               power_until: dict[str, int] | None = None,
               rebalances: dict[tuple[str, str, int], list[int]] | None = None,
-              ) -> dict[str, tuple[int, int]]:
+              transactional: bool = False) -> dict[str, tuple[int, int]]:
     """kind -> (count, excused) for every kind but divergence. ``rebalances``: (reader,
-    topic, partition) -> polls of that reader's recorded rebalances of the partition."""
+    topic, partition) -> polls of that reader's recorded rebalances of the partition;
+    ``transactional``: the run's producers are transactional (torn-transaction is examined
+    when the drain is read_committed too)."""
     rc = read_committed or {}
     moved = rebalances or {}
     power = power_until or {}
@@ -84,6 +86,8 @@ def reference(writes: list[dict[str, Any]], reads: list[dict[str, Any]], complet
         for off, seq in items:
             if any(o2 < off and s2 > seq for o2, s2 in items):
                 add("reorder")
+    if transactional and rc.get("drain", default_rc):
+        add_torn(w_by, r_by, complete, lambda reader: rc.get(reader, default_rc), add)
 
     at: dict[tuple[str, int, int], set[tuple[Any, ...]]] = defaultdict(set)
     drained_at: dict[tuple[str, int, int], set[tuple[Any, ...]]] = defaultdict(set)
@@ -137,6 +141,32 @@ def reference(writes: list[dict[str, Any]], reads: list[dict[str, Any]], complet
     return {k: (v[0], v[1]) for k, v in counts.items() if v[0]}
 
 
+def add_torn(w_by: dict[tuple[int, int], list[dict[str, Any]]],
+             r_by: dict[tuple[int, int], list[dict[str, Any]]], complete: set[str],
+             is_rc: Any, add: Any) -> None:
+    """torn-transaction: per (producer, txn) of unknown outcome, the writes a read_committed
+    reader read, when another write of it was read by none in a completely drained
+    partition."""
+    groups: dict[tuple[int, str], list[tuple[int, int]]] = defaultdict(list)
+    for ident, ws in w_by.items():
+        outcomes = [w["txn_outcome"] for w in ws if w["txn_outcome"] is not None]
+        ids = [w["txn"] for w in ws if w["txn"] is not None]
+        if outcomes and max(outcomes) == "unknown" and ids:
+            groups[(ident[0], max(ids))].append(ident)
+    for idents in groups.values():
+        def seen(i: tuple[int, int]) -> bool:
+            return any(is_rc(r["reader"]) for r in r_by.get(i, []))
+
+        def home(i: tuple[int, int]) -> str:
+            ws = w_by[i]
+            return f"{max(w['topic'] for w in ws)}:{max(w['partition'] for w in ws)}"
+
+        if any(not seen(i) and home(i) in complete for i in idents):
+            n = sum(1 for i in idents if seen(i))
+            if n:
+                add("torn-transaction", n)
+
+
 def random_history(seed: int, n_writes: int = 60) -> tuple[list[dict[str, Any]],
                                                           list[dict[str, Any]], set[str]]:
     """A small random history with every kind of trouble in it, from one seed."""
@@ -172,7 +202,7 @@ def random_history(seed: int, n_writes: int = 60) -> tuple[list[dict[str, Any]],
         writes.append({"op_id": i, "producer": producer, "seq": seq, "topic": topic,
                        "partition": part, "invoke_ns": t, "complete_ns": t + 1_000_000,
                        "outcome": outcome, "offset": offset if outcome == "ok" else None,
-                       "error": None, "txn": "x" if txn_outcome else None,
+                       "error": None, "txn": f"x{i // 6}" if txn_outcome else None,
                        "txn_outcome": txn_outcome})
     reads: list[dict[str, Any]] = []
     for tp, log in logs.items():

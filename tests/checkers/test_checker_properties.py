@@ -61,6 +61,27 @@ def test_reader_isolation_and_power_loss_agree(spark, seed: int) -> None:  # typ
     assert _spark_counts(spark, writes, reads, complete, s, power) == expected
 
 
+@pytest.mark.spark
+@settings(max_examples=2, database=None, deadline=None, suppress_health_check=list(HealthCheck))
+@given(seed=st.integers(0, 2**31 - 1))
+def test_torn_transactions_agree(spark, seed: int) -> None:  # type: ignore[no-untyped-def]
+    # transactional producers, a read_uncommitted live reader (c0): torn-transaction counts
+    # only read_committed reads (c1, the drain)
+    writes, reads, complete = random_history(seed, 60)
+    s = Settings(transactional=True, reader_isolation={"c0": "read_uncommitted"})
+    expected = reference(writes, reads, complete, read_committed={"c0": False},
+                         transactional=True)
+    assert _spark_counts(spark, writes, reads, complete, s) == expected
+
+
+def test_random_histories_have_torn_transactions() -> None:
+    # else the agreement above would prove little
+    torn = [reference(*random_history(seed, 60), read_committed={"c0": False},
+                      transactional=True).get("torn-transaction", (0, 0))[0]
+            for seed in range(20)]
+    assert sum(n > 0 for n in torn) >= 5, torn
+
+
 #: Finding, not shrinking: the coverage tests only need one history per kind.
 _FIND = settings(max_examples=4000, database=None, phases=[Phase.generate],
                  suppress_health_check=list(HealthCheck))
