@@ -384,10 +384,15 @@ LAST_REPLICA_STANDING = Scenario(
         "clusters keep the followers that were in sync when the ISR fell below min.insync "
         "as eligible leaders: one of them takes over and nothing committed is lost. A "
         "live consumer reads too: without ELR it read records that then vanish, and sees "
-        "their offsets reused (reused-offset, excused by the power loss)."
+        "their offsets reused (reused-offset, excused by the power loss). The power cut "
+        "times out the producer's batches in flight; librdkafka then bumps its epoch and may "
+        "resend batches the log already holds (librdkafka#4953): those duplicates are "
+        "counted and named, not held against the run."
     ),
     config={**_WORKLOAD, **_DEDICATED_CONTROLLER, "acks": "all", "idempotence": True,
-            "min_insync": 2, "consumers": 1, "unclean": False, "duration": 35.0},
+            "min_insync": 2, "consumers": 1, "unclean": False, "duration": 35.0,
+            # a suite run showed 5408 duplicates, all after the producer's epoch bump
+            "accept_known": ["librdkafka#4953"]},
     script=_lrs_script,
     expect=_lrs_expect,
     mechanism=_lrs_mechanism,
