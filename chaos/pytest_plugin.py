@@ -40,9 +40,12 @@ from __future__ import annotations
 
 import dataclasses
 import secrets
+import signal
+import threading
 from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -124,6 +127,30 @@ def pytest_configure(config: pytest.Config) -> None:
     for line in _MARKERS:
         config.addinivalue_line("markers", line)
     config.stash[_SUMMARY] = []
+    _terminate_as_interrupt(config)
+
+
+def _terminate_as_interrupt(config: pytest.Config) -> None:
+    """SIGTERM and SIGHUP end the session as Ctrl-C does: pytest stops, tears every fixture
+    down (clusters, faults, workload processes) and exits 2. By default they kill the
+    process on the spot and leave the session's clusters running. A handler someone else
+    installed is left alone; the previous handlers come back when the session ends."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+
+    def interrupt(signum: int, frame: FrameType | None) -> None:
+        raise KeyboardInterrupt(f"signal {signal.Signals(signum).name}")
+
+    old = {}
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        if signal.getsignal(sig) in (signal.SIG_DFL, None):
+            old[sig] = signal.signal(sig, interrupt)
+
+    def restore() -> None:
+        for sig, handler in old.items():
+            signal.signal(sig, handler)
+
+    config.add_cleanup(restore)
 
 
 def _options(config: pytest.Config) -> ChaosOptions:

@@ -50,3 +50,29 @@ def test_same_cluster_in_the_session(kafka_cluster):
     name = found.group(1)
     # removed when the inner session ended, not only by the outer test's leak check
     assert not left_behind(docker_client, {LABEL_CLUSTER: name}, set())
+
+
+@pytest.mark.cluster
+def test_sigterm_tears_the_session_cluster_down(
+        pytester: pytest.Pytester, docker_client: docker.DockerClient) -> None:
+    # SIGTERM (a CI runner's cancel, a container stop) ends the session as Ctrl-C does:
+    # fixtures are torn down, so the session's cluster goes with it
+    pytester.makepyfile("""
+import os, signal, time
+
+def test_terminated(kafka_cluster):
+    print("CLUSTER", kafka_cluster.name, flush=True)
+    os.kill(os.getpid(), signal.SIGTERM)
+    time.sleep(120)
+
+def test_never_reached():
+    pass
+""")
+    res = pytester.runpytest_subprocess("--chaos-brokers", "1", "-s", timeout=300)
+    out = res.stdout.str()
+    found = re.search(r"CLUSTER (\w+)", out)
+    assert found, out + res.stderr.str()
+    assert res.ret == pytest.ExitCode.INTERRUPTED, out
+    assert "KeyboardInterrupt: signal SIGTERM" in out
+    assert "test_never_reached" not in out
+    assert not left_behind(docker_client, {LABEL_CLUSTER: found.group(1)}, set())
