@@ -51,8 +51,10 @@ def _history(transactional: bool) -> History:
     return h
 
 
-def _check(tmp_path: Path, transactional: bool) -> dict[str, Any]:
-    run = _history(transactional).save(tmp_path / f"t{transactional}")
+def _check(tmp_path: Path, transactional: bool, drain: str = "read_committed") -> dict[str, Any]:
+    h = _history(transactional)
+    h.run.setdefault("workload", {})["drain"] = {"isolation_level": drain}
+    run = h.save(tmp_path / f"t{transactional}{drain}")
     r = check_run(run)
     assert "error" not in r, r.get("traceback")
     r["_run"] = run
@@ -90,3 +92,13 @@ def test_not_examined_without_transactions(spark: object, tmp_path: Path) -> Non
     # the same rows from a run with no transactional producer: txn fields mean nothing
     r = _check(tmp_path, False)
     assert r["anomalies"][KIND]["count"] == 0
+
+
+def test_not_examined_without_a_read_committed_drain(spark: object, tmp_path: Path) -> None:
+    # a read_uncommitted drain also reads what a transaction never committed: the count is
+    # not proof of anything, and says so (an expectation of 0 is then not met)
+    r = _check(tmp_path, True, drain="read_uncommitted")
+    torn = r["anomalies"][KIND]
+    assert torn["count"] == 0 and torn["checked"] is False
+    assert "read_uncommitted" in torn["reason"]
+    assert "checked" not in _check(tmp_path, True)["anomalies"][KIND]
