@@ -67,25 +67,32 @@ class Nemesis:
         return fault
 
     def end_fault(self, fault: Fault) -> None:
-        try:
-            fault.stop(self.ctx)
-        finally:
-            with self._lock:
-                if fault in self.active:
-                    self.active.remove(fault)
+        """Stops ``fault``. One whose stop raised (or was interrupted) stays active, so
+        ``heal_all`` tries it again."""
+        fault.stop(self.ctx)
+        with self._lock:
+            if fault in self.active:
+                self.active.remove(fault)
         log.info("fault end %s", fault.describe())
 
-    def heal_all(self) -> None:
-        """Stops every active fault, newest first; errors are recorded, not raised."""
-        while self.active:
-            fault = self.active[-1]
-            try:
-                self.end_fault(fault)
-            except Exception as e:  # noqa: BLE001 - heal must go on with the others
-                self.note(f"heal of {fault.kind} failed: {e}")
-                with self._lock:
-                    if fault in self.active:
-                        self.active.remove(fault)
+    def heal_all(self, settle: bool = True) -> None:
+        """Stops every active fault, newest first; errors are recorded, not raised.
+
+        ``settle=False`` when the cluster is removed next: no waiting for restarted
+        brokers to serve again."""
+        self.ctx.settle = settle
+        try:
+            while self.active:
+                fault = self.active[-1]
+                try:
+                    self.end_fault(fault)
+                except Exception as e:  # noqa: BLE001 - heal must go on with the others
+                    self.note(f"heal of {fault.kind} failed: {e}")
+                    with self._lock:
+                        if fault in self.active:
+                            self.active.remove(fault)
+        finally:
+            self.ctx.settle = True
 
     def note(self, msg: str) -> None:
         self.errors.append(msg)

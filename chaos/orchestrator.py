@@ -259,16 +259,23 @@ class Run:
             self.events.emit(COLLECT_ERROR, INSTANT, [f.node] if f.node >= 0 else [],
                              {"node": f.node, "what": f.what, "error": f.error})
 
-    def teardown(self) -> None:
-        """Runs on every exit path; each step guarded so the others still happen."""
+    def teardown(self, interrupted: bool = False) -> None:
+        """Runs on every exit path; each step guarded so the others still happen.
+
+        Our own cluster is removed right after, so healing it does not wait for restarted
+        brokers to serve; after Ctrl-C the clients get less time to finish what is in
+        flight (what they do not finish is recorded as unknown)."""
         steps: list[tuple[str, Callable[[], Any]]] = []
+        own = self.cluster is not None and not isinstance(self.cluster, ExternalCluster)
+        clients_s = 10 if interrupted else 30
         if self.nemesis:
-            steps.append(("heal", self.nemesis.heal_all))
+            nemesis = self.nemesis
+            steps.append(("heal", lambda: nemesis.heal_all(settle=not own)))
         if self.producers:
-            steps.append(("producers", lambda: self.producers.stop(timeout_s=30)))  # type: ignore[union-attr]
+            steps.append(("producers", lambda: self.producers.stop(timeout_s=clients_s)))  # type: ignore[union-attr]
         if self.consumers:
             steps.append(("consumers", lambda: record_client_versions(
-                self.run_dir, self.consumers.stop(timeout_s=30))))  # type: ignore[union-attr]
+                self.run_dir, self.consumers.stop(timeout_s=clients_s))))  # type: ignore[union-attr]
         if self.observer:
             steps.append(("observer", self.observer.stop))
         if self.cluster:
@@ -278,10 +285,12 @@ class Run:
                 steps.append(("topic", lambda: cluster.delete_topic(self.topic)))
             steps.append(("cluster", cluster.stop))
         for name, fn in steps:
+            t0 = time.monotonic()
             try:
                 fn()
             except BaseException as e:  # noqa: BLE001 - teardown must finish
                 log.error("teardown step %s failed: %s", name, e)
+            log.info("teardown step %s: %.1fs", name, time.monotonic() - t0)
         self.events.close()
 
 
@@ -314,7 +323,7 @@ def run(cfg: RunConfig, scenario: Scenario | None = None,
         r.step(f"run failed: {out.error}")
     finally:
         r.phase("teardown")
-        r.teardown()
+        r.teardown(interrupted=out.interrupted)
         r.step("cluster left running, as found" if cfg.bootstrap_servers else "cluster removed")
     try:
         if cfg.check and not out.interrupted:

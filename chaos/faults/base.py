@@ -24,6 +24,9 @@ class FaultContext:
     events: EventLog
     topic: str = "chaos"
     rng: random.Random = field(default_factory=lambda: random.Random(0))
+    # False while healing a cluster that is about to be removed: undoing a fault then need
+    # not wait for the cluster to serve again (a restarted broker can take a minute).
+    settle: bool = True
 
 
 @runtime_checkable

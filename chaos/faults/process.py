@@ -44,7 +44,7 @@ class _NodeFault(BaseFault):
             self._undo(ctx, nid)
         brokers = [n for n in self.targets if n in ctx.cluster.brokers]
         self._ended(ctx, target=self.target)
-        if self.wait_ready and brokers:
+        if self.wait_ready and ctx.settle and brokers:
             ctx.cluster.wait_brokers(brokers, timeout_s=90)
 
     def _start_detail(self) -> dict[str, Any]:

@@ -113,13 +113,18 @@ def _start_run(tmp_path: Path, faults: str) -> tuple[subprocess.Popen[str], list
     return proc, lines
 
 
-def _until_exit(proc: subprocess.Popen[str], lines: list[str], timeout_s: float) -> int:
+def _until_exit(proc: subprocess.Popen[str], lines: list[str], timeout_s: float,
+                out: Path | None = None) -> int:
     try:
         return proc.wait(timeout=timeout_s)
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
-        pytest.fail(f"the run did not stop within {timeout_s:.0f}s:\n" + "".join(lines))
+        # the framework log says which teardown step took the time
+        log = out / "latest" / "logs" / "framework.log" if out else None
+        tail = log.read_text()[-6000:] if log and log.exists() else ""
+        pytest.fail(f"the run did not stop within {timeout_s:.0f}s:\n" + "".join(lines)
+                    + "\nframework.log (end):\n" + tail)
 
 
 def _group_alive(pgid: int) -> bool:
@@ -165,7 +170,7 @@ def test_a_stopped_run_cleans_up_and_keeps_the_history(how, tmp_path, docker_cli
                                for e in events_of((tmp_path / "latest").resolve()))
             proc.send_signal(signal.SIGINT)
         t0 = time.monotonic()
-        code = _until_exit(proc, lines, 60)
+        code = _until_exit(proc, lines, 60, tmp_path)
         assert time.monotonic() - t0 < 60
     finally:
         if proc.poll() is None:
