@@ -7,6 +7,8 @@ options are refused with one line and exit 2 before anything starts.
 from __future__ import annotations
 
 import argparse
+import faulthandler
+import signal
 import sys
 from pathlib import Path
 from typing import Any
@@ -411,6 +413,9 @@ def cmd_cluster_up(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    # `kill -USR1 <pid>` prints every thread's stack to stderr: what a run that does not
+    # stop is waiting for (the tests ask for it before they give up on a run).
+    faulthandler.register(signal.SIGUSR1, all_threads=True)
     args = build_parser().parse_args(argv)
     if args.command == "run":
         return cmd_run(args)

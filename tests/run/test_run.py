@@ -118,6 +118,12 @@ def _until_exit(proc: subprocess.Popen[str], lines: list[str], timeout_s: float,
     try:
         return proc.wait(timeout=timeout_s)
     except subprocess.TimeoutExpired:
+        proc.send_signal(signal.SIGUSR1)  # the CLI prints every thread's stack
+        with contextlib.suppress(AssertionError):
+            for attempt in Retrying(stop=stop_after_delay(5), wait=wait_fixed(0.2),
+                                    reraise=True):
+                with attempt:
+                    assert any("most recent call first" in line for line in lines)
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
         # the framework log says which teardown step took the time
