@@ -94,6 +94,9 @@ def histories(draw: st.DrawFn, max_writes: int = 20) -> Drawn:
                                   max_size=3)):
         h.rebalances.setdefault(("c1", tp[0], tp[1]), []).append(poll)
     for tp in draw(st.lists(st.sampled_from(TPS), max_size=2, unique=True)):
-        h.power_until[f"{tp[0]}:{tp[1]}"] = draw(st.integers(0, ns + 1))
+        # a cut after everything (each record on that partition excused) half the time:
+        # a uniform draw over the whole span excused a lost record in ~1 of 700 histories
+        h.power_until[f"{tp[0]}:{tp[1]}"] = draw(st.one_of(st.just(ns + 1),
+                                                           st.integers(0, ns + 1)))
     h.rebalances = {k: sorted(v) for k, v in h.rebalances.items()}
     return h
