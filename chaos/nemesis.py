@@ -57,9 +57,7 @@ class Nemesis:
                 self.end_fault(fault)
             except Exception as undo:  # noqa: BLE001 - the start's error is the news
                 self.note(f"undo of the failed {fault.kind} failed: {undo}")
-                with self._lock:
-                    if fault in self.active:
-                        self.active.remove(fault)
+                self._forget(fault)
             if isinstance(e, FaultError | ClusterError):
                 raise
             raise FaultError(error) from e
@@ -70,9 +68,7 @@ class Nemesis:
         """Stops ``fault``. One whose stop raised (or was interrupted) stays active, so
         ``heal_all`` tries it again."""
         fault.stop(self.ctx)
-        with self._lock:
-            if fault in self.active:
-                self.active.remove(fault)
+        self._forget(fault)
         log.info("fault end %s", fault.describe())
 
     def heal_all(self, settle: bool = True) -> None:
@@ -88,11 +84,14 @@ class Nemesis:
                     self.end_fault(fault)
                 except Exception as e:  # noqa: BLE001 - heal must go on with the others
                     self.note(f"heal of {fault.kind} failed: {e}")
-                    with self._lock:
-                        if fault in self.active:
-                            self.active.remove(fault)
+                    self._forget(fault)  # reported; not retried for ever
         finally:
             self.ctx.settle = True
+
+    def _forget(self, fault: Fault) -> None:
+        with self._lock:
+            if fault in self.active:
+                self.active.remove(fault)
 
     def note(self, msg: str) -> None:
         self.errors.append(msg)

@@ -218,17 +218,22 @@ class KafkaNode:
                 if m.name.endswith(PREALLOCATED_SUFFIXES):
                     continue
                 top = m.name[len(prefix):].split("/", 1)[0]
-                if topics and not any(top.startswith(f"{t}-") for t in topics):
+                if not _wanted(top, topics):
                     continue
                 m.name = m.name[len(prefix):]
                 tar.extract(m, dest, filter="data")
+
+
+def _wanted(entry: str, topics: Sequence[str] | None) -> bool:
+    """Whether a log directory entry (``<topic>-<partition>``, or a file) is copied."""
+    return not topics or any(entry.startswith(f"{t}-") for t in topics)
 
 
 def _copy_log_dir(src: Path, dest: Path, topics: Sequence[str] | None) -> None:
     """Copies a live Kafka log directory: without the preallocated indexes, and tolerating
     files the broker deletes or renames meanwhile (old segments, ``.swap`` files)."""
     for top in sorted(os.listdir(src)):
-        if topics and not any(top.startswith(f"{t}-") for t in topics):
+        if not _wanted(top, topics):
             continue
         for dirpath, _dirs, files in os.walk(src / top):
             rel = Path(dirpath).relative_to(src)
