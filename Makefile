@@ -28,8 +28,11 @@ image: host venv
 demo: setup
 	$(BIN)/kafka-chaos run --scenario safe-config-chaos
 
+# Two workers: one runs every cluster test in turn (one cluster at a time), the other the
+# tests that start none (tests/hygiene.py groups them). XDIST= runs everything in one process.
+XDIST ?= -n 2 --dist loadgroup
 test: setup
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	$(BIN)/python -m pytest $(XDIST) $(PYTEST_ARGS)
 
 lint: venv
 	$(BIN)/ruff check .
