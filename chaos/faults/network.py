@@ -110,8 +110,14 @@ class Partition(BaseFault):
             self.targets = [self.targets[0], int(dst[1:])]
             return PartitionSpec.one_way(nodes, t, dst, mode="connections")
         if self.shape == "leader-followers":
-            followers = [node_name(f) for f in tg.resolve("followers", ctx)]
-            return PartitionSpec.cut_from(nodes, t, followers)
+            # The target's fellow replicas of the partition: the followers when the target is
+            # the leader; the leader and the other followers when a random draw made it a
+            # follower (cutting it from itself was a failed start).
+            peers = [node_name(r) for r in tg.resolve("leader", ctx) + tg.resolve("followers", ctx)
+                     if node_name(r) != t]
+            if not peers:
+                raise FaultError(f"broker {t} has no fellow replica to be cut from")
+            return PartitionSpec.cut_from(nodes, t, peers)
         return PartitionSpec.cut_from(nodes, t, [CLIENT])  # client
 
     def start(self, ctx: FaultContext) -> None:

@@ -47,6 +47,21 @@ def test_leader_cut_from_followers_rejects_acks_all_and_shrinks_isr(cluster, ctx
     assert our_rules_left(ctx) == 0
 
 
+def test_a_follower_drawn_for_leader_followers_is_cut_from_its_fellow_replicas(cluster, ctx):
+    # A random schedule may draw this shape with a follower as the target; its cut used to
+    # include the follower itself and the start failed (seen in a 5-broker run).
+    state = cluster.describe(ctx.topic)[0]
+    follower = next(r for r in state.replicas if r != state.leader)
+    fault = Partition("leader-followers", target=str(follower))
+    fault.start(ctx)
+    assert fault.targets == [follower]
+    until(40, lambda: follower not in isr_after_traffic(cluster, ctx.topic),
+          "the cut follower stayed in the ISR")
+    fault.stop(ctx)
+    until(40, lambda: len(cluster.describe(ctx.topic)[0].isr) == 3, "ISR did not re-expand")
+    assert our_rules_left(ctx) == 0
+
+
 def test_one_way_partition_is_one_way(cluster, ctx):
     state = cluster.describe(ctx.topic)[0]
     follower = next(r for r in state.replicas if r != state.leader)
