@@ -28,11 +28,25 @@ image: host venv
 demo: setup
 	$(BIN)/kafka-chaos run --scenario safe-config-chaos
 
-# Two workers: one runs every cluster test in turn (one cluster at a time), the other the
-# tests that start none (tests/hygiene.py groups them). XDIST= runs everything in one process.
-XDIST ?= -n 2 --dist loadgroup
+# Two pytest sessions at once: the cluster tests (one cluster at a time, in file order) and
+# beside them the tests that start none, which mostly compute while the cluster tests mostly
+# wait on brokers. The second session's output (kept in .not-cluster-tests.log) follows the
+# first's; the exit status is the first failure's; Ctrl-C stops both (the trap sends SIGTERM
+# in case the background session ignores SIGINT). SPLIT= runs everything in one session.
+SPLIT ?= 1
 test: setup
-	$(BIN)/python -m pytest $(XDIST) $(PYTEST_ARGS)
+ifeq ($(SPLIT),1)
+	@log=.not-cluster-tests.log; \
+	$(BIN)/python -m pytest -m "not cluster" $(PYTEST_ARGS) > $$log 2>&1 & other=$$!; \
+	trap 'kill -TERM $$other 2>/dev/null' INT TERM; \
+	$(BIN)/python -m pytest -m cluster $(PYTEST_ARGS); first=$$?; \
+	wait $$other; second=$$?; \
+	echo "== the tests that start no cluster (run beside the cluster tests), exit $$second"; \
+	cat $$log; \
+	if [ $$first -ne 0 ]; then exit $$first; fi; exit $$second
+else
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+endif
 
 lint: venv
 	$(BIN)/ruff check .

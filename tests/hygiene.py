@@ -4,9 +4,6 @@ clusters, and proof that nothing of theirs is left behind.
 - A test that requests a fixture starting a cluster (:data:`CLUSTER_FIXTURES`) is marked
   ``cluster`` at collection, so ``-m "not cluster"`` never starts one; tests that start one
   some other way (a ``kafka-chaos run`` subprocess) carry the marker in their file.
-- Every ``cluster`` test is also in the ``xdist_group`` "cluster": ``make test`` runs the
-  suite in two pytest-xdist workers (``--dist loadgroup``), one of which runs all cluster
-  tests in turn while the other runs the tests that start none.
 - Every test runs with ``$KAFKA_CHAOS_EXTRA_LABELS`` naming this session and the test, so
   every container, network and volume it starts (in process, or in a subprocess) carries
   both labels (``compose.cleanup.extra_labels``).
@@ -111,11 +108,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.cluster)
         if item.path.is_relative_to(examples):
             item.add_marker(pytest.mark.nightly)  # not in the file: it is there to be copied
-        if item.get_closest_marker("cluster") is not None:
-            # One cluster at a time: under pytest-xdist (make test: -n 2 --dist loadgroup)
-            # every cluster test runs in one worker, in file order, and the tests that start
-            # none share the other. Without xdist the mark means nothing.
-            item.add_marker(pytest.mark.xdist_group("cluster"))
     if config.getoption("--nightly") or config.args_source == pytest.Config.ArgsSource.ARGS:
         return  # asked for, or named on the command line
     nightly = [i for i in items if i.get_closest_marker("nightly") is not None]
