@@ -113,8 +113,7 @@ class Partition(BaseFault):
             # The target's fellow replicas of the partition: the followers when the target is
             # the leader; the leader and the other followers when a random draw made it a
             # follower (cutting it from itself was a failed start).
-            peers = [node_name(r) for r in tg.resolve("leader", ctx) + tg.resolve("followers", ctx)
-                     if node_name(r) != t]
+            peers = [node_name(r) for r in tg.replicas(ctx) if node_name(r) != t]
             if not peers:
                 raise FaultError(f"broker {t} has no fellow replica to be cut from")
             return PartitionSpec.cut_from(nodes, t, peers)

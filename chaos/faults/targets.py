@@ -24,6 +24,11 @@ def _partition_state(ctx: FaultContext, partition: int) -> tuple[int, list[int]]
     raise FaultError(f"partition {ctx.topic}-{partition} does not exist")
 
 
+def replicas(ctx: FaultContext, partition: int = 0) -> list[int]:
+    """The replicas of a partition of the context's topic, leader included (one metadata read)."""
+    return _partition_state(ctx, partition)[1]
+
+
 def resolve(spec: str, ctx: FaultContext) -> list[int]:
     """Node ids the target ``spec`` names right now (reads the cluster's metadata)."""
     brokers = sorted(ctx.cluster.brokers)

@@ -15,7 +15,8 @@ listeners=PLAINTEXT://127.0.0.1:19092,CONTROLLER://127.0.0.1:19093
 controller.listener.names=CONTROLLER
 log.dirs=$work/data
 PROPS
-export KAFKA_JVM_PERFORMANCE_OPTS="-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -Djava.awt.headless=true -XX:ArchiveClassesAtExit=$base_dir/kafka.jsa"
+# kafka-run-class.sh's default flags (no archive yet), plus the request to write one at exit.
+export KAFKA_OPTS="-XX:ArchiveClassesAtExit=$base_dir/kafka.jsa"
 export KAFKA_HEAP_OPTS="-Xmx256m"
 "$base_dir/bin/kafka-storage.sh" format -t AAAAAAAAAAAAAAAAAAAAAA -c "$work/server.properties" >/dev/null \
   || { echo "class archive: format failed" >&2; rm -rf "$work"; exit 0; }
