@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from contract.events import INSTANT, PHASE, REBALANCE, Event
+from contract.events import INSTANT, PHASE, PRODUCER_EPOCH, REBALANCE, Event
 from contract.windows import fault_windows
 
 from .observations import PartitionHistory, tp_key
@@ -24,8 +24,8 @@ class Attributor:
 
     def __init__(self, events: list[Event], parts: PartitionHistory):
         self.faults = fault_windows(events)
-        # rebalances are the readers' own events, not faults
-        self.instants = [e for e in events if e.kind not in (PHASE, REBALANCE)
+        # rebalances and epoch changes are the clients' own events, not faults
+        self.instants = [e for e in events if e.kind not in (PHASE, REBALANCE, PRODUCER_EPOCH)
                          and e.phase == INSTANT]
         self.parts = parts
         self.rebalances = rebalance_polls(events)

@@ -138,7 +138,7 @@ def load_context(spark: SparkSession, run: RunDir) -> CheckContext:
                                 settings.brokers)
 
     topics = sorted(set(ws.topics) | set(rs.topics))
-    bumps = epoch_bumps(writes) if settings.idempotence else {}
+    bumps = epoch_bumps(writes, events) if settings.idempotence else {}
     single = single_replica_power_losses(events, history, sorted(power), settings.brokers)
     inputs = IdentityInputs(settings, drain.complete, power, parts_n, topics,
                             sorted(rs.per_reader), bumps)

@@ -147,8 +147,9 @@ def build_example(kind: str, row: dict[str, Any], attributor: Attributor,
         e["known_bug"] = bug
     e["summary"] = summary(kind, e)
     if e.get("epoch_bump_ns") is not None:
-        e["summary"] += (f" (after an epoch bump of producer {e.get('producer')}: one of its "
-                         "writes ended with an epoch-bump error such as _MSG_TIMED_OUT first)")
+        e["summary"] += (f" (after an epoch bump of producer {e.get('producer')}: a write "
+                         "ended with an epoch-bump error such as _MSG_TIMED_OUT, or the "
+                         "client's statistics showed a new epoch)")
     if bug is not None:
         e["summary"] += f"; matches known bug {describe(bug['id'])}" + (
             ", accepted by this run" if bug["accepted"] else "")

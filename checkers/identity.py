@@ -22,7 +22,7 @@ from contract.anomalies import READ_BEFORE_WRITE_SLACK_NS
 from contract.schemas import DRAIN_READER
 from contract.settings import READ_COMMITTED, Settings
 
-from .epochs import bump_between
+from .epochs import Bumps, bump_between
 from .rows import anomaly_rows
 
 # Outcome ranks: when one identity has several attempts, the strongest outcome wins.
@@ -57,8 +57,8 @@ class IdentityInputs:
     partitions: int  # shuffle partitions for the identity exchange
     topics: list[str] = field(default_factory=list)  # every topic in the history
     readers: list[str] = field(default_factory=list)  # every reader in the history
-    # producer -> milliseconds of its epoch-bump errors (checkers/epochs.py)
-    epoch_bumps: dict[int, list[int]] = field(default_factory=dict)
+    # producer -> (earliest, latest) milliseconds of its epoch bumps (checkers/epochs.py)
+    epoch_bumps: Bumps = field(default_factory=dict)
 
 
 def _tp_key(topic: Column, partition: Column) -> Column:

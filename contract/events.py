@@ -30,6 +30,11 @@ REBALANCE = "rebalance"
 #: The KRaft controller moved; preferred leaders were elected.
 CONTROLLER_CHANGE = "controller-change"
 PREFERRED_LEADERS = "preferred-leaders"
+#: An idempotent producer's (producer id, epoch) changed, seen in its client statistics:
+#: ``targets = [producer]``, ``detail = {producer, producer_id, epoch, epoch_cnt, bump,
+#: since_ns, prev_producer_id?, prev_epoch?}``. ``bump`` is false for a client's first id.
+#: The change happened in ``(since_ns, ts_ns]`` (``since_ns`` null: before ``ts_ns``).
+PRODUCER_EPOCH = "producer-epoch"
 #: The run was interrupted (Ctrl-C) or failed.
 INTERRUPTED = "interrupted"
 RUN_ERROR = "run-error"
@@ -37,7 +42,7 @@ RUN_ERROR = "run-error"
 #: Every kind other than the faults' own (contract.faults.FAULTS) and their closers.
 OTHER_KINDS: tuple[str, ...] = (
     PHASE, FAULT_ERROR, COLLECT_ERROR, NEMESIS_ERROR, SITUATION, REBALANCE, CONTROLLER_CHANGE,
-    PREFERRED_LEADERS, INTERRUPTED, RUN_ERROR,
+    PREFERRED_LEADERS, PRODUCER_EPOCH, INTERRUPTED, RUN_ERROR,
 )
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from contract.events import END, INSTANT, PHASE, START, Event
+from contract.events import END, INSTANT, PHASE, PRODUCER_EPOCH, START, Event
 from contract.windows import fault_windows, is_window_event
 
 
@@ -115,6 +115,8 @@ def build_timeline(
                 start = open_phases.pop(name, None)
                 phases.append(Phase(name, start.ts_ns if start else t0, ev.ts_ns,
                                     {**ev.detail}))
+        elif ev.kind == PRODUCER_EPOCH and not ev.detail.get("bump"):
+            continue  # a client's first producer id: not a moment worth a marker
         elif ev.phase == INSTANT and not is_window_event(ev):
             instants.append(raw)  # e.g. a situation or a nemesis error: a moment, a marker
     for name, start in open_phases.items():

@@ -23,6 +23,8 @@ from confluent_kafka import KafkaError, KafkaException, Producer
 from workloads.child_logging import configure_logging
 from workloads.client_info import client_versions
 from workloads.config import ProducerConfig
+from workloads.epoch_watch import EpochWatch, watched
+from workloads.history import EventLog, history_dir
 from workloads.record import encode
 from workloads.write_recorder import make_recorder
 
@@ -79,6 +81,11 @@ class ProducerProcess:
         self.fatal: KafkaError | None = None
         self.deadline = time.monotonic() + cfg.duration_s
         self._next_gc = time.monotonic() + _GC_INTERVAL_S
+        # Epoch bumps librdkafka makes without failing a write (workloads/epoch_watch.py).
+        self.events = (EventLog(history_dir(run_dir) / "events.jsonl")
+                       if run_dir is not None and cfg.record_history and cfg.idempotent
+                       else None)
+        self.epochs = EpochWatch(self.events, producer_id)
         self.client = self.new_client()
 
     # ------------------------------------------------------------------ client
@@ -90,10 +97,12 @@ class ProducerProcess:
                                 # Faults make brokers unreachable; that is not news.
                                 "log.connection.close": False}
         conf.update(self.cfg.kafka_config(self.id))
-        return conf
+        # a statistics.interval.ms of the user's (extra) is kept
+        return watched(conf, self.epochs) if self.events is not None else conf
 
     def new_client(self) -> Producer:
         self.fatal = None
+        self.epochs.reset()
         return Producer(self.client_config())
 
     def _on_error(self, err: KafkaError) -> None:
@@ -251,6 +260,8 @@ class ProducerProcess:
             self.abandon_client()
         finally:
             self.recorder.close()  # whatever happened above, the attempts reach the history
+            if self.events is not None:
+                self.events.close()
 
 
 def producer_main(run_dir: Path | None, bootstrap: str, topic: str, partitions: int,
@@ -276,6 +287,7 @@ def producer_main(run_dir: Path | None, bootstrap: str, topic: str, partitions: 
         stats = proc.recorder.stats()
         # CPU of the produce phase, this process's threads included (librdkafka's too).
         stats["cpu_s"] = time.process_time() - cpu0
+        stats["epoch_changes"] = proc.epochs.changes
         stats["client"] = client_versions()  # what this process loaded (run.json versions)
         log.info("producer %d done: %s", producer_id, stats)
         if stats_queue is not None:

@@ -29,6 +29,7 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaException, Message, Producer, TopicPartition
 
 from workloads.consumer import ReadRecorder, rebalance_event
+from workloads.epoch_watch import EpochWatch, is_idempotent, watched
 from workloads.history import EventLog, history_dir
 from workloads.record import (
     IDENTITY_HEADER,
@@ -87,7 +88,12 @@ class RecordingProducer:
         self.config = dict(config)
         self.run_dir = Path(history)
         self.producer_id = int(producer_id)
-        self._client = Producer(dict(config))
+        # Epoch bumps librdkafka makes without failing a write (workloads/epoch_watch.py).
+        self._events = (EventLog(history_dir(self.run_dir) / "events.jsonl")
+                        if is_idempotent(self.config) else None)
+        self._epochs = EpochWatch(self._events, self.producer_id)
+        self._client = Producer(watched(self.config, self._epochs) if self._events is not None
+                                else dict(config))
         self._recorders: dict[str, WriteRecorder] = {}
         self._next_seq = 0
         self._closed = False
@@ -252,6 +258,8 @@ class RecordingProducer:
         for rec in self._recorders.values():
             rec.resolve_remaining()
             rec.close()
+        if self._events is not None:
+            self._events.close()
 
     def stats(self) -> dict[str, dict[str, Any]]:
         """The recorders' counts per topic (attempts, ok, fail, info, errors)."""

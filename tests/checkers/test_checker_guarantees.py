@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from kafka_chaos_testing.literal import History
+from kafka_chaos_testing.literal import BASE_NS, MS, History
 
 pytestmark = pytest.mark.spark
 
@@ -46,10 +46,36 @@ def _idempotence() -> History:
     h.write(5, 1, outcome="info", error="OUT_OF_ORDER_SEQUENCE_NUMBER", at_ms=3, topic=t)
     h.write(5, 2, offset=0, at_ms=6, topic=t)
     h.drain(0, 0, 5, 2, topic=t).drain(0, 1, 5, 0, topic=t)
+    _silent_bumps(h)
     _rebalances(h)
     _truncations(h)
     h.drain_end(complete=True)
     return h
+
+
+def _epoch(producer: int, epoch: int, since_ms: int | None) -> dict[str, Any]:
+    """The detail of a producer-epoch event (workloads/epoch_watch.py)."""
+    out: dict[str, Any] = {"producer": producer, "producer_id": 1000 + producer, "epoch": epoch,
+                           "epoch_cnt": 1, "bump": epoch > 0,
+                           "since_ns": None if since_ms is None else BASE_NS + since_ms * MS}
+    if epoch > 0:
+        out.update(prev_producer_id=1000 + producer, prev_epoch=epoch - 1)
+    return out
+
+
+def _silent_bumps(h: History) -> None:
+    """Duplicates with no failed write; the clients' statistics showed epoch changes."""
+    # producer 6: its epoch went 0 -> 1 between the snapshots at 2 and 4 ms: tagged
+    t = "dupsilent"
+    h.write(6, 0, offset=0, at_ms=0, topic=t)
+    h.drain(0, 0, 6, 0, topic=t).drain(0, 1, 6, 0, topic=t)
+    h.event("producer-epoch", at_ms=4, targets=[6], **_epoch(6, 1, since_ms=2))
+    # producer 7: a client's first id (not a bump), and a bump after the later copy was read
+    t = "dupfirstid"
+    h.write(7, 0, offset=0, at_ms=0, topic=t)
+    h.drain(0, 0, 7, 0, topic=t).drain(0, 1, 7, 0, topic=t)
+    h.event("producer-epoch", at_ms=3, targets=[7], **_epoch(7, 0, since_ms=None))
+    h.event("producer-epoch", at_ms=60_000, targets=[7], **_epoch(7, 1, since_ms=59_500))
 
 
 def _truncations(h: History) -> None:
@@ -105,7 +131,7 @@ def _by_topic(results: dict[str, Any], kind: str) -> dict[str, dict[str, Any]]:
 
 def test_duplicates_under_idempotence_are_forbidden_despite_timeouts(idem) -> None:  # type: ignore[no-untyped-def]
     dup = idem["anomalies"]["duplicate"]
-    assert dup["count"] == 4 and dup["allowed"] is False  # + (31, 1) of "moved"
+    assert dup["count"] == 6 and dup["allowed"] is False  # + (31, 1) of "moved"
     assert dup["why"].startswith("forbidden: enable.idempotence=true")
     assert idem["valid"] is False
     assert idem["stats"]["errors"][TIMEOUT] == 3
@@ -118,8 +144,12 @@ def test_duplicate_after_epoch_bump_names_the_known_bug(idem) -> None:  # type: 
     assert bumped["known_bug"]["status"] == "open"
     assert bumped["epoch_bump_ns"] == bumped["complete_ns"] + 5_000_000  # seq 1 ended at 7 ms
     assert "epoch bump of producer 1" in bumped["summary"]
-    # no bump of that producer, or the bump came after the later copy was read: untagged
-    for topic in ("dupnobump", "duplate", "moved"):
+    # no write failed; the statistics showed the bump between 2 and 4 ms
+    silent = ex["dupsilent"]
+    assert silent["known_bug"]["id"] == "librdkafka#4953"
+    assert silent["epoch_bump_ns"] == BASE_NS + 2 * MS
+    # no bump of that producer, a first id, or the bump came after the later copy was read
+    for topic in ("dupnobump", "duplate", "moved", "dupfirstid"):
         assert "known_bug" not in ex[topic] and "epoch_bump_ns" not in ex[topic], topic
 
 
@@ -132,7 +162,7 @@ def test_reorder_under_idempotence_forbidden_and_tagged(idem) -> None:  # type: 
 
 
 def test_known_bug_counts_are_exact(idem) -> None:  # type: ignore[no-untyped-def]
-    assert idem["anomalies"]["duplicate"]["known_bugs"] == {"librdkafka#4953": 1}
+    assert idem["anomalies"]["duplicate"]["known_bugs"] == {"librdkafka#4953": 2}
     assert idem["known_bugs"]["librdkafka#4953"]["status"] == "open"
     assert idem["known_bugs"]["librdkafka#4844"]["fixed_in"] == "2.13.2"
     assert idem["anomalies"]["reorder"]["known_bugs"] == {"librdkafka#4953": 1}

@@ -70,11 +70,14 @@ def test_instant_pause_resume_pair_into_a_window_and_data_extends_the_span() -> 
     # restart ("start") of the node ends, as for kill; never restarted, it lasts to the end.
     tl = build_timeline([ev(2, "pause", "instant", ["n2"]), ev(6, "resume", "instant", ["n2"]),
                          ev(7, "power-loss", "instant", ["n1"]),
-                         ev(8, "situation", "instant", ["n3"], what="isr shrunk")],
+                         ev(8, "situation", "instant", ["n3"], what="isr shrunk"),
+                         # a producer's first id is no marker; its epoch bump is
+                         ev(1, "producer-epoch", "instant", [0], bump=False),
+                         ev(9, "producer-epoch", "instant", [0], bump=True)],
                         T0, T0 + 20 * S)
     assert [(f.label, tl.rel_s(f.start_ns), tl.rel_s(f.end_ns), f.ended)
             for f in tl.faults] == [("pause n2", 2, 6, True), ("power-loss n1", 7, 20, False)]
-    assert [e["kind"] for e in tl.instants] == ["situation"]
+    assert [e["kind"] for e in tl.instants] == ["situation", "producer-epoch"]
     assert tl.duration_s == 20
 
 

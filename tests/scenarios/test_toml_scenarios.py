@@ -214,25 +214,25 @@ def test_errors_are_one_line(tmp_path, case):
 
 @pytest.mark.cluster
 def test_small_toml_scenario_runs(tmp_path):
-    # What runs is the TOML path (steps, mechanism, expectations, settle), with acks=all:
-    # nothing acknowledged may be lost. Idempotence is off on purpose. With it on, a run
-    # here (2026-11-27) read one record twice: the restarted follower became leader again
+    # What runs is the TOML path (steps, mechanism, expectations, settle, accept_known),
+    # with acks=all: nothing acknowledged may be lost. With idempotence a run here
+    # (2026-11-27) read one record twice: the restarted follower became leader again
     # (preferred election) while the old leader held an uncommitted batch; librdkafka got
     # OUT_OF_ORDER_SEQUENCE for the next batches, bumped the producer epoch 0 -> 1 without
     # failing any write, and resent the batch the new leader already held with sequence 0
-    # (kafka-dump-log: offset 728 epoch 0 seq 359, offset 729 epoch 1 seq 0). That is the
-    # client bug librdkafka#4953, but the history shows no epoch-bump error to tag it by,
-    # so the verdict would hang on that bug's timing, not on the TOML path.
+    # (kafka-dump-log: offset 728 epoch 0 seq 359, offset 729 epoch 1 seq 0):
+    # librdkafka#4953. The producer's statistics now show that bump, so such a duplicate is
+    # tagged and this scenario accepts it; an untagged one still fails the run.
     text = """
     [[scenario]]
     name = "toml-kill-follower"
     summary = "kill a follower of partition 0 until the ISR shrinks, restart it"
     settle = 3
+    accept_known = ["librdkafka#4953"]
     [scenario.config]
     duration = 240
     rate = 100
     faults = []
-    idempotence = false
     [scenario.expect]
     valid = true
     anomalies = { lost = "==0" }
@@ -268,6 +268,8 @@ def test_small_toml_scenario_runs(tmp_path):
     assert res is not None
     doc = json.loads((out.run_dir / "run.json").read_text())
     assert doc["expect"]["anomalies"] == {"lost": "==0"}
+    assert doc["accept_known"] == ["librdkafka#4953"]
+    assert doc["producer_config"]["enable.idempotence"] == "true"
     assert res["mechanism"]["observed"], res["mechanism"]
     assert res["expectations"]["met"], res["expectations"]
     assert res["valid"] is True

@@ -14,7 +14,7 @@ from tenacity import Retrying, stop_after_delay, wait_fixed
 
 from chaos.user_api import ChaosSession
 from compose.cluster import KafkaCluster
-from contract.events import END, START
+from contract.events import END, PRODUCER_EPOCH, START
 
 TOPIC = "orders"
 
@@ -102,6 +102,10 @@ def test_kill_the_leader_while_my_producer_writes(chaos: ChaosSession,
     kills = [e for e in chaos.history_events() if e.kind == "kill"]
     assert [(e.phase, list(e.targets)) for e in kills] == [(START, [leader]), (END, [leader])]
     assert kills[0].detail.get("target") == "leader:0"
+    # The idempotent producer's id, from its statistics (a later bump would tag duplicates).
+    first = next(e for e in chaos.history_events() if e.kind == PRODUCER_EPOCH)
+    assert first.targets == (0,) and first.detail["bump"] is False
+    assert first.detail["producer_id"] >= 0 and first.detail["epoch"] >= 0
     windows = [w for w in chaos.fault_windows() if w.kind == "kill"]
     assert len(windows) == 1 and windows[0].end_ns is not None
     assert result.report is not None and result.report.exists()
