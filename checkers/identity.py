@@ -22,7 +22,7 @@ from contract.anomalies import READ_BEFORE_WRITE_SLACK_NS
 from contract.schemas import DRAIN_READER
 from contract.settings import READ_COMMITTED, Settings
 
-from .epochs import Bumps, bump_between
+from .epochs import Bumps, with_bump
 from .rows import anomaly_rows
 
 # Outcome ranks: when one identity has several attempts, the strongest outcome wins.
@@ -231,7 +231,8 @@ def identity_anomalies(ident: DataFrame, inp: IdentityInputs) -> DataFrame:
         F.when(has_write & read & (F.col("read_ns") < F.col("invoke_ns")
                                    - F.lit(READ_BEFORE_WRITE_SLACK_NS)), "read-before-write"),
     ))
-    flagged = ident.select("*", F.explode(kinds).alias("kind"))
+    flagged = _with_bump(ident.select("*", F.explode(kinds).alias("kind")), inp,
+                         F.col("invoke_ns"), F.col("last_copy_ns"), F.col("kind") == "duplicate")
     kind = F.col("kind")
     no_write = kind == "unexpected"
     outcome = outcome_name(F.col("w_rank"))
@@ -246,18 +247,16 @@ def identity_anomalies(ident: DataFrame, inp: IdentityInputs) -> DataFrame:
         n=F.when(no_write, F.col("n_pos")).when(kind == "aborted-read", F.col("rc_r"))
         .otherwise(F.lit(1)),
         excused=(kind == "lost") & excused_loss,
-        epoch_bump_ns=F.when(kind == "duplicate", _bump(inp, F.col("invoke_ns"),
-                                                         F.col("last_copy_ns"))),
+        epoch_bump_ns=F.col("epoch_bump_ns"),
         invoke_ns=F.when(kind == "read-before-write", F.col("invoke_ns")),
     )
 
 
-def _bump(inp: IdentityInputs, lo: Column, hi: Column) -> Column:
-    """An epoch bump of the record's producer between ``lo`` and ``hi`` (idempotent
-    producers only: without idempotence there is no epoch to bump)."""
-    if not inp.settings.idempotence:
-        return F.lit(None).cast("long")
-    return bump_between(inp.epoch_bumps, F.col("producer"), lo, hi)
+def _with_bump(df: DataFrame, inp: IdentityInputs, lo: Column, hi: Column,
+               ask: Column) -> DataFrame:
+    """``epoch_bump_ns``: an epoch bump of the row's producer between ``lo`` and ``hi``
+    (idempotent producers only: without idempotence there is no epoch to bump)."""
+    return with_bump(df, inp.epoch_bumps if inp.settings.idempotence else {}, lo, hi, ask)
 
 
 def reorder_anomalies(ident: DataFrame, inp: IdentityInputs) -> DataFrame:
@@ -278,7 +277,8 @@ def reorder_anomalies(ident: DataFrame, inp: IdentityInputs) -> DataFrame:
         .rowsBetween(Window.unboundedPreceding, -1)
     )
     before = stored.withColumn("prev_max", F.max(F.struct("seq", "stored_off")).over(win))
-    found = before.where(F.col("prev_max.seq") > F.col("seq"))
+    found = _with_bump(before.where(F.col("prev_max.seq") > F.col("seq")), inp,
+                       F.col("invoke_ns"), F.col("read_ns"), F.lit(True))
     return anomaly_rows(
         found, "reorder", producer=F.col("producer"), seq=F.col("seq"),
         topic=topic_name(topics, F.col("tid")),
@@ -286,5 +286,5 @@ def reorder_anomalies(ident: DataFrame, inp: IdentityInputs) -> DataFrame:
         prev_offset=F.col("prev_max.stored_off"), other_producer=F.col("producer"),
         other_seq=F.col("prev_max.seq"), complete_ns=F.col("complete_ns"),
         event_ns=F.col("read_ns"), outcome=F.lit("ok"),
-        epoch_bump_ns=_bump(inp, F.col("invoke_ns"), F.col("read_ns")),
+        epoch_bump_ns=F.col("epoch_bump_ns"),
     )
