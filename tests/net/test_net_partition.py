@@ -96,6 +96,24 @@ def test_partition_stops_an_open_connection_at_once(make_lan: MakeLan) -> None:
     assert ping(10) == "ok", "TCP retransmits and the connection recovers after heal"
 
 
+def test_healing_one_partition_keeps_another_and_our_chains(make_lan: MakeLan) -> None:
+    """Two cuts at once: a heal deletes its own rules in one batch per family and keeps the
+    other's (and our chains, which still hold them); the last heal removes the chains."""
+    lan = make_lan(3)
+    lan.echo_servers()
+    first = Partitioner().apply(PartitionSpec.isolate(lan.nodes(), "h0"))
+    second = Partitioner().apply(PartitionSpec.cut_from(lan.nodes(), "h1", ["h2"]))
+    assert first.heal() == len(first.rules)
+    left = [ln for h in lan.hosts for ln in iptables.ours_in_save(h.ns)]
+    assert left and all("KAFKA_CHAOS" in ln or second.id in ln for ln in left), left
+    assert not any(first.id in ln for ln in left)
+    assert eventually(lambda: lan.reaches(lan[0], lan[1]) and lan.reaches(lan[0], lan[2]))
+    assert not lan.reaches(lan[1], lan[2]), "the other cut still holds"
+    assert second.heal() == len(second.rules)
+    assert lan.no_rules_left()
+    assert eventually(lambda: all(lan.reach_matrix().values()))
+
+
 def test_heal_tolerates_a_vanished_namespace_entered_by_pid(make_lan: MakeLan) -> None:
     """h1 is entered by pid (nsenter), like a container. Its namespace then disappears (the
     container restarted): heal still heals the others, twice, without errors."""
