@@ -181,14 +181,15 @@ def _delete_in_one_restore(ns: NetNS, binary: str, tag: str) -> int:
     listing = ns.run([binary, "-w", "10", "-S"], check=False)
     if listing.returncode != 0:
         return 0
-    rules = [ln for ln in listing.stdout.splitlines() if ln.startswith("-A ")]
-    chains = [c for c in OUR_CHAINS.values() if f"-N {c}" in listing.stdout.splitlines()]
-    in_ours = [r for r in rules if r.split()[1] in chains]
+    listed = listing.stdout.splitlines()
+    chains = [c for c in OUR_CHAINS.values() if f"-N {c}" in listed]
+    rules = [(ln, ln.split()) for ln in listed if ln.startswith("-A ")]
+    in_ours = [r for r, words in rules if words[1] in chains]
     doomed = [r for r in in_ours if _comment_of(r) == tag]
     lines = [f"-D{r[2:]}" for r in doomed]
     if chains and len(doomed) == len(in_ours):  # nothing else of ours: drop the chains too
-        lines += [f"-D{r[2:]}" for r in rules
-                  if r.split()[1] not in chains and r.split()[-1] in chains]
+        lines += [f"-D{r[2:]}" for r, words in rules
+                  if words[1] not in chains and words[-1] in chains]  # the jumps to them
         lines += [f"-F {c}" for c in chains] + [f"-X {c}" for c in chains]
     if not lines:
         return 0
