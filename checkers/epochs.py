@@ -94,7 +94,7 @@ def with_bump(df: DataFrame, bumps: Bumps, lo_ns: Column, hi_ns: Column, ask: Co
         return df.withColumn(out, F.lit(None).cast("long"))
     from pyspark.sql.window import Window
 
-    ptype = df.schema["producer"].dataType
+    ptype = df.schema["producer"].dataType.simpleString()
     spans = df.sparkSession.createDataFrame(
         [(p, lo, hi) for p, ss in sorted(bumps.items()) for lo, hi in ss],
         "producer long, _t long, _bump_hi long",

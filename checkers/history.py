@@ -55,7 +55,7 @@ def _conform(df: DataFrame, schema: StructType) -> DataFrame:
     present = set(df.columns)
     cols = []
     for f in schema.fields:
-        dtype: DataType = f.dataType
+        dtype = f.dataType.simpleString()  # a type name casts in one JVM call, a DataType not
         if f.name in present:
             cols.append(F.col(f"`{f.name}`").cast(dtype).alias(f.name))
         else:

@@ -41,9 +41,10 @@ def anomaly_rows(df: DataFrame, kind: str | Column, **cols: Column) -> DataFrame
     cols.setdefault("excused", F.lit(False))
     kind_col = F.lit(kind) if isinstance(kind, str) else kind
     out = []
+    # casts by type name: a DataType object costs ~25 JVM round trips per cast in PySpark
     for name, dtype in ANOMALY_COLUMNS:
         expr = kind_col if name == "kind" else cols.pop(name, F.lit(None))
-        out.append(expr.cast(dtype).alias(name))
+        out.append(expr.cast(dtype.simpleString()).alias(name))
     if cols:
         raise ValueError(f"unknown anomaly columns: {sorted(cols)}")
     return df.select(*out)

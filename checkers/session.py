@@ -91,6 +91,10 @@ def build_session(master: str | None = None, shuffle_partitions: int | None = No
             .config("spark.sql.requireAllClusterKeysForCoPartition", "false")
             .config("spark.sql.session.timeZone", "UTC")
             .config("spark.sql.parquet.mergeSchema", "false")
+            # PySpark 4 records the Python call site of every column expression for error
+            # messages: ~5 JVM round trips per F.col/F.when, a third of building a check's
+            # plans. Our errors name the check themselves.
+            .config("spark.python.sql.dataFrameDebugging.enabled", "false")
             # Shuffle files of a finished check are deleted only once the driver's GC has
             # collected its plans; one JVM checks many runs (pytest, nightly), so collect
             # often instead of every 30 min, or the scratch directory grows run after run.
