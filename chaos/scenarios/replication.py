@@ -238,6 +238,8 @@ FOLLOWER_RESTART_LEADER_CRASH = Scenario(
     config={**_WORKLOAD, "acks": "all", "idempotence": True, "min_insync": 2,
             "unclean": False, "duration": 60.0},
     script=_kip101_script,
+    # The last round ends with the leader's restart, which the heal waits for anyway.
+    settle_s=5.0,
     expect={"valid": True, "anomalies": {"lost": "==0", "divergence": "==0",
                                          "inconsistent-offset": "==0"}},
     mechanism=[{"kind": "leader-changed"}, {"kind": "leader-epoch-increased"},

@@ -147,7 +147,9 @@ def test_no_unclean_election_keeps_writes_and_pays_in_unavailability(tmp_path):
 
 @pytest.mark.cluster
 def test_follower_restart_then_leader_crash_keeps_everything(tmp_path):
-    res = run_scenario("follower-restart-leader-crash", tmp_path)
+    # One round proves the point (its situation is part of the mechanism asserted); the
+    # scenario's own 60 s, as the CLI and the nightly matrix run it, makes ~3 rounds.
+    res = run_scenario("follower-restart-leader-crash", tmp_path, duration=30.0)
     assert_scenario_held(res)
     assert res["valid"] is True
     assert count(res, "lost") == 0 and count(res, "divergence") == 0
