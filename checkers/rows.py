@@ -41,7 +41,8 @@ def anomaly_rows(df: DataFrame, kind: str | Column, **cols: Column) -> DataFrame
     cols.setdefault("excused", F.lit(False))
     kind_col = F.lit(kind) if isinstance(kind, str) else kind
     out = []
-    # casts by type name: a DataType object costs ~25 JVM round trips per cast in PySpark
+    # casts by type name: PySpark casts to a DataType object by looking up the active
+    # session and parsing the type's JSON in the JVM, several round trips per column
     for name, dtype in ANOMALY_COLUMNS:
         expr = kind_col if name == "kind" else cols.pop(name, F.lit(None))
         out.append(expr.cast(dtype.simpleString()).alias(name))
