@@ -1,11 +1,13 @@
 """Warming the checker up while a run goes on: the Spark session, then one check of a tiny
-literal history, so the run's own check finds Spark's classes loaded, its code generated
-and the JIT warm.
+literal history, so the run's own check finds Spark's classes loaded and the JIT warm.
 
 On a 2-core machine a cold first check spends most of its time compiling, not checking
 (~15 s for a 30k-write run cold, ~6 s warm); the tiny check costs about as much CPU, but
 while the cluster starts instead of after the drain. Its plans have the same shape as a
-real run's (same settings, same checks), which is what the generated-code cache keys on.
+real run's (same settings, same checks). Like every history below
+``checkers.check.INTERPRETED_BYTES`` (a run of a few minutes), it is checked without
+generated code, so it warms the interpreted path those runs take; a larger run's check
+still compiles its own code.
 """
 
 from __future__ import annotations
