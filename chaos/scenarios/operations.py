@@ -24,6 +24,7 @@ from chaos.scenarios.script_steps import isr_full, preferred_leaders, wait_until
 from compose.cluster import ClusterError
 from compose.config import CLIENT_PORT
 from contract.events import CONTROLLER_CHANGE, INSTANT, PREFERRED_LEADERS
+from contract.known_bugs import EPOCH_BUMP_RESEND
 
 # How long a restarted node may take to rejoin every ISR on a loaded 2-core machine.
 CATCH_UP_S = 60.0
@@ -137,7 +138,7 @@ ALL_REPLICAS_POWER_LOSS = Scenario(
             # batches; the idempotent librdkafka producer then bumps its epoch and resends
             # batches the log already holds (1 of 4 runs here): duplicates the known client
             # bug explains stay counted and named, and only they are accepted.
-            "accept_known": ["librdkafka#4953"],
+            "accept_known": [EPOCH_BUMP_RESEND],
             # A rolled segment is flushed; its recovery point reaches disk within 1 s instead
             # of Kafka's 60 s, so the cut loses what Kafka really never fsynced.
             "topic_config": {"segment.ms": "5000"},
@@ -222,11 +223,14 @@ CONTROLLER_PARTITION = Scenario(
         "can be fenced or elected), and last one follower voter (the quorum keeps its "
         "majority: nothing should happen). With acks=all, "
         "min.insync.replicas=2 and no unclean election none of this may lose, duplicate or "
-        "reorder an acknowledged write."
+        "reorder an acknowledged write. The moved leader can make librdkafka's idempotent "
+        "producer bump its epoch and resend a batch the log holds (open client bug "
+        "librdkafka#4953; a CI run on 2026-11-27 had 2): accepted, each such record counted "
+        "and named; any other duplicate fails the run."
     ),
     config={"acks": "all", "replication_factor": 3, "min_insync": 2, "unclean": False,
             "idempotence": True, "controllers": 3, "duration": 90.0, "rate": 150.0,
-            "faults": []},
+            "faults": [], "accept_known": [EPOCH_BUMP_RESEND]},
     script=controller_script,
     settle_s=5.0,
     expect=no_loss_expect,
@@ -286,13 +290,16 @@ ROLLING_RESTART = Scenario(
         "(auto.leader.rebalance, checked every 5 s here; kafka-leader-election.sh if that "
         "does not happen within 20 s). Planned leader moves never lose an acks=all write; "
         "producers see short unavailability while leadership moves (stats.unavailable_s). "
-        "The workload ends 5 s after the last broker is back (240 s at most)."
+        "The workload ends 5 s after the last broker is back (240 s at most). Duplicates "
+        "the open client bug librdkafka#4953 explains (a resend after the idempotent "
+        "producer's epoch bump) are accepted, each counted and named; no other."
     ),
     config={"acks": "all", "replication_factor": 3, "min_insync": 2, "unclean": False,
             # An upper bound: the workload ends 5 s (settle) after the script, so a fast
             # machine never uses it; a slow one (each restart, ISR and preferred-leader wait
             # ~50 s on a loaded 2-core machine) still restarts every broker.
-            "idempotence": True, "duration": 240.0, "rate": 150.0, "faults": []},
+            "idempotence": True, "duration": 240.0, "rate": 150.0, "faults": [],
+            "accept_known": [EPOCH_BUMP_RESEND]},
     script=rolling_restart_script,
     settle_s=5.0,
     expect=no_loss_expect,

@@ -20,6 +20,8 @@ from chaos.orchestrator import run
 from chaos.scenarios import SCENARIOS
 from chaos.scenarios.operations import OPERATIONS, TXN_UNKNOWN_MAX_PERCENT, VoterPartition
 from contract.faults import FAULTS
+from contract.known_bugs import EPOCH_BUMP_RESEND
+from kafka_chaos_testing.verdicts import assert_only_accepted_bug
 
 
 def run_scenario(name: str, tmp_path: Any, **overrides: Any) -> dict[str, Any]:
@@ -102,12 +104,26 @@ def test_random_parameters_are_drawn_per_registry_kind():
     assert isinstance(fault, VoterPartition)
 
 
+def test_scenarios_with_an_idempotent_producer_accept_the_epoch_bump_resend():
+    # Any leader move can make librdkafka's idempotent producer bump its epoch and resend a
+    # batch the log holds (a CI run of controller-partition read two records twice that
+    # way). A scenario about Kafka must not fail on that open client bug by chance; each
+    # such record is still counted and named, and every other duplicate fails the run.
+    for sc in SCENARIOS.values():
+        cfg = sc.run_config()
+        if cfg.idempotence and not cfg.transactions:
+            assert EPOCH_BUMP_RESEND in cfg.accept_known, sc.name
+        else:
+            assert EPOCH_BUMP_RESEND not in cfg.accept_known, sc.name
+
+
 # ---------------------------------------------------------------------- real runs
 @pytest.mark.cluster
 def test_safe_config_chaos_is_valid(tmp_path):
     # 40 s instead of the scenario's 60: four or five faults at its 8 s interval are what the
     # assertions below need (examples/ runs the same configuration for 25 s).
     res = run_scenario("safe-config-chaos", tmp_path, duration=40.0)
+    assert_only_accepted_bug(res)
     assert res["valid"] is True, counts(res)
     assert_expected(res)
     assert counts(res)["lost"] == 0 and res["stats"]["writes"]["ok"] > 0
@@ -135,12 +151,7 @@ def test_all_replicas_power_loss(tmp_path):
     assert back.get("excused", 0) == back["count"], back
     # duplicates only where the accepted known client bug explains them (librdkafka#4953:
     # resent after an epoch bump), each one named
-    dup = res["anomalies"]["duplicate"]
-    assert dup.get("known_bugs", {}).get("librdkafka#4953", 0) == dup["count"], dup
-    assert dup.get("accepted", 0) == dup["count"], dup
-    assert dup["count"] == 0 or dup["allowed"], dup
-    for e in dup["examples"]:
-        assert e["known_bug"]["id"] == "librdkafka#4953" and e["known_bug"]["accepted"], e
+    assert_only_accepted_bug(res)
     assert res["valid"] is True, c
     assert_expected(res)
 
@@ -148,6 +159,7 @@ def test_all_replicas_power_loss(tmp_path):
 @pytest.mark.cluster
 def test_controller_partition(tmp_path):
     res = run_scenario("controller-partition", tmp_path)
+    assert_only_accepted_bug(res)
     assert res["valid"] is True, counts(res)
     assert_expected(res)
     changes = [e for e in res["_events"] if e["kind"] == "controller-change"]
@@ -157,6 +169,7 @@ def test_controller_partition(tmp_path):
 @pytest.mark.cluster
 def test_rolling_restart(tmp_path):
     res = run_scenario("rolling-restart", tmp_path)
+    assert_only_accepted_bug(res)
     assert res["valid"] is True, counts(res)
     assert_expected(res)
     stops = [e for e in res["_events"] if e["kind"] == "stop" and e["phase"] == "start"]

@@ -13,6 +13,7 @@ from chaos.config import RunConfigError
 from chaos.orchestrator import run
 from chaos.scenarios import SCENARIOS
 from chaos.scenarios.toml_file import load_scenarios
+from kafka_chaos_testing.verdicts import assert_only_accepted_bug
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "scenarios.toml"
 
@@ -272,6 +273,7 @@ def test_small_toml_scenario_runs(tmp_path):
     assert doc["producer_config"]["enable.idempotence"] == "true"
     assert res["mechanism"]["observed"], res["mechanism"]
     assert res["expectations"]["met"], res["expectations"]
+    assert_only_accepted_bug(res)
     assert res["valid"] is True
     # settle: the workload ended a few seconds after the steps, not at the 240 s deadline.
     # The steps' own bounds add up to 93 s plus one broker restart, so a slow machine that
