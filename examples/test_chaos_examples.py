@@ -17,10 +17,15 @@ SAFE = {"acks": "all", "replication_factor": 3, "min_insync": 2, "unclean": Fals
         "idempotence": True}
 
 
+# A moved leader can make librdkafka's idempotent producer bump its epoch and resend a batch
+# the log holds (open client bug librdkafka#4953): accepting it keeps such duplicates counted
+# and named in the results; a duplicate that bug does not explain still fails the test.
 @pytest.mark.chaos(**SAFE, faults=["kill", "pause", "partition"], fault_interval=6,
-                   duration=25, expect_valid=True, expect={"lost": 0, "duplicate": 0})
+                   duration=25, expect_valid=True, expect={"lost": 0},
+                   accept_known=["librdkafka#4953"])
 def test_safe_configuration_survives_random_faults(chaos_result):
-    """Brokers are killed, paused and cut off at random; nothing acknowledged may be lost."""
+    """Brokers are killed, paused and cut off at random; nothing acknowledged may be lost,
+    and nothing duplicated except by the client bug the run accepts."""
     assert chaos_result.acked > 0, "the workload got no write acknowledged"
 
 
