@@ -35,6 +35,7 @@ from .observations import (
 )
 from .runfiles import RunDir
 from .stats import ReadSummary, WriteSummary, read_summary, write_summary
+from .together import together
 
 
 @dataclass(frozen=True)
@@ -124,21 +125,24 @@ def load_context(spark: SparkSession, run: RunDir) -> CheckContext:
     run_cfg: dict[str, Any] = json.loads(text) if text else {}
     settings = settings_from_run(run_cfg)
     events, bad_lines = parse_events(run.read_text("history/events.jsonl", spark))
-    writes = load_table(spark, run, "writes", WRITES_SCHEMA)
-    reads = load_table(spark, run, "reads", READS_SCHEMA)
-    obs = load_table(spark, run, "observations", OBSERVATIONS_SCHEMA, absent_as_none=True)
+    # Each table's load infers its schema (a job); the summaries are independent queries.
+    writes, reads, obs = together(
+        lambda: load_table(spark, run, "writes", WRITES_SCHEMA),
+        lambda: load_table(spark, run, "reads", READS_SCHEMA),
+        lambda: load_table(spark, run, "observations", OBSERVATIONS_SCHEMA,
+                           absent_as_none=True))
     parts_n = int(spark.conf.get("spark.sql.shuffle.partitions") or "8")
 
-    ws = write_summary(writes)
-    rs = read_summary(reads)
+    ws, rs, (history, n_changes), bumps = together(
+        lambda: write_summary(writes), lambda: read_summary(reads),
+        lambda: collect_changes(obs) if obs is not None else (PartitionHistory([]), 0),
+        lambda: epoch_bumps(writes, events) if settings.idempotence else {})
     partitions = ws.partitions
     drain = drain_state(events, partitions, rs.drained)
-    history, n_changes = collect_changes(obs) if obs is not None else (PartitionHistory([]), 0)
     power = power_loss_coverage(events, history, sorted(set(partitions) | set(drain.complete)),
                                 settings.brokers)
 
     topics = sorted(set(ws.topics) | set(rs.topics))
-    bumps = epoch_bumps(writes, events) if settings.idempotence else {}
     single = single_replica_power_losses(events, history, sorted(power), settings.brokers)
     inputs = IdentityInputs(settings, drain.complete, power, parts_n, topics,
                             sorted(rs.per_reader), bumps)

@@ -16,6 +16,8 @@ from pyspark.sql import functions as F
 
 from contract.schemas import DRAIN_READER
 
+from .together import together
+
 #: At most this many timeseries points; the bucket width grows for long runs.
 MAX_POINTS = 600
 #: Resolution of the unavailability measure.
@@ -126,27 +128,27 @@ def timeseries(writes: DataFrame, reads: DataFrame, t0: int, t1: int
                ) -> tuple[dict[str, Any], float, float]:
     """Per-bucket write outcomes (by completion time), reads and ok-latency percentiles
     (from a log-binned histogram); and (longest, total) seconds within [t0, t1] with no
-    acknowledgement (0.1 s steps). Three small hash aggregations."""
+    acknowledgement (0.1 s steps). Three small hash aggregations, submitted together."""
     span = max(t1 - t0, 1)
     width = max(1_000_000_000, math.ceil(span / MAX_POINTS / 1e9) * 1_000_000_000)
     when = F.coalesce(F.col("complete_ns"), F.col("invoke_ns"))
     bucket = F.floor((when - F.lit(t0)) / F.lit(width)).cast("long")
     ok = F.col("outcome") == "ok"
     lat_ms = (F.col("complete_ns") - F.col("invoke_ns")) / 1e6
-    w = (
+    by_bucket = (
         writes.where(when.isNotNull())
         .groupBy(bucket.alias("b"), F.col("outcome"),
                  F.when(ok & F.col("complete_ns").isNotNull(), _lat_bin(lat_ms)).alias("lb"))
         .agg(F.count(F.lit(1)).alias("n"), F.max(F.when(ok, lat_ms)).alias("max"))
-        .collect()
     )
-    steps = (
+    acked_steps = (
         writes.where(ok & F.col("complete_ns").between(t0, t1))
         .select(F.floor(F.col("complete_ns") / GAP_BUCKET_NS).cast("long").alias("s"))
-        .distinct().collect()
+        .distinct()
     )
     rb = F.floor((F.col("read_ns") - F.lit(t0)) / F.lit(width)).cast("long")
-    r = reads.where(F.col("read_ns").isNotNull()).groupBy(rb.alias("b")).count().collect()
+    reads_by_bucket = reads.where(F.col("read_ns").isNotNull()).groupBy(rb.alias("b")).count()
+    w, steps, r = together(by_bucket.collect, acked_steps.collect, reads_by_bucket.collect)
     reads_by = {int(x["b"]): int(x["count"]) for x in r}
     counts: dict[int, dict[str, int]] = {}
     hists: dict[int, dict[int, int]] = {}
