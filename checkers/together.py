@@ -9,22 +9,50 @@ JVM thread). On a large history the jobs share the cores instead of taking turns
 
 from __future__ import annotations
 
+import contextlib
+import threading
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor, wait
 from typing import Any
 
 
 def together(*calls: Callable[[], Any]) -> list[Any]:
     """Run the calls at once and return their results in order; the first error (in call
-    order) is raised once every call has ended, so no job is left running behind it."""
+    order) is raised once every call has ended, so no job is left running behind it.
+
+    Ctrl-C (or SIGTERM's exception) while waiting cancels the session's jobs, so the calls
+    end at once; their threads are daemons, so none of them holds up the process's exit.
+    """
     if len(calls) < 2:
         return [c() for c in calls]
-    pool = ThreadPoolExecutor(max_workers=len(calls), thread_name_prefix="kc-check")
+    results: list[Any] = [None] * len(calls)
+    errors: list[BaseException | None] = [None] * len(calls)
+
+    def run(i: int, call: Callable[[], Any]) -> None:
+        try:
+            results[i] = call()
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller below
+            errors[i] = exc
+
+    threads = [threading.Thread(target=run, args=(i, c), name=f"kafka-chaos-check-{i}",
+                                daemon=True) for i, c in enumerate(calls)]
+    for t in threads:
+        t.start()
     try:
-        futures: list[Future[Any]] = [pool.submit(c) for c in calls]
-        wait(futures)
-        return [f.result() for f in futures]
-    finally:
-        # Reached early only by Ctrl-C (or SIGTERM's exception): the calls still running
-        # end when the caller stops the session; waiting here would hold up its cleanup.
-        pool.shutdown(wait=False, cancel_futures=True)
+        for t in threads:
+            t.join()
+    except BaseException:
+        _cancel_jobs()
+        raise
+    for exc in errors:
+        if exc is not None:
+            raise exc
+    return results
+
+
+def _cancel_jobs() -> None:
+    from pyspark import SparkContext
+
+    sc = SparkContext._active_spark_context
+    if sc is not None:
+        with contextlib.suppress(Exception):  # the JVM may be gone already
+            sc.cancelAllJobs()
