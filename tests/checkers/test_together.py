@@ -12,7 +12,7 @@ from checkers.together import together
 
 
 def test_calls_run_at_once_and_results_keep_their_order():
-    # Both calls must be inside wait() together: run one after the other, the barrier breaks.
+    # Both calls must be running at once: run one after the other, the barrier breaks.
     barrier = threading.Barrier(2, timeout=10)
 
     def meet(value: str) -> str:
