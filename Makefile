@@ -7,7 +7,7 @@ KAFKA_VERSIONS ?= 4.3.1 3.9.1
 PYTEST_ARGS ?=
 NIGHTLY_ARGS ?=
 
-.PHONY: setup host venv image demo test lint bench nightly clean-docker
+.PHONY: setup host venv image demo test unit lint bench nightly clean-docker
 
 setup: host venv image
 
@@ -47,6 +47,19 @@ ifeq ($(SPLIT),1)
 else
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 endif
+
+# Every test that starts no cluster (-m "not cluster"), as two sessions side by side: the
+# tests on the shared SparkSession (marked spark; they keep the 2 cores busy) and the rest
+# (mostly waits: network namespaces, subprocesses). Output and exit status as in make test.
+unit: setup
+	@log=.not-spark-tests.log; \
+	$(BIN)/python -m pytest -m "not cluster and not spark" $(PYTEST_ARGS) > $$log 2>&1 & other=$$!; \
+	trap 'kill -TERM $$other 2>/dev/null' INT TERM; \
+	$(BIN)/python -m pytest -m "not cluster and spark" $(PYTEST_ARGS); first=$$?; \
+	wait $$other; second=$$?; \
+	echo "== the tests that start no cluster and use no Spark session (run beside), exit $$second"; \
+	cat $$log; \
+	if [ $$first -ne 0 ]; then exit $$first; fi; exit $$second
 
 lint: venv
 	$(BIN)/ruff check .

@@ -4,6 +4,8 @@ clusters, and proof that nothing of theirs is left behind.
 - A test that requests a fixture starting a cluster (:data:`CLUSTER_FIXTURES`) is marked
   ``cluster`` at collection, so ``-m "not cluster"`` never starts one; tests that start one
   some other way (a ``kafka-chaos run`` subprocess) carry the marker in their file.
+- A test that requests the ``spark`` fixture (the session's shared SparkSession) is marked
+  ``spark``, so ``make unit`` can run those beside the rest.
 - Every test runs with ``$KAFKA_CHAOS_EXTRA_LABELS`` naming this session and the test, so
   every container, network and volume it starts (in process, or in a subprocess) carries
   both labels (``compose.cleanup.extra_labels``).
@@ -104,8 +106,11 @@ def pytest_configure(config: pytest.Config) -> None:
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     examples = config.rootpath / "examples"
     for item in items:
-        if CLUSTER_FIXTURES & set(getattr(item, "fixturenames", ())):
+        fixtures = set(getattr(item, "fixturenames", ()))
+        if CLUSTER_FIXTURES & fixtures:
             item.add_marker(pytest.mark.cluster)
+        if "spark" in fixtures:  # the shared SparkSession (make unit runs these apart)
+            item.add_marker(pytest.mark.spark)
         if item.path.is_relative_to(examples):
             item.add_marker(pytest.mark.nightly)  # not in the file: it is there to be copied
     if config.getoption("--nightly") or config.args_source == pytest.Config.ArgsSource.ARGS:
