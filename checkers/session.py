@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import tempfile
 import threading
 
 from pyspark import SparkContext
 from pyspark.sql import SparkSession
+
+from contract.owners import owned_dir, sweep_owned_dirs
 
 DEFAULT_MASTER = "local[2]"
 
@@ -46,6 +50,17 @@ def _local_cores(master: str) -> int | None:
         return 2
 
 
+def _scratch_dir() -> str:
+    """This process's directory for a local JVM's scratch (shuffle and cached blocks, its
+    temp files): Spark removes its own files at a clean exit, a killed JVM leaves them, so
+    they live under one directory named after this process, removed at its exit and, if it
+    is killed, by the next session any kafka-chaos process starts (contract.owners)."""
+    sweep_owned_dirs("spark")
+    path = owned_dir("spark")
+    atexit.register(shutil.rmtree, path, True)
+    return str(path)
+
+
 #: A new JVM for a history below this many bytes compiles with C1 only (see build_session).
 SMALL_HISTORY_BYTES = 16 * 2**20  # ~400k writes
 
@@ -74,10 +89,12 @@ def build_session(master: str | None = None, shuffle_partitions: int | None = No
             active.stop()
         master = master or DEFAULT_MASTER
         log4j = _log4j_file()
+        scratch = _scratch_dir() if _local_cores(master) else None
         java_opts = (f"-Dlog4j2.configurationFile=file:{log4j} "
                      f"-Dlog4j.configurationFile=file:{log4j} "
                      + ("-XX:TieredStopAtLevel=1 " if small_input and _local_cores(master)
                         else "")
+                     + (f"-Djava.io.tmpdir={scratch} " if scratch else "")
                      + os.environ.get("KAFKA_CHAOS_SPARK_JAVA_OPTS", ""))
         builder = (
             SparkSession.builder.master(master)
@@ -104,6 +121,8 @@ def build_session(master: str | None = None, shuffle_partitions: int | None = No
             # often instead of every 30 min, or the scratch directory grows run after run.
             .config("spark.cleaner.periodicGC.interval", "1min")
         )
+        if scratch is not None:
+            builder = builder.config("spark.local.dir", scratch)
         cores = _local_cores(master)
         if cores is not None:
             builder = builder.config("spark.driver.memory", os.environ.get(

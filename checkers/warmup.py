@@ -16,7 +16,6 @@ import atexit
 import contextlib
 import json
 import shutil
-import tempfile
 import threading
 from pathlib import Path
 from typing import Any
@@ -24,6 +23,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from contract.owners import owned_dir, sweep_owned_dirs
 from contract.schemas import DRAIN_READER, READS_SCHEMA, WRITES_SCHEMA
 
 from .session import build_session, session_running
@@ -93,7 +93,8 @@ def warm_check(master: str | None = None,
     """Check a tiny history once in this process (see the module docstring); its results."""
     from .check import check_run  # check imports this package's session module
 
-    tmp = Path(tempfile.mkdtemp(prefix="kafka-chaos-warm-up-"))
+    sweep_owned_dirs("warm-up")  # those of killed processes
+    tmp = owned_dir("warm-up")
     # A CLI run that ends while its warm-up still checks kills this daemon thread before
     # its finally: the exit handler removes the directory then.
     def remove() -> None:

@@ -19,6 +19,8 @@ from types import FrameType
 
 import docker
 
+from contract.owners import pid_alive
+
 LABEL = "io.kafka-chaos"
 LABEL_CLUSTER = f"{LABEL}.cluster"
 LABEL_OWNER = f"{LABEL}.owner-pid"
@@ -48,16 +50,6 @@ def labels(cluster: str, role: str, node: int | None = None) -> dict[str, str]:
     if node is not None:
         out[LABEL_NODE] = str(node)
     return out
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def sweep(client: docker.DockerClient, filters: dict[str, str]) -> int:
@@ -102,7 +94,7 @@ def sweep_orphans(client: docker.DockerClient) -> int:
             owners.setdefault(lab[LABEL_CLUSTER], int(lab[LABEL_OWNER]))
     removed = 0
     for cluster, pid in owners.items():
-        if not _pid_alive(pid):
+        if not pid_alive(pid):
             removed += sweep_cluster(client, cluster)
     return removed
 

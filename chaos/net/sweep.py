@@ -19,6 +19,7 @@ from typing import Any
 from chaos.net import iptables, tc
 from chaos.net.delayer import DELAYER_DIR
 from chaos.net.netns import NamespaceGone, NetNS
+from contract.owners import pid_alive
 
 DELAYER_MARK = b"chaos.net.delayer"
 KILL_AFTER_S = 5.0
@@ -70,20 +71,12 @@ def stop_delayers(pids: list[int]) -> None:
     deadline = time.monotonic() + KILL_AFTER_S
     alive = list(pids)
     while alive and time.monotonic() < deadline:
-        alive = [pid for pid in alive if _alive(pid)]
+        alive = [pid for pid in alive if pid_alive(pid)]
         if alive:
             time.sleep(0.05)  # polling a foreign process's exit: no handle to wait on
     for pid in alive:
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().split(") ")[-1][:1] != "Z"
-    except OSError:
-        return False
 
 
 def remove_stale_delayer_files() -> int:

@@ -62,3 +62,56 @@ print("MID-WARM-UP", flush=True)
                          text=True, timeout=180, env={**os.environ, "TMPDIR": str(tmp_path)})
     assert res.returncode == 0 and "MID-WARM-UP" in res.stdout, res.stderr[-2000:]
     assert not list(tmp_path.glob("kafka-chaos-warm-up-*"))
+
+
+def _group_alive(pgid: int) -> bool:
+    import os
+
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            if os.getpgid(int(pid)) == pgid:
+                return True
+        except ProcessLookupError:
+            continue
+    return False
+
+
+def test_a_killed_process_leaves_scratch_the_next_start_removes(tmp_path: Path) -> None:
+    # SIGKILL to the process and its JVM runs no exit handler: the warm-up's history and
+    # the JVM's scratch (shuffle files, native libraries, Spark's temp files) stay until
+    # the next kafka-chaos process starts a session or a warm-up
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    from tenacity import retry, retry_if_result, stop_after_delay, wait_fixed
+
+    code = "import time; from checkers.warmup import warm_up; warm_up(None); time.sleep(600)"
+    env = {**os.environ, "TMPDIR": str(tmp_path)}
+    proc = subprocess.Popen([sys.executable, "-c", code], env=env, start_new_session=True,
+                            stderr=subprocess.DEVNULL)
+    poll = retry(stop=stop_after_delay(120), wait=wait_fixed(0.1),
+                 retry=retry_if_result(lambda ok: not ok))
+    try:
+        # mid warm-up: its history written, the JVM's block manager up
+        poll(lambda: bool(list(tmp_path.glob(f"kafka-chaos-warm-up-{proc.pid}-*/run.json"))
+                          and list(tmp_path.glob(f"kafka-chaos-spark-{proc.pid}-*/blockmgr-*"))
+                          ))()
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+        poll(lambda: not _group_alive(proc.pid))()  # the JVM too: nothing writes any more
+    def left() -> list[str]:
+        return sorted(p.name for p in tmp_path.glob("kafka-chaos-*") if p.is_dir())
+
+    assert [n.rsplit("-", 1)[0] for n in left()] == [
+        f"kafka-chaos-spark-{proc.pid}", f"kafka-chaos-warm-up-{proc.pid}"]
+    mine = tmp_path / f"kafka-chaos-spark-{os.getpid()}-live"
+    mine.mkdir()  # a live owner's directory is never touched
+    sweep = ("from contract.owners import sweep_owned_dirs; "
+             "print(len(sweep_owned_dirs('spark')) + len(sweep_owned_dirs('warm-up')))")
+    res = subprocess.run([sys.executable, "-c", sweep], env=env, capture_output=True,
+                         text=True, timeout=60)
+    assert res.stdout.strip() == "2", res.stderr[-2000:]
+    assert left() == [mine.name]

@@ -1,0 +1,60 @@
+"""Resources owned by a process: a cluster's containers carry the owner's pid as a label
+(compose.cleanup), scratch directories carry it in their name. When the owner is gone (a
+SIGKILL leaves no chance to clean up) the next start of any kafka-chaos process removes
+them; a live owner's are never touched.
+
+Directory names: ``<temp dir>/kafka-chaos-<kind>-<pid>-<random>``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import tempfile
+from pathlib import Path
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether a process ``pid`` exists and has not ended (a zombie has)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # someone else's: alive
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(") ", 1)[-1][:1] != "Z"
+    except OSError:
+        return True  # no /proc to tell: kill(0) said it exists
+
+
+def _prefix(kind: str, pid: int) -> str:
+    return f"kafka-chaos-{kind}-{pid}-"
+
+
+def owned_dir(kind: str) -> Path:
+    """A new directory under the temp dir owned by this process (removed by the caller when
+    done; by :func:`sweep_owned_dirs` of a later process if this one is killed)."""
+    return Path(tempfile.mkdtemp(prefix=_prefix(kind, os.getpid())))
+
+
+def sweep_owned_dirs(kind: str, root: str | None = None) -> list[Path]:
+    """Remove the ``kind`` directories under the temp dir (or ``root``) whose owning
+    process is gone; the removed paths."""
+    base = Path(root or tempfile.gettempdir())
+    pattern = re.compile(rf"^kafka-chaos-{re.escape(kind)}-(\d+)-")
+    removed: list[Path] = []
+    try:
+        entries = list(base.iterdir())
+    except OSError:
+        return removed
+    for entry in entries:
+        m = pattern.match(entry.name)
+        if m is None or int(m.group(1)) == os.getpid() or pid_alive(int(m.group(1))):
+            continue
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry, ignore_errors=True)
+            removed.append(entry)
+    return removed
