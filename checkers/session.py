@@ -89,7 +89,9 @@ def build_session(master: str | None = None, shuffle_partitions: int | None = No
             active.stop()
         master = master or DEFAULT_MASTER
         log4j = _log4j_file()
-        scratch = _scratch_dir() if _local_cores(master) else None
+        # A context running without being this thread's active session is returned by
+        # getOrCreate below as it is: its JVM has its scratch directory already.
+        scratch = _scratch_dir() if _local_cores(master) and not session_running() else None
         java_opts = (f"-Dlog4j2.configurationFile=file:{log4j} "
                      f"-Dlog4j.configurationFile=file:{log4j} "
                      + ("-XX:TieredStopAtLevel=1 " if small_input and _local_cores(master)

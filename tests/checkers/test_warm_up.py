@@ -115,3 +115,26 @@ def test_a_killed_process_leaves_scratch_the_next_start_removes(tmp_path: Path) 
                          text=True, timeout=60)
     assert res.stdout.strip() == "2", res.stderr[-2000:]
     assert left() == [mine.name]
+
+
+def test_a_running_session_gets_no_second_scratch_directory(spark: object) -> None:
+    # another thread (a run's warm-up, a driver thread of together()) asking for the session
+    # gets the running one; its JVM already has its scratch directory
+    import os
+    import tempfile
+    import threading
+
+    from checkers.session import build_session
+
+    def mine() -> list[str]:
+        return sorted(p.name for p in Path(tempfile.gettempdir()).glob(
+            f"kafka-chaos-spark-{os.getpid()}-*"))
+
+    before = mine()
+    assert before, "the running session has its scratch directory"
+    got: list[object] = []
+    t = threading.Thread(target=lambda: got.append(build_session()))
+    t.start()
+    t.join(timeout=60)
+    assert got and got[0].sparkContext is spark.sparkContext  # type: ignore[attr-defined]
+    assert mine() == before
