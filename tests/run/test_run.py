@@ -9,6 +9,7 @@ import json
 import os
 import signal
 import subprocess
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -22,6 +23,7 @@ from tenacity import Retrying, stop_after_delay, wait_fixed
 from chaos.config import RunConfig
 from chaos.orchestrator import run
 from compose.cleanup import LABEL_OWNER, sweep_orphans
+from contract.owners import sweep_owned_dirs
 from tests.hygiene import left_behind
 from tests.run.cli import start
 
@@ -209,5 +211,15 @@ def test_a_killed_run_is_swept_by_the_next_start(tmp_path, docker_client):
             proc.wait()
     assert ended, "workload processes outlived the SIGKILLed run by 30 s"
     assert left, "a SIGKILLed run left nothing: this test tests nothing"
+    # its checker's scratch too (the JVM started while the cluster did), named by its pid
+    scratch = _scratch(proc.pid)
+    assert any("-spark-" in name for name in scratch), scratch
     sweep_orphans(docker_client)
     assert not _left(docker_client, proc)
+    for kind in ("spark", "warm-up"):  # what the next checker session or warm-up does first
+        sweep_owned_dirs(kind)
+    assert not _scratch(proc.pid)
+
+
+def _scratch(pid: int) -> list[str]:
+    return sorted(p.name for p in Path(tempfile.gettempdir()).glob(f"kafka-chaos-*-{pid}-*"))
