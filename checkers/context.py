@@ -113,10 +113,12 @@ class CheckContext:
         return self._findings
 
     def release(self) -> None:
-        """Drop the persisted identity table (idempotent)."""
+        """Drop the persisted identity table and epoch bumps (idempotent)."""
         if self._ident is not None:
             self._ident.unpersist()
             self._ident = None
+        if self.inputs.epoch_bumps is not None:
+            self.inputs.epoch_bumps.unpersist()
 
 
 def load_context(spark: SparkSession, run: RunDir) -> CheckContext:
@@ -136,7 +138,7 @@ def load_context(spark: SparkSession, run: RunDir) -> CheckContext:
     ws, rs, (history, n_changes), bumps = together(
         lambda: write_summary(writes), lambda: read_summary(reads),
         lambda: collect_changes(obs) if obs is not None else (PartitionHistory([]), 0),
-        lambda: epoch_bumps(writes, events) if settings.idempotence else {})
+        lambda: epoch_bumps(writes, events) if settings.idempotence else None)
     partitions = ws.partitions
     drain = drain_state(events, partitions, rs.drained)
     power = power_loss_coverage(events, history, sorted(set(partitions) | set(drain.complete)),

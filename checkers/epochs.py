@@ -11,7 +11,6 @@ history shows a bump as the completion time of such a write, or as a ``producer-
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Sequence
 
 from pyspark.sql import Column, DataFrame
@@ -37,28 +36,33 @@ EPOCH_BUMP_ERRORS: frozenset[str] = frozenset(
 MS = 1_000_000
 
 
-#: producer -> sorted (earliest, latest) milliseconds of each of its epoch bumps
-Bumps = dict[int, list[tuple[int, int]]]
+def epoch_bumps(writes: DataFrame, events: Sequence[Event] = ()) -> DataFrame | None:
+    """Every epoch bump of every producer, as rows (``producer``, ``_t`` the earliest and
+    ``_bump_hi`` the latest millisecond it may have happened), persisted; None when there
+    is none. A write that ended with an epoch-bump error is a bump at its completion
+    millisecond; a ``producer-epoch`` event of a bump spans the statistics snapshot before
+    it to the one that showed it.
 
-
-def epoch_bumps(writes: DataFrame, events: Sequence[Event] = ()) -> Bumps:
-    """Every epoch bump of every producer: a write that ended with an epoch-bump error (at
-    its completion millisecond; a timed-out batch ends many writes in the same millisecond,
-    so this stays small), and every ``producer-epoch`` event of a bump (between the
-    statistics snapshot before it and the one that showed it)."""
-    rows = (
+    The rows stay in Spark: a long run's timed-out writes end in hundreds of thousands of
+    distinct milliseconds, too many to bring to the driver and send back."""
+    spark = writes.sparkSession
+    from_writes = (
         writes.where(F.col("error").isin(sorted(EPOCH_BUMP_ERRORS))
                      & F.col("complete_ns").isNotNull() & F.col("producer").isNotNull())
-        .select("producer", F.floor(F.col("complete_ns") / MS).cast("long").alias("ms"))
+        .select(F.col("producer").cast("int").alias("producer"),
+                F.floor(F.col("complete_ns") / MS).cast("long").alias("_t"))
         .distinct()
-        .collect()
+        .select("producer", "_t", F.col("_t").alias("_bump_hi"))
     )
-    out: dict[int, set[tuple[int, int]]] = defaultdict(set)
-    for r in rows:
-        out[int(r["producer"])].add((int(r["ms"]), int(r["ms"])))
-    for producer, span in stats_bumps(events):
-        out[producer].add(span)
-    return {p: sorted(v) for p, v in out.items()}
+    spans = [(p, lo, hi) for p, (lo, hi) in stats_bumps(events)]
+    if spans:
+        from_writes = from_writes.unionByName(spark.createDataFrame(
+            spans, "producer int, _t long, _bump_hi long")).distinct()
+    bumps = from_writes.persist()
+    if bumps.count() == 0:
+        bumps.unpersist()
+        return None
+    return bumps
 
 
 def stats_bumps(events: Sequence[Event]) -> list[tuple[int, tuple[int, int]]]:
@@ -79,27 +83,25 @@ def stats_bumps(events: Sequence[Event]) -> list[tuple[int, tuple[int, int]]]:
     return out
 
 
-def with_bump(df: DataFrame, bumps: Bumps, lo_ns: Column, hi_ns: Column, ask: Column,
-              out: str = "epoch_bump_ns") -> DataFrame:
+def with_bump(df: DataFrame, bumps: DataFrame | None, lo_ns: Column, hi_ns: Column,
+              ask: Column, out: str = "epoch_bump_ns") -> DataFrame:
     """``df`` (with a ``producer`` column) plus ``out``: for the rows where ``ask`` holds, the
     latest moment (ns, millisecond precision) within ``[lo_ns, hi_ns]`` at which an epoch bump
-    of the row's producer may have happened; null where none may have, or not asked.
+    of the row's producer (``bumps``, from :func:`epoch_bumps`) may have happened; null where
+    none may have, or not asked.
 
     One window over the rows and the bumps together, by producer, ordered by time (a bump by
     its earliest moment, a row by ``hi``): the running maximum of the bumps' latest moments
     at a row is the latest bump that began by ``hi``; it overlaps the row's window when it
     ends at or after ``lo``. A literal map of the bumps in the expression, as before, took
     minutes to plan with a long run's thousands of timed-out writes."""
-    if not bumps:
+    if bumps is None:
         return df.withColumn(out, F.lit(None).cast("long"))
     from pyspark.sql.window import Window
 
     ptype = df.schema["producer"].dataType.simpleString()
-    spans = df.sparkSession.createDataFrame(
-        [(p, lo, hi) for p, ss in sorted(bumps.items()) for lo, hi in ss],
-        "producer long, _t long, _bump_hi long",
-    ).select(F.col("producer").cast(ptype).alias("producer"), "_t", "_bump_hi",
-             F.lit(True).alias("_is_bump"))
+    spans = bumps.select(F.col("producer").cast(ptype).alias("producer"), "_t", "_bump_hi",
+                         F.lit(True).alias("_is_bump"))
     rows = df.select("*", F.floor(lo_ns / MS).alias("_lo"), F.floor(hi_ns / MS).alias("_t"),
                      F.coalesce(ask, F.lit(False)).alias("_ask"), F.lit(False).alias("_is_bump"))
     both = rows.unionByName(spans, allowMissingColumns=True)

@@ -22,8 +22,8 @@ from contract.anomalies import READ_BEFORE_WRITE_SLACK_NS
 from contract.schemas import DRAIN_READER
 from contract.settings import READ_COMMITTED, Settings
 
-from .epochs import Bumps, with_bump
-from .rows import anomaly_rows
+from .epochs import with_bump
+from .rows import anomaly_rows, flag_kinds
 
 # Outcome ranks: when one identity has several attempts, the strongest outcome wins.
 _RANK = {"fail": 0, "info": 1, "ok": 2}
@@ -57,8 +57,8 @@ class IdentityInputs:
     partitions: int  # shuffle partitions for the identity exchange
     topics: list[str] = field(default_factory=list)  # every topic in the history
     readers: list[str] = field(default_factory=list)  # every reader in the history
-    # producer -> (earliest, latest) milliseconds of its epoch bumps (checkers/epochs.py)
-    epoch_bumps: Bumps = field(default_factory=dict)
+    # the producers' epoch bumps (checkers/epochs.py), None when there are none
+    epoch_bumps: DataFrame | None = None
 
 
 def _tp_key(topic: Column, partition: Column) -> Column:
@@ -220,18 +220,18 @@ def identity_anomalies(ident: DataFrame, inp: IdentityInputs) -> DataFrame:
         excused_loss = until_col.isNotNull() & (F.col("complete_ns") <= until_col)
     else:
         excused_loss = F.lit(False)
-    kinds = F.array_compact(F.array(
-        F.when(visible & ~read, F.when(complete, "lost").otherwise("unseen")),
-        F.when(has_write & (F.col("n_pos") >= 2), "duplicate"),
-        F.when(ok & F.col("w_offset").isNotNull() & read & (F.col("at_acked") == 0),
-               "offset-mismatch"),
-        F.when((F.col("w_rank") == FAIL) & read, "failed-visible"),
-        F.when(~has_write, "unexpected"),
-        F.when((F.col("txn") == TXN_CODES["aborted"]) & (F.col("rc_r") > 0), "aborted-read"),
-        F.when(has_write & read & (F.col("read_ns") < F.col("invoke_ns")
-                                   - F.lit(READ_BEFORE_WRITE_SLACK_NS)), "read-before-write"),
-    ))
-    flagged = _with_bump(ident.select("*", F.explode(kinds).alias("kind")), inp,
+    kinds: list[tuple[Column, Column | str]] = [
+        (visible & ~read, F.when(complete, "lost").otherwise("unseen")),
+        (has_write & (F.col("n_pos") >= 2), "duplicate"),
+        (ok & F.col("w_offset").isNotNull() & read & (F.col("at_acked") == 0),
+         "offset-mismatch"),
+        ((F.col("w_rank") == FAIL) & read, "failed-visible"),
+        (~has_write, "unexpected"),
+        ((F.col("txn") == TXN_CODES["aborted"]) & (F.col("rc_r") > 0), "aborted-read"),
+        (has_write & read & (F.col("read_ns") < F.col("invoke_ns")
+                             - F.lit(READ_BEFORE_WRITE_SLACK_NS)), "read-before-write"),
+    ]
+    flagged = _with_bump(flag_kinds(ident, kinds), inp,
                          F.col("invoke_ns"), F.col("last_copy_ns"), F.col("kind") == "duplicate")
     kind = F.col("kind")
     no_write = kind == "unexpected"
@@ -256,7 +256,7 @@ def _with_bump(df: DataFrame, inp: IdentityInputs, lo: Column, hi: Column,
                ask: Column) -> DataFrame:
     """``epoch_bump_ns``: an epoch bump of the row's producer between ``lo`` and ``hi``
     (idempotent producers only: without idempotence there is no epoch to bump)."""
-    return with_bump(df, inp.epoch_bumps if inp.settings.idempotence else {}, lo, hi, ask)
+    return with_bump(df, inp.epoch_bumps if inp.settings.idempotence else None, lo, hi, ask)
 
 
 def reorder_anomalies(ident: DataFrame, inp: IdentityInputs) -> DataFrame:

@@ -19,7 +19,7 @@ from contract.schemas import DRAIN_READER
 
 from .history import Event
 from .identity import topic_id, topic_name
-from .rows import anomaly_rows
+from .rows import anomaly_rows, flag_kinds
 
 #: The record key of an undecodable value (smaller than every decoded key).
 UNDECODABLE = -(1 << 63)
@@ -160,15 +160,14 @@ def position_anomalies(reads: DataFrame, partitions: int, topics: list[str],
     )
     first_here = F.col("offset_before").isNull() | (F.col("offset_before") != F.col("offset"))
     step = F.col("consumer") & F.col("prev_offset").isNotNull()
-    kinds = F.array_compact(F.array(
-        F.when(first_here & (F.col("lo") != F.col("hi")),
-               F.when(reused, "reused-offset").otherwise("inconsistent-offset")),
-        F.when(first_here & (F.col("lo") == UNDECODABLE), "unexpected"),
-        F.when(step & (F.col("offset") <= F.col("prev_offset")), "nonmonotonic-poll"),
-        F.when(step & (F.col("offset") > F.col("prev_offset"))
-               & (F.col("rank") - F.col("prev_rank") > 1), "poll-skip"),
-    ))
-    flagged = r3.select("*", F.explode(kinds).alias("kind"))
+    flagged = flag_kinds(r3, [
+        (first_here & (F.col("lo") != F.col("hi")),
+         F.when(reused, "reused-offset").otherwise("inconsistent-offset")),
+        (first_here & (F.col("lo") == UNDECODABLE), "unexpected"),
+        (step & (F.col("offset") <= F.col("prev_offset")), "nonmonotonic-poll"),
+        (step & (F.col("offset") > F.col("prev_offset"))
+         & (F.col("rank") - F.col("prev_rank") > 1), "poll-skip"),
+    ])
     kind = F.col("kind")
     poll_kind = kind.isin("nonmonotonic-poll", "poll-skip")
     reuse = kind == "reused-offset"

@@ -49,3 +49,18 @@ def anomaly_rows(df: DataFrame, kind: str | Column, **cols: Column) -> DataFrame
     if cols:
         raise ValueError(f"unknown anomaly columns: {sorted(cols)}")
     return df.select(*out)
+
+
+def flag_kinds(df: DataFrame, kinds: list[tuple[Column, Column | str]]) -> DataFrame:
+    """``df``'s rows that show at least one of ``kinds`` ((condition, kind name) pairs), one
+    row per kind shown, the name in column ``kind``.
+
+    Rows showing none are dropped by one cheap test first: building the array of kinds for
+    every row (millions, nearly all clean) cost more than the rest of the projection."""
+    shown = [F.coalesce(cond, F.lit(False)) for cond, _ in kinds]
+    any_kind = shown[0]
+    for s in shown[1:]:
+        any_kind = any_kind | s
+    names = F.array_compact(F.array(*[
+        F.when(cond, F.lit(name) if isinstance(name, str) else name) for cond, name in kinds]))
+    return df.where(any_kind).select("*", F.explode(names).alias("kind"))
