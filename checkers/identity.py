@@ -262,29 +262,37 @@ def _with_bump(df: DataFrame, inp: IdentityInputs, lo: Column, hi: Column,
 def reorder_anomalies(ident: DataFrame, inp: IdentityInputs) -> DataFrame:
     """Acknowledged writes stored (first read in their partition) after a write of the same
     producer with a higher seq; one window per (producer, topic, partition). An epoch bump
-    of the producer between the write's first attempt and its first read is noted."""
+    of the producer between the write's first attempt and its first read is noted.
+
+    The window sorts every stored write, so it carries only its keys; the writes it finds
+    (few) get their times back from the identity table, in a hash join built on them that
+    keeps the table's partitioning (no exchange of the table)."""
     topics = inp.topics
     from pyspark.sql.window import Window
 
     stored = ident.where((F.col("w_rank") == OK) & F.col("stored_off").isNotNull()).select(
         "producer", "seq", F.col("w_tid").alias("tid"),
-        F.col("w_partition").alias("partition"), "stored_off", "w_offset", "complete_ns",
-        "read_ns", "invoke_ns",
+        F.col("w_partition").alias("partition"), "stored_off",
     )
     win = (
         Window.partitionBy("producer", "tid", "partition")
         .orderBy("stored_off", "seq")
         .rowsBetween(Window.unboundedPreceding, -1)
     )
-    before = stored.withColumn("prev_max", F.max(F.struct("seq", "stored_off")).over(win))
-    found = _with_bump(before.where(F.col("prev_max.seq") > F.col("seq")), inp,
-                       F.col("invoke_ns"), F.col("read_ns"), F.lit(True))
+    before = stored.select("*", F.max(F.struct("seq", "stored_off")).over(win)
+                           .alias("prev_max"))
+    found = before.where(F.col("prev_max.seq") > F.col("seq")).select(
+        "producer", "seq", "tid", "partition", "stored_off",
+        F.col("prev_max.seq").alias("prev_seq"), F.col("prev_max.stored_off").alias("prev_off"))
+    times = ident.select("producer", "seq", "w_offset", "complete_ns", "read_ns", "invoke_ns")
+    found = times.join(found.hint("shuffle_hash"), ["producer", "seq"])
+    found = _with_bump(found, inp, F.col("invoke_ns"), F.col("read_ns"), F.lit(True))
     return anomaly_rows(
         found, "reorder", producer=F.col("producer"), seq=F.col("seq"),
         topic=topic_name(topics, F.col("tid")),
         partition=F.col("partition"), offset=F.col("w_offset"), read_offset=F.col("stored_off"),
-        prev_offset=F.col("prev_max.stored_off"), other_producer=F.col("producer"),
-        other_seq=F.col("prev_max.seq"), complete_ns=F.col("complete_ns"),
+        prev_offset=F.col("prev_off"), other_producer=F.col("producer"),
+        other_seq=F.col("prev_seq"), complete_ns=F.col("complete_ns"),
         event_ns=F.col("read_ns"), outcome=F.lit("ok"),
         epoch_bump_ns=F.col("epoch_bump_ns"),
     )
