@@ -21,7 +21,6 @@ from .combine import CheckResult
 from .context import CheckContext
 from .divergence import check_divergence
 from .examples import build_example
-from .history import phase_window
 from .identity import identity_anomalies, reorder_anomalies
 from .pipeline import PipelineCheck
 from .positions import position_anomalies, rebalance_polls
@@ -33,7 +32,7 @@ from .proof import (
     transaction_outcomes,
     transactions_unknown,
 )
-from .stats import timeseries
+from .together import together
 from .torn import examinable, torn_transactions
 from .verdict import mechanism
 
@@ -131,7 +130,7 @@ class RowAnomalies:
     name: str = "anomalies"
 
     def run(self, ctx: CheckContext) -> CheckResult:
-        findings = ctx.findings()
+        findings, _ = together(ctx.findings, ctx.series)
         attributor = Attributor(ctx.events, ctx.history)
         anomalies: dict[str, dict[str, Any]] = {}
         for kind in ANOMALY_KINDS:
@@ -238,13 +237,9 @@ class StatsCheck:
 
     def run(self, ctx: CheckContext) -> CheckResult:
         ws, drain, per_reader = ctx.ws, ctx.drain, ctx.rs.per_reader
-        w_start, w_end = phase_window(ctx.events, "workload")
-        t0 = w_start if w_start is not None else ws.first_ns
-        t1 = w_end if w_end is not None else ws.last_ns
+        t0, t1 = ctx.workload_window()
         duration = max(0.0, (t1 - t0) / 1e9) if t0 is not None and t1 is not None else 0.0
-        series, longest, total = None, 0.0, 0.0
-        if t0 is not None and t1 is not None:
-            series, longest, total = timeseries(ctx.writes, ctx.reads, t0, max(t1, t0 + 1))
+        series, longest, total = ctx.series()
         stats: dict[str, Any] = {
             "writes": {"ok": ws.ok, "fail": ws.fail, "info": ws.info},
             "reads": sum(per_reader.values()),

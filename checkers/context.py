@@ -24,6 +24,7 @@ from .history import (
     drain_end,
     load_table,
     parse_events,
+    phase_window,
 )
 from .identity import IdentityInputs, identity_table
 from .known import KnownInputs, delaying_windows, known_bug_column
@@ -34,7 +35,7 @@ from .observations import (
     single_replica_power_losses,
 )
 from .runfiles import RunDir
-from .stats import ReadSummary, WriteSummary, read_summary, write_summary
+from .stats import ReadSummary, WriteSummary, read_summary, timeseries, write_summary
 from .together import together
 
 
@@ -93,6 +94,7 @@ class CheckContext:
     rows: list[DataFrame] = field(default_factory=list)
     _ident: DataFrame | None = None
     _findings: Findings | None = None
+    _series: tuple[dict[str, Any] | None, float, float] | None = None
 
     def identity_table(self) -> DataFrame:
         """The identity table, persisted on first use: the identity and reorder checks
@@ -111,6 +113,22 @@ class CheckContext:
             self.release()
             attach_reads(self.spark, self.reads, self._findings)
         return self._findings
+
+    def workload_window(self) -> tuple[int | None, int | None]:
+        """(t0, t1) ns of the workload phase; the first and last write where not recorded."""
+        start, end = phase_window(self.events, "workload")
+        return (start if start is not None else self.ws.first_ns,
+                end if end is not None else self.ws.last_ns)
+
+    def series(self) -> tuple[dict[str, Any] | None, float, float]:
+        """The timeseries and the (longest, total) unavailability (stats.timeseries),
+        computed once. RowAnomalies runs it beside the findings' collection: its small
+        scans fill the moments that collection leaves a core idle (planning, small jobs)."""
+        if self._series is None:
+            t0, t1 = self.workload_window()
+            self._series = ((None, 0.0, 0.0) if t0 is None or t1 is None
+                            else timeseries(self.writes, self.reads, t0, max(t1, t0 + 1)))
+        return self._series
 
     def release(self) -> None:
         """Drop the persisted identity table and epoch bumps (idempotent)."""
