@@ -153,20 +153,35 @@ def load_context(spark: SparkSession, run: RunDir) -> CheckContext:
                            absent_as_none=True))
     parts_n = int(spark.conf.get("spark.sql.shuffle.partitions") or "8")
 
-    ws, rs, (history, n_changes), bumps = together(
-        lambda: write_summary(writes), lambda: read_summary(reads),
-        lambda: collect_changes(obs) if obs is not None else (PartitionHistory([]), 0),
-        lambda: epoch_bumps(writes, events) if settings.idempotence else None)
-    partitions = ws.partitions
-    drain = drain_state(events, partitions, rs.drained)
-    power = power_loss_coverage(events, history, sorted(set(partitions) | set(drain.complete)),
-                                settings.brokers)
+    # The epoch bumps are persisted once found: a failure after that (another summary, the
+    # drain state) must not leave them cached in a long-lived session (pytest, nightly).
+    persisted: list[DataFrame] = []
 
-    topics = sorted(set(ws.topics) | set(rs.topics))
-    single = single_replica_power_losses(events, history, sorted(power), settings.brokers)
-    inputs = IdentityInputs(settings, drain.complete, power, parts_n, topics,
-                            sorted(rs.per_reader), bumps)
-    return CheckContext(spark, run, bool(text), run_cfg, settings, events, bad_lines, writes,
-                        reads, ws, rs, drain, history, n_changes, power, inputs,
-                        KnownInputs(settings, single, delaying_windows(
-                            events, max((e.ts_ns for e in events), default=0))))
+    def bumps_of() -> DataFrame | None:
+        bumps = epoch_bumps(writes, events) if settings.idempotence else None
+        if bumps is not None:
+            persisted.append(bumps)
+        return bumps
+
+    try:
+        ws, rs, (history, n_changes), bumps = together(
+            lambda: write_summary(writes), lambda: read_summary(reads),
+            lambda: collect_changes(obs) if obs is not None else (PartitionHistory([]), 0),
+            bumps_of)
+        partitions = ws.partitions
+        drain = drain_state(events, partitions, rs.drained)
+        power = power_loss_coverage(events, history, sorted(set(partitions) | set(drain.complete)),
+                                    settings.brokers)
+
+        topics = sorted(set(ws.topics) | set(rs.topics))
+        single = single_replica_power_losses(events, history, sorted(power), settings.brokers)
+        inputs = IdentityInputs(settings, drain.complete, power, parts_n, topics,
+                                sorted(rs.per_reader), bumps)
+        return CheckContext(spark, run, bool(text), run_cfg, settings, events, bad_lines, writes,
+                            reads, ws, rs, drain, history, n_changes, power, inputs,
+                            KnownInputs(settings, single, delaying_windows(
+                                events, max((e.ts_ns for e in events), default=0))))
+    except BaseException:
+        for df in persisted:
+            df.unpersist()
+        raise
