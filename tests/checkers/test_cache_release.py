@@ -35,9 +35,11 @@ def test_epoch_bumps_are_persisted_for_the_check_and_released(spark, tmp_path) -
     run = _bumped_run(tmp_path)
     before = _persisted(spark)
     ctx = load_context(spark, run)
-    assert ctx.inputs.epoch_bumps is not None
-    assert _persisted(spark) == before + 1  # the bumps, materialised
-    ctx.release()
+    try:
+        assert ctx.inputs.epoch_bumps is not None
+        assert _persisted(spark) == before + 1  # the bumps, materialised
+    finally:
+        ctx.release()  # also when an assertion fails: the session outlives this test
     assert _persisted(spark) == before
 
 
