@@ -18,3 +18,13 @@ def configure_logging(run_dir: Path | None, name: str) -> None:
     h = logging.FileHandler(logs / f"workload-{name}.log")
     h.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     root.addHandler(h)
+
+
+def librdkafka_logger(conf: dict[str, object]) -> logging.Logger:
+    """The logger a client's ``logger`` property gets. librdkafka hands its ``debug`` output
+    to it at DEBUG level, below the children's INFO: a client configured with ``debug`` (a
+    user chasing a client behaviour) gets those lines in its log instead of losing them."""
+    lg = logging.getLogger("kafka_chaos.librdkafka")
+    if conf.get("debug"):
+        lg.setLevel(logging.DEBUG)
+    return lg

@@ -25,7 +25,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartiti
 
 from contract.events import INSTANT, REBALANCE
 from contract.schemas import READS_SCHEMA
-from workloads.child_logging import configure_logging
+from workloads.child_logging import configure_logging, librdkafka_logger
 from workloads.client_info import client_versions
 from workloads.config import ConsumerConfig, ConsumerSpec
 from workloads.history import ChunkedParquetWriter, EventLog, history_dir
@@ -84,9 +84,9 @@ def rebalance_event(events: EventLog, reader: str, what: str, poll: int,
 
 def consumer_client(bootstrap: str, conf: dict[str, str], client_id: str) -> Consumer:
     full: dict[str, Any] = {"bootstrap.servers": bootstrap, "client.id": client_id,
-                            "logger": logging.getLogger("kafka_chaos.librdkafka"),
                             "log.connection.close": False}
     full.update(conf)
+    full["logger"] = librdkafka_logger(full)
     return Consumer(full)
 
 

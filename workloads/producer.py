@@ -20,7 +20,7 @@ from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, Producer
 
-from workloads.child_logging import configure_logging
+from workloads.child_logging import configure_logging, librdkafka_logger
 from workloads.client_info import client_versions
 from workloads.config import ProducerConfig
 from workloads.epoch_watch import EpochWatch, watched
@@ -93,10 +93,10 @@ class ProducerProcess:
         conf: dict[str, Any] = {"bootstrap.servers": self.bootstrap,
                                 "client.id": f"kc-producer-{self.id}",
                                 "error_cb": self._on_error,
-                                "logger": logging.getLogger("kafka_chaos.librdkafka"),
                                 # Faults make brokers unreachable; that is not news.
                                 "log.connection.close": False}
         conf.update(self.cfg.kafka_config(self.id))
+        conf["logger"] = librdkafka_logger(conf)
         # a statistics.interval.ms of the user's (extra) is kept
         return watched(conf, self.epochs) if self.events is not None else conf
 
