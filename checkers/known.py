@@ -17,6 +17,8 @@ from contract.known_bugs import KNOWN_BUGS, KnownBug, known_bug
 from contract.settings import Settings
 from contract.windows import fault_windows
 
+from .fresh_ids import fresh_head
+
 #: Known-bug id -> the anomaly kinds it explains.
 EXPLAINS: dict[str, tuple[str, ...]] = {b.id: b.kinds for b in KNOWN_BUGS}
 
@@ -29,6 +31,10 @@ class KnownInputs:
     single_replica_isr: set[str] = field(default_factory=set)  # "topic:partition" keys
     # windows (start_ns, end_ns) of faults that can deliver requests late, merged
     delaying_windows: list[tuple[int, int]] = field(default_factory=list)
+    # fresh_producer_id_head (checkers/fresh_ids.py): producer -> its clients' first seqs,
+    # and "producer:topic:partition:start" -> that client's first seq acked with an offset
+    client_starts: dict[int, list[int]] = field(default_factory=dict)
+    first_offset_acks: dict[str, int] = field(default_factory=dict)
 
 
 def _version(settings: Settings, component: str) -> str | None:
@@ -61,6 +67,8 @@ def fact_columns(inp: KnownInputs) -> dict[str, Column]:
         "power_loss_of_isr": kind.isin("lost", "reused-offset")
         & F.coalesce(F.col("excused"), F.lit(False)),
         "single_replica_isr": single,
+        "fresh_producer_id_head": (kind == "lost")
+        & fresh_head(inp.client_starts, inp.first_offset_acks),
         "transactional_producer": F.lit(s.transactional),
         "delayed_requests_before": _overlaps_any(
             inp.delaying_windows,

@@ -36,6 +36,7 @@ class WriteSummary:
     errors: dict[str, int]
     partitions: list[str] = field(default_factory=list)
     topics: list[str] = field(default_factory=list)
+    ok_without_offset: int = 0  # acknowledged without an offset (acks=0, implicit acks)
 
 
 def write_summary(writes: DataFrame) -> WriteSummary:
@@ -44,14 +45,18 @@ def write_summary(writes: DataFrame) -> WriteSummary:
         F.count(F.lit(1)).alias("n"),
         F.min("invoke_ns").alias("first"),
         F.max(F.greatest("invoke_ns", "complete_ns")).alias("last"),
+        F.count(F.when(F.col("offset").isNull(), 1)).alias("no_offset"),
     ).collect()
     by_outcome = {"ok": 0, "fail": 0, "info": 0}
     errors: dict[str, int] = {}
     parts, topics = set(), set()
     firsts, lasts = [], []
+    ok_no_offset = 0
     for r in rows:
         if r["outcome"] in by_outcome:
             by_outcome[r["outcome"]] += int(r["n"])
+        if r["outcome"] == "ok":
+            ok_no_offset += int(r["no_offset"] or 0)
         if r["error"] is not None:
             errors[r["error"]] = errors.get(r["error"], 0) + int(r["n"])
         if r["topic"] is not None:
@@ -66,6 +71,7 @@ def write_summary(writes: DataFrame) -> WriteSummary:
         ok=by_outcome["ok"], fail=by_outcome["fail"], info=by_outcome["info"],
         first_ns=min(firsts, default=None), last_ns=max(lasts, default=None),
         errors=errors, partitions=sorted(parts), topics=sorted(topics),
+        ok_without_offset=ok_no_offset,
     )
 
 

@@ -32,7 +32,9 @@ CONTROLLER_CHANGE = "controller-change"
 PREFERRED_LEADERS = "preferred-leaders"
 #: An idempotent producer's (producer id, epoch) changed, seen in its client statistics:
 #: ``targets = [producer]``, ``detail = {producer, producer_id, epoch, epoch_cnt, bump,
-#: since_ns, prev_producer_id?, prev_epoch?}``. ``bump`` is false for a client's first id.
+#: since_ns, prev_producer_id?, prev_epoch?, first_seq?}``. ``bump`` is false for a client's
+#: first id; that event's ``first_seq`` is the first seq the client was given (the records from
+#: it on, up to the next client's first seq, are that client's).
 #: The change happened in ``(since_ns, ts_ns]`` (``since_ns`` null: before ``ts_ns``).
 PRODUCER_EPOCH = "producer-epoch"
 #: The run was interrupted (Ctrl-C) or failed.

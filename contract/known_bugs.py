@@ -33,6 +33,10 @@ FACTS: dict[str, str] = {
     "after the record was acknowledged",
     "single_replica_isr": "that partition's ISR was a single replica when the power loss hit",
     "transactional_producer": "the run's producers have a transactional.id",
+    "fresh_producer_id_head": "the record was acknowledged without an offset, and the "
+    "client that sent it (a new producer id: its first ``producer-epoch`` event names its "
+    "first seq) had acknowledged nothing in the record's partition with an offset at a lower "
+    "seq, and acknowledged a record there with an offset at a higher seq",
     "delayed_requests_before": "a fault that can deliver a request late (contract.faults "
     "DELAYING_FAULT_KINDS: pause, partition, slow, cpu-throttle, hold) was active between "
     "10 s before the record's transaction began (its first attempt; else the record's "
@@ -47,6 +51,16 @@ FIXED = "fixed"
 #: its epoch and may resend a batch the log holds. Scenarios about Kafka accept it (each such
 #: record stays counted and named; any other duplicate still fails the run).
 EPOCH_BUMP_RESEND = "librdkafka#4953"
+
+#: The open client bug behind a fresh producer id's first records in a partition lost while
+#: reported delivered: the leader accepts a producer id it has no state for from any
+#: sequence, so when the first batch fails (a leader move) and a later one succeeds, the
+#: broker holds the later one only and librdkafka acks the first implicitly, without offsets.
+FRESH_ID_IMPLICIT_ACK = "confluent-kafka-go#921"
+
+#: The client bugs a scenario that moves leaders under an idempotent, non-transactional
+#: librdkafka producer accepts (records they explain stay counted and named).
+LEADER_MOVE_CLIENT_BUGS: tuple[str, ...] = (EPOCH_BUMP_RESEND, FRESH_ID_IMPLICIT_ACK)
 
 
 def version_tuple(text: str | None) -> tuple[int, ...]:
@@ -114,6 +128,25 @@ KNOWN_BUGS: tuple[KnownBug, ...] = (
         "deduplicate; only transactions avoid it (maintainer, 2025-05-16)",
     ),
     KnownBug(
+        id=FRESH_ID_IMPLICIT_ACK,
+        title="Data loss when a new producer produces while the partition's leader is being "
+        "re-elected",
+        link="https://github.com/confluentinc/confluent-kafka-go/issues/921",
+        status=OPEN,
+        component="librdkafka",
+        affected_from=None,
+        fixed_in=None,
+        kinds=("lost",),
+        facts=frozenset({"idempotent_producer", "non_transactional_producer",
+                         "fresh_producer_id_head"}),
+        note="a partition leader that has no state for a producer id accepts its first batch "
+        "at any sequence; when a new producer's first batch in a partition fails across a "
+        "leader move and a later batch reaches the new leader first, the log holds the later "
+        "batch only, and librdkafka reports the first one delivered (implicitly acked by the "
+        "later success, so without an offset); seen here after the workload recreated a "
+        "producer whose idempotence state had become fatal",
+    ),
+    KnownBug(
         id="librdkafka#4844",
         title="Offset increased for eof pseudo messages",
         link="https://github.com/confluentinc/librdkafka/issues/4844",
@@ -173,5 +206,6 @@ def unknown_ids(ids: list[str] | tuple[str, ...]) -> list[str]:
     return [i for i in ids if i not in BY_ID]
 
 
-__all__ = ["BY_ID", "FACTS", "FIXED", "KNOWN_BUGS", "OPEN", "KnownBug", "known_bug",
+__all__ = ["BY_ID", "EPOCH_BUMP_RESEND", "FACTS", "FIXED", "FRESH_ID_IMPLICIT_ACK",
+           "KNOWN_BUGS", "LEADER_MOVE_CLIENT_BUGS", "OPEN", "KnownBug", "known_bug",
            "unknown_ids", "version_tuple"]

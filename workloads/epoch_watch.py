@@ -33,12 +33,14 @@ class EpochWatch:
         self.events = events
         self.producer = producer
         self.changes = 0
-        self.reset()
+        self.reset(0)
 
-    def reset(self) -> None:
-        """A new client: its first producer id is an assignment, not a bump."""
+    def reset(self, first_seq: int) -> None:
+        """A new client, given records from ``first_seq`` on: its first producer id is an
+        assignment, not a bump."""
         self._held: tuple[int, int] | None = None
         self._last_ns: int | None = None
+        self._first_seq = first_seq
 
     def on_stats(self, text: str) -> None:
         """The ``stats_cb``: runs in ``poll()``, so it must not raise."""
@@ -62,6 +64,8 @@ class EpochWatch:
                                   "bump": prev is not None, "since_ns": since}
         if prev is not None:
             detail["prev_producer_id"], detail["prev_epoch"] = prev
+        else:  # the checker tells the clients' records apart by it (a fresh id's first ones)
+            detail["first_seq"] = self._first_seq
         self.events.emit(PRODUCER_EPOCH, INSTANT, [self.producer], detail, ts_ns=taken_ns)
 
 

@@ -102,7 +102,7 @@ class ProducerProcess:
 
     def new_client(self) -> Producer:
         self.fatal = None
-        self.epochs.reset()
+        self.epochs.reset(self.seq)
         return Producer(self.client_config())
 
     def _on_error(self, err: KafkaError) -> None:

@@ -6,7 +6,7 @@ from chaos.scenarios import replication
 from chaos.scenarios.base import Scenario
 from chaos.scenarios.bugs import EOF_CONSUMER_RESTART
 from chaos.scenarios.operations import OPERATIONS, no_loss_expect
-from contract.known_bugs import EPOCH_BUMP_RESEND
+from contract.known_bugs import LEADER_MOVE_CLIENT_BUGS
 
 SAFE_CONFIG_CHAOS = Scenario(
     name="safe-config-chaos",
@@ -26,7 +26,7 @@ SAFE_CONFIG_CHAOS = Scenario(
     config={"acks": "all", "replication_factor": 3, "min_insync": 2, "unclean": False,
             "idempotence": True, "faults": ["kill", "pause", "partition"],
             "fault_interval": 8.0, "duration": 60.0,
-            "accept_known": [EPOCH_BUMP_RESEND]},
+            "accept_known": list(LEADER_MOVE_CLIENT_BUGS)},
     expect=no_loss_expect,
     # A kill, a pause past replica.lag.time.max.ms or a partition shrinks some ISR: the
     # faults reached Kafka, so "valid" means something.

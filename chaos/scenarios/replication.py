@@ -23,7 +23,7 @@ from chaos.faults.power import PowerLoss
 from chaos.faults.process import Kill, Pause
 from chaos.scenarios import replication_steps as st
 from chaos.scenarios.base import Expect, Scenario, version_tuple
-from contract.known_bugs import EPOCH_BUMP_RESEND
+from contract.known_bugs import LEADER_MOVE_CLIENT_BUGS
 
 log = logging.getLogger("kafka_chaos.scenarios")
 
@@ -182,7 +182,7 @@ UNCLEAN_ELECTION = Scenario(
     ),
     config={**_WORKLOAD, **_DEDICATED_CONTROLLER, "acks": "all", "idempotence": True,
             "min_insync": 1, "consumers": 1,
-            "unclean": True, "duration": 35.0, "accept_known": [EPOCH_BUMP_RESEND],
+            "unclean": True, "duration": 35.0, "accept_known": list(LEADER_MOVE_CLIENT_BUGS),
             "broker_config": {"unclean.leader.election.interval.ms": "1000"}},
     script=_unclean_script,
     expect=_unclean_expect,
@@ -241,7 +241,7 @@ FOLLOWER_RESTART_LEADER_CRASH = Scenario(
         "bug librdkafka#4953): accepted, each such record counted and named."
     ),
     config={**_WORKLOAD, "acks": "all", "idempotence": True, "min_insync": 2,
-            "unclean": False, "duration": 60.0, "accept_known": [EPOCH_BUMP_RESEND]},
+            "unclean": False, "duration": 60.0, "accept_known": list(LEADER_MOVE_CLIENT_BUGS)},
     script=_kip101_script,
     # The last round ends with the leader's restart, which the heal waits for anyway.
     settle_s=5.0,
@@ -399,7 +399,7 @@ LAST_REPLICA_STANDING = Scenario(
     config={**_WORKLOAD, **_DEDICATED_CONTROLLER, "acks": "all", "idempotence": True,
             "min_insync": 2, "consumers": 1, "unclean": False, "duration": 35.0,
             # a suite run showed 5408 duplicates, all after the producer's epoch bump
-            "accept_known": [EPOCH_BUMP_RESEND]},
+            "accept_known": list(LEADER_MOVE_CLIENT_BUGS)},
     script=_lrs_script,
     expect=_lrs_expect,
     mechanism=_lrs_mechanism,

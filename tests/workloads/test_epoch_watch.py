@@ -29,7 +29,7 @@ def test_changes_become_events_with_their_bounds(tmp_path: Path) -> None:
     t0 = time.monotonic_ns() // 1000 - 1_000_000  # snapshots 100 ms apart, the last 0.4 s ago
     for i, (pid, epoch) in enumerate(((-1, -1), (7, 0), (7, 0), (7, 1), (7, 1))):
         w.on_stats(_stats(pid, epoch, t0 + i * 100_000))
-    w.reset()  # a recreated client: its first id is an assignment
+    w.reset(1234)  # a recreated client, given seqs from 1234 on: its first id is an assignment
     w.on_stats(_stats(9, 0, t0 + 600_000))
     w.on_stats("{not json")  # ignored, never raised into poll()
     log.close()
@@ -43,6 +43,9 @@ def test_changes_become_events_with_their_bounds(tmp_path: Path) -> None:
     assert first["ts_ns"] < bump["detail"]["since_ns"] < bump["ts_ns"]
     assert 99_000_000 < bump["ts_ns"] - bump["detail"]["since_ns"] < 101_000_000
     assert fresh["detail"]["since_ns"] is None and "prev_epoch" not in fresh["detail"]
+    # a client's first id names the first seq the client was given; a bump does not
+    assert (first["detail"]["first_seq"], fresh["detail"]["first_seq"]) == (0, 1234)
+    assert "first_seq" not in bump["detail"]
     assert w.changes == 3
 
 

@@ -1,0 +1,102 @@
+"""Known answers for confluent-kafka-go#921 (contract/known_bugs.py FRESH_ID_IMPLICIT_ACK):
+a new client's first records in a partition, acknowledged without an offset below its first
+offset-bearing acknowledgement there and never read, are named; nothing else is."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from contract.known_bugs import FRESH_ID_IMPLICIT_ACK
+from kafka_chaos_testing.literal import BASE_NS, MS, History
+
+pytestmark = pytest.mark.spark
+
+
+def _first_id(h: History, producer: int, pid: int, first_seq: int, at_ms: int) -> None:
+    """A client's first producer-epoch event (workloads/epoch_watch.py)."""
+    h.event("producer-epoch", at_ms=at_ms, targets=[producer], producer=producer,
+            producer_id=pid, epoch=0, epoch_cnt=1, bump=False, since_ns=None,
+            first_seq=first_seq)
+
+
+def _bump(h: History, producer: int, pid: int, at_ms: int) -> None:
+    h.event("producer-epoch", at_ms=at_ms, targets=[producer], producer=producer,
+            producer_id=pid, epoch=1, epoch_cnt=2, bump=True,
+            since_ns=BASE_NS + (at_ms - 1) * MS, prev_producer_id=pid, prev_epoch=0)
+
+
+def _traps(accept: list[str], only_heads: bool = False) -> History:
+    """Producer 1's first client (seqs 0-5) and, after a recreation, its second (seqs 6-);
+    producer 2 has no client start in the history."""
+    h = History()
+    h.run["accept_known"] = accept
+    nxt = {0: 0, 1: 0, 2: 0}  # the drain's next offset per partition
+
+    def stored(producer: int, seq: int, partition: int) -> None:
+        off = nxt[partition]
+        nxt[partition] += 1
+        h.write(producer, seq, partition=partition, offset=off, at_ms=10 * seq)
+        h.drain(partition, off, producer, seq)
+
+    _first_id(h, 1, 1000, 0, at_ms=1)
+    h.write(1, 0, partition=1, at_ms=0)  # the first client's head in p1: no offset, lost
+    stored(1, 1, 1)
+    for s in range(2, 6):
+        stored(1, s, 0)
+    _first_id(h, 1, 2000, 6, at_ms=61)
+    # the second client in p0: seqs 6 and 8 acknowledged without an offset, then seq 10
+    # with one: the first two are its head there (lost, named)
+    h.write(1, 6, partition=0, at_ms=60).write(1, 8, partition=0, at_ms=80)
+    stored(1, 10, 0)
+    stored(1, 7, 1)
+    if not only_heads:
+        h.write(1, 12, partition=0, at_ms=120)  # offset-less above the client's first: not
+        h.write(1, 9, partition=2, at_ms=90)  # no offset-bearing ack in p2 after it: not
+        h.write(1, 11, partition=1, offset=5, at_ms=110)  # acked with an offset: not
+        # producer 2: no client start in the history: never matched
+        h.write(2, 0, partition=2, at_ms=5)
+        stored(2, 1, 2)
+        _bump(h, 2, 3000, at_ms=3)  # a bump names no first seq
+    h.drain_end(complete=True)
+    return h
+
+
+@pytest.fixture(scope="module")
+def traps(spark, tmp_path_factory) -> dict[str, Any]:  # type: ignore[no-untyped-def]
+    from checkers import check_run
+
+    results = check_run(_traps([FRESH_ID_IMPLICIT_ACK]).save(
+        tmp_path_factory.mktemp("fresh") / "run"))
+    assert "error" not in results, results.get("traceback")
+    return results
+
+
+def test_only_fresh_heads_are_named(traps) -> None:  # type: ignore[no-untyped-def]
+    lost = traps["anomalies"]["lost"]
+    assert lost["count"] == 7, lost
+    assert lost["known_bugs"] == {FRESH_ID_IMPLICIT_ACK: 3}, lost
+    named = {(e["producer"], e["seq"]) for e in lost["examples"] if e.get("known_bug")}
+    assert named == {(1, 0), (1, 6), (1, 8)}, lost["examples"]
+    assert all(e["known_bug"]["id"] == FRESH_ID_IMPLICIT_ACK and e["known_bug"]["accepted"]
+               for e in lost["examples"] if e.get("known_bug"))
+    # four lost records no known bug explains keep the kind forbidden, though accepted
+    assert lost["allowed"] is False and lost["accepted"] == 3 and "4 of 7 neither" in lost["why"]
+    assert traps["valid"] is False
+    assert traps["known_bugs"][FRESH_ID_IMPLICIT_ACK]["status"] == "open"
+
+
+def test_accepted_fresh_heads_leave_the_verdict_valid(check) -> None:  # type: ignore[no-untyped-def]
+    r = check(_traps([FRESH_ID_IMPLICIT_ACK], only_heads=True))
+    lost = r["anomalies"]["lost"]
+    assert lost["count"] == 3 and lost["known_bugs"] == {FRESH_ID_IMPLICIT_ACK: 3}, lost
+    assert lost["allowed"] is True and lost["accepted"] == 3, lost
+    assert r["valid"] is True
+
+
+def test_unaccepted_fresh_heads_are_a_violation(check) -> None:  # type: ignore[no-untyped-def]
+    r = check(_traps([], only_heads=True))
+    lost = r["anomalies"]["lost"]
+    assert lost["known_bugs"] == {FRESH_ID_IMPLICIT_ACK: 3} and lost["allowed"] is False, lost
+    assert r["valid"] is False
