@@ -232,8 +232,8 @@ BUGS: tuple[BugEntry, ...] = (
     BugEntry(id="confluent-kafka-go#921", axis="client_version", affected="2.16.1",
              fixed="none", kind="lost", affected_valid=True, timing=True,
              status="seen once (timing): 1 suite run of all-replicas-power-loss (librdkafka "
-                    "2.16.0) lost 51 records a recreated producer's new id sent first to a "
-                    "partition whose leader moved, acknowledged without offsets; 0 of 32 "
+                    "2.16.0) lost 51 records acknowledged without offsets, right after the "
+                    "producer was recreated and their partition's leader moved; 0 of 22 "
                     "reruns"),
     # stale-txn-requests (which accepts the bug) holds requests in flight until after their
     # retries; a stale EndTxn then commits the producer's next transaction in part.
