@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from pathlib import Path
 
 
@@ -20,7 +21,7 @@ def configure_logging(run_dir: Path | None, name: str) -> None:
     root.addHandler(h)
 
 
-def librdkafka_logger(conf: dict[str, object]) -> logging.Logger:
+def librdkafka_logger(conf: Mapping[str, object]) -> logging.Logger:
     """The logger a client's ``logger`` property gets. librdkafka hands its ``debug`` output
     to it at DEBUG level, below the children's INFO: a client configured with ``debug`` (a
     user chasing a client behaviour) gets those lines in its log instead of losing them."""
