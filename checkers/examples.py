@@ -58,7 +58,7 @@ def summary(kind: str, e: dict[str, Any]) -> str:
         old = e.get("vanished") or {}
         return f"a live reader read {_rec(old.get('producer'), old.get('seq'))} at offset " \
                f"{e.get('offset')} of {tp}; after a truncation the log holds {rec} there " \
-               "and the old record nowhere (the vanished tail's offset was reused)"
+               "(the truncated tail's offset was reused)"
     if kind == "unexpected":
         return f"{rec} read at offset {e.get('offset')} of {tp} was produced by no attempt" \
             if e.get("producer") is not None else \

@@ -100,11 +100,12 @@ def position_anomalies(reads: DataFrame, partitions: int, topics: list[str],
     poll checks.
 
     An offset read with two different records is ``reused-offset`` (not
-    ``inconsistent-offset``) when the drain read exactly one decodable record there, and
-    every other record live readers read there is decodable and *vanished*: the drain never
-    read it anywhere in that partition (the truncated tail's record; a record the log still
-    holds elsewhere means the log moved it, which stays inconsistent). A reused offset is
-    excused when a power loss of the partition's whole ISR came after its first read.
+    ``inconsistent-offset``) when the drain read exactly one decodable record there and every
+    record live readers read there decodes: the log's record at that offset changed, which
+    only a truncation followed by new appends does. The record that was there may be gone
+    from the log or be in it at another offset (a duplicate's copy, or a write retried after
+    the truncation). A reused offset is excused when a power loss of the partition's whole
+    ISR came after its first read.
 
     A poll step is excused when the reader is in subscribe mode and one of its recorded
     rebalances of that partition has a poll number in [previous read's poll, this poll]. A
@@ -129,11 +130,8 @@ def position_anomalies(reads: DataFrame, partitions: int, topics: list[str],
     ).repartition(partitions, "tid", "partition")
     by_offset = Window.partitionBy("tid", "partition").orderBy("offset")
     at_offset = Window.partitionBy("tid", "partition", "offset")
-    by_rec = Window.partitionBy("tid", "partition", "rec")
     drain_rec = F.when(~F.col("consumer"), F.col("rec"))
-    # was this record read by the drain anywhere in the partition (still in the log)?
-    r1 = r.select("*", F.max((~F.col("consumer")).cast("int")).over(by_rec).alias("drained"))
-    r2a = r1.select(
+    r2 = r.select(
         "*",
         F.dense_rank().over(by_offset).alias("rank"),
         F.lag("offset").over(by_offset).alias("offset_before"),
@@ -143,12 +141,9 @@ def position_anomalies(reads: DataFrame, partitions: int, topics: list[str],
         F.min(drain_rec).over(at_offset).alias("d_lo"),
         F.max(drain_rec).over(at_offset).alias("d_hi"),
     )
-    # a record at this offset other than the drain's that is not a vanished decodable one
-    not_vanished = (F.col("rec") != F.col("d_lo")) & (
-        (F.col("drained") == 1) | (F.col("rec") == UNDECODABLE))
-    r2 = r2a.select("*", F.max(not_vanished.cast("int")).over(at_offset).alias("moved"))
+    # UNDECODABLE is the least key: lo is it exactly when some read there did not decode
     reused = (F.col("d_lo").isNotNull() & (F.col("d_lo") == F.col("d_hi"))
-              & (F.col("d_lo") != UNDECODABLE) & (F.coalesce(F.col("moved"), F.lit(1)) == 0))
+              & (F.col("lo") != UNDECODABLE))
     by_reader = Window.partitionBy("rid", "tid", "partition").orderBy(
         "poll", "read_ns", "offset"
     )

@@ -19,7 +19,10 @@ commit, as if the process died) and restarts on any Kafka error, while brokers a
 and paused at random. It also restarts when a transactional call blocks well past its own
 timeout, as a supervisor's liveness check would: librdkafka's
 ``send_offsets_to_transaction`` can block forever once the group coordinator was down
-(librdkafka#5456, open; seen here when a killed broker led ``__consumer_offsets``).
+(librdkafka#5456, open; seen here when a killed broker led ``__consumer_offsets``). And it
+restarts when its consumer read nothing for ``stall_s`` while the group is behind the
+orders' end: a suite run saw a freshly assigned consumer read nothing for 216 s after the
+faults had ended (cause not yet known; ``on_stall`` lets a caller describe the stall).
 ``chaos.check_pipeline`` then drains both topics and the checker decides
 (checkers/pipeline.py). The recorded producer's ``source=msg`` stamps each invoice with the
 identity of the order it came from.
@@ -99,14 +102,21 @@ class CopyService:
     restarts: dict[str, int] = field(default_factory=dict)
     consumer: RecordingConsumer | None = None
     producer: RecordingProducer | None = None
+    #: seconds without a record, the group behind the end, before the incarnation restarts
+    stall_s: float = 30.0
+    consumer_conf: dict[str, Any] = field(default_factory=dict)  # added to the consumer's
+    on_stall: Callable[[], str] | None = None  # describes a stall (kept in ``stalls``)
+    stalls: list[str] = field(default_factory=list)
+    _read_at: float = 0.0
 
     def start(self) -> None:
         self.incarnations += 1
         self.consumer = self.chaos.consumer({
             "group.id": self.group, "auto.offset.reset": "earliest",
             "enable.auto.commit": False, "isolation.level": "read_committed",
-            "session.timeout.ms": 6000})
+            "session.timeout.ms": 6000, **self.consumer_conf})
         self.consumer.subscribe([self.orders])
+        self._read_at = time.monotonic()
         conf: dict[str, Any] = {"acks": "all", "enable.idempotence": True,
                                 "message.timeout.ms": 20000}
         if self.transactional:
@@ -136,6 +146,7 @@ class CopyService:
         msgs = [m for m in self.consumer.consume(self.batch, 1.0) if m.error() is None]
         if not msgs:
             return 0
+        self._read_at = time.monotonic()
         self.batches += 1
         crash = self.batches % self.crash_every == 0
         p, c = self.producer, self.consumer
@@ -187,8 +198,15 @@ class CopyService:
                     self.crash("start failed")
                     continue
             try:
-                if self.step() == 0 and self.caught_up(end):
-                    return
+                if self.step() == 0:
+                    if self.caught_up(end):
+                        return
+                    if time.monotonic() - self._read_at > self.stall_s:
+                        self.stalls.append(self.on_stall() if self.on_stall else "")
+                        print(f"copy service: restarting: read nothing for {self.stall_s:.0f}"
+                              f" s, the group behind the end ({self.stalls[-1]})",
+                              file=sys.stderr)
+                        self.crash("stalled")
             except KafkaException as e:
                 err = e.args[0] if e.args else None
                 self.crash(err.name() if isinstance(err, KafkaError) else str(err))
@@ -221,12 +239,16 @@ def write_orders(chaos: ChaosSession, n: int, topic: str = ORDERS) -> dict[int, 
 
 def copy_under_chaos(chaos: ChaosSession, *, transactional: bool, orders: int = 1000,
                      topics: tuple[str, str] = (ORDERS, INVOICES), faults: bool = True,
-                     say: Callable[[str], Any] = print) -> ChaosResult:
+                     say: Callable[[str], Any] = print,
+                     consumer_conf: dict[str, Any] | None = None,
+                     on_stall: Callable[[], str] | None = None) -> ChaosResult:
     """Orders in, the service through crashes and random broker faults, the pipeline check
-    out. The topics (orders, invoices) must exist (``create_topics``)."""
+    out. The topics (orders, invoices) must exist (``create_topics``). ``consumer_conf``
+    and ``on_stall`` go to :class:`CopyService`."""
     end = write_orders(chaos, orders, topics[0])
     service = CopyService(chaos, transactional, topics[0], topics[1],
-                          group=f"invoicer-{topics[1]}")
+                          group=f"invoicer-{topics[1]}", consumer_conf=consumer_conf or {},
+                          on_stall=on_stall)
     if faults:
         with chaos.random(kinds=["kill", "pause"], interval=6, duration=18, topic=topics[1]):
             service.run(end, deadline_s=240)

@@ -91,7 +91,6 @@ def reference(writes: list[dict[str, Any]], reads: list[dict[str, Any]], complet
 
     at: dict[tuple[str, int, int], set[tuple[Any, ...]]] = defaultdict(set)
     drained_at: dict[tuple[str, int, int], set[tuple[Any, ...]]] = defaultdict(set)
-    drained_in: dict[tuple[str, int], set[tuple[Any, ...]]] = defaultdict(set)
     first_read: dict[tuple[str, int, int], int] = {}
     for r in reads:
         valid = bool(r["valid"]) and r["producer"] is not None and r["seq"] is not None
@@ -101,16 +100,13 @@ def reference(writes: list[dict[str, Any]], reads: list[dict[str, Any]], complet
         first_read[pos] = min(first_read.get(pos, r["read_ns"]), r["read_ns"])
         if r["reader"] == "drain" or r["mode"] == "drain":
             drained_at[pos].add(rec)
-            drained_in[(r["topic"], r["partition"])].add(rec)
     reused: set[tuple[str, int, int]] = set()
     for pos, recs in at.items():
         if len(recs) >= 2:
-            # reused: the drain read one decodable record here, every other one is decodable
-            # and the drain read it nowhere in the partition (it vanished)
+            # reused: the drain read one decodable record here and every record read here
+            # decodes (the log's record at this offset changed: a truncation)
             now = drained_at.get(pos, set())
-            others = recs - now
-            if (len(now) == 1 and (False,) not in now
-                    and all(o != (False,) and o not in drained_in[pos[:2]] for o in others)):
+            if len(now) == 1 and (False,) not in recs:
                 reused.add(pos)
                 until = power.get(f"{pos[0]}:{pos[1]}")
                 add("reused-offset", excused=until is not None and first_read[pos] <= until)

@@ -7,12 +7,15 @@ says which orders."""
 from __future__ import annotations
 
 import json
+import warnings
 from pathlib import Path
+from typing import Any
 
 import pyarrow.dataset as ds
 
 from chaos.user_api import ChaosSession
 from compose.cluster import KafkaCluster
+from kafka_chaos_testing.client_state import ConsumerStats
 from tests.usercode.copy_example import load_copy_service as _example
 
 ORDERS = 600
@@ -25,12 +28,26 @@ def _sources_read(run_dir: Path, topic: str) -> list[tuple[int, int]]:
     return [(r["src_producer"], r["src_seq"]) for r in rows]
 
 
+def _stall_watch(topic: str) -> dict[str, Any]:
+    """The service's consumers report statistics; a stall (the service then restarts) is
+    described from them and shown in the run's warnings summary: evidence for its cause."""
+    stats = ConsumerStats()
+
+    def on_stall() -> str:
+        state = stats.describe(topic)
+        warnings.warn(f"copy service consumer stalled: {state}", stacklevel=1)
+        return state
+
+    return {"consumer_conf": stats.conf(), "on_stall": on_stall}
+
+
 def test_transactional_copy_service_is_exactly_once(chaos: ChaosSession,
                                                     kafka_cluster: KafkaCluster) -> None:
     ex = _example()
     topics = ("orders-txn", "invoices-txn")
     ex.create_topics(kafka_cluster, topics)
-    result = ex.copy_under_chaos(chaos, transactional=True, orders=ORDERS, topics=topics)
+    result = ex.copy_under_chaos(chaos, transactional=True, orders=ORDERS, topics=topics,
+                                 **_stall_watch(topics[0]))
     p = result.pipeline
     assert p["counts"] == {"inputs": ORDERS, "outputs": ORDERS, "missing": 0,
                            "duplicated": 0, "orphaned": 0, "unsourced": 0}, result.describe()
@@ -49,7 +66,8 @@ def test_plain_copy_service_duplicates(chaos: ChaosSession, kafka_cluster: Kafka
     ex = _example()
     topics = ("orders-plain", "invoices-plain")
     ex.create_topics(kafka_cluster, topics)
-    result = ex.copy_under_chaos(chaos, transactional=False, orders=ORDERS, topics=topics)
+    result = ex.copy_under_chaos(chaos, transactional=False, orders=ORDERS, topics=topics,
+                                 **_stall_watch(topics[0]))
     p = result.pipeline
     c = p["counts"]
     assert c["inputs"] == ORDERS and c["missing"] == 0 and c["orphaned"] == 0, result.describe()

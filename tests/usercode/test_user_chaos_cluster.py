@@ -15,6 +15,7 @@ from tenacity import Retrying, stop_after_delay, wait_fixed
 from chaos.user_api import ChaosSession
 from compose.cluster import KafkaCluster
 from contract.events import END, PRODUCER_EPOCH, START
+from kafka_chaos_testing.client_state import ConsumerStats
 
 TOPIC = "orders"
 
@@ -29,8 +30,10 @@ def test_kill_the_leader_while_my_producer_writes(chaos: ChaosSession,
                                config={"min.insync.replicas": "2"})
     chaos.watch(TOPIC)
     producer = chaos.producer(acks="all", enable_idempotence=True, linger_ms=5)
+    # its statistics say, if it stops reading, which state its fetcher is stuck in
+    stats = ConsumerStats()
     consumer = chaos.consumer({"group.id": "orders-app", "auto.offset.reset": "earliest",
-                               "enable.auto.commit": False})
+                               "enable.auto.commit": False, **stats.conf()})
     consumer.subscribe([TOPIC])
     acked: list[int] = []  # offsets of the application's acknowledged orders
     consumed: Counter[tuple[int | None, int | None]] = Counter()  # (partition, offset) read
@@ -68,8 +71,11 @@ def test_kill_the_leader_while_my_producer_writes(chaos: ChaosSession,
             msg = consumer.poll(0.5)
             if msg is not None and msg.error() is None:
                 consumed[(msg.partition(), msg.offset())] += 1
-            assert {(0, off) for off in acked} <= set(consumed)
+            missing = {(0, off) for off in acked} - set(consumed)
+            assert not missing, (f"{len(missing)} acknowledged orders not read, e.g. "
+                                 f"{min(missing)}; consumer: {stats.describe(TOPIC)}")
 
+    print("consumer:", stats.describe(TOPIC))
     result = chaos.check(TOPIC)
 
     # Every one of the 1000 orders was acknowledged; nothing failed or stayed unknown.
