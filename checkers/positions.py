@@ -100,12 +100,14 @@ def position_anomalies(reads: DataFrame, partitions: int, topics: list[str],
     poll checks.
 
     An offset read with two different records is ``reused-offset`` (not
-    ``inconsistent-offset``) when the drain read exactly one decodable record there and every
-    record live readers read there decodes: the log's record at that offset changed, which
-    only a truncation followed by new appends does. The record that was there may be gone
-    from the log or be in it at another offset (a duplicate's copy, or a write retried after
-    the truncation). A reused offset is excused when a power loss of the partition's whole
-    ISR came after its first read.
+    ``inconsistent-offset``) when the drain read exactly one decodable record there, every
+    record read there decodes, and the partition was truncated: either every other record
+    live readers read there *vanished* (the drain read it nowhere in the partition: the
+    truncated tail's record), or it is still in the log at another offset (a duplicate's
+    copy cut by the truncation, a write retried after it) and some offset of the partition
+    shows a vanished record (the proof that the log was truncated). Without that proof a
+    record the log holds elsewhere stays ``inconsistent-offset``. A reused offset is
+    excused when a power loss of the partition's whole ISR came after its first read.
 
     A poll step is excused when the reader is in subscribe mode and one of its recorded
     rebalances of that partition has a poll number in [previous read's poll, this poll]. A
@@ -130,8 +132,12 @@ def position_anomalies(reads: DataFrame, partitions: int, topics: list[str],
     ).repartition(partitions, "tid", "partition")
     by_offset = Window.partitionBy("tid", "partition").orderBy("offset")
     at_offset = Window.partitionBy("tid", "partition", "offset")
+    in_partition = Window.partitionBy("tid", "partition")
+    by_rec = Window.partitionBy("tid", "partition", "rec")
     drain_rec = F.when(~F.col("consumer"), F.col("rec"))
-    r2 = r.select(
+    # was this record read by the drain anywhere in the partition (still in the log)?
+    r1 = r.select("*", F.max((~F.col("consumer")).cast("int")).over(by_rec).alias("drained"))
+    r2a = r1.select(
         "*",
         F.dense_rank().over(by_offset).alias("rank"),
         F.lag("offset").over(by_offset).alias("offset_before"),
@@ -142,8 +148,15 @@ def position_anomalies(reads: DataFrame, partitions: int, topics: list[str],
         F.max(drain_rec).over(at_offset).alias("d_hi"),
     )
     # UNDECODABLE is the least key: lo is it exactly when some read there did not decode
-    reused = (F.col("d_lo").isNotNull() & (F.col("d_lo") == F.col("d_hi"))
-              & (F.col("lo") != UNDECODABLE))
+    one_drained = (F.col("d_lo").isNotNull() & (F.col("d_lo") == F.col("d_hi"))
+                   & (F.col("lo") != UNDECODABLE))
+    # a record at this offset other than the drain's that the log still holds elsewhere
+    elsewhere = (F.col("rec") != F.col("d_lo")) & (F.col("drained") == 1)
+    r2 = r2a.select("*", F.max(elsewhere.cast("int")).over(at_offset).alias("moved"))
+    vanished = one_drained & (F.col("lo") != F.col("hi")) & (F.col("moved") == 0)
+    # ``truncated`` (the partition shows a vanished record) is computed on the flagged rows
+    # only: a window over a whole partition of the reads would hold all of it in memory
+    reused = one_drained & ((F.col("moved") == 0) | (F.col("truncated") == 1))
     by_reader = Window.partitionBy("rid", "tid", "partition").orderBy(
         "poll", "read_ns", "offset"
     )
@@ -155,14 +168,21 @@ def position_anomalies(reads: DataFrame, partitions: int, topics: list[str],
     )
     first_here = F.col("offset_before").isNull() | (F.col("offset_before") != F.col("offset"))
     step = F.col("consumer") & F.col("prev_offset").isNotNull()
+    two = "two-records"  # reused-offset or inconsistent-offset, decided below
     flagged = flag_kinds(r3, [
-        (first_here & (F.col("lo") != F.col("hi")),
-         F.when(reused, "reused-offset").otherwise("inconsistent-offset")),
+        (first_here & (F.col("lo") != F.col("hi")), two),
         (first_here & (F.col("lo") == UNDECODABLE), "unexpected"),
         (step & (F.col("offset") <= F.col("prev_offset")), "nonmonotonic-poll"),
         (step & (F.col("offset") > F.col("prev_offset"))
          & (F.col("rank") - F.col("prev_rank") > 1), "poll-skip"),
     ])
+    # every offset read as two records has its flagged row: the partition's truncation proof
+    flagged = flagged.select("*", F.max(F.when(F.col("kind") == two, vanished.cast("int")))
+                             .over(in_partition).alias("truncated"))
+    flagged = flagged.withColumn("kind", F.when(
+        F.col("kind") == two,
+        F.when(reused, "reused-offset").otherwise("inconsistent-offset")).otherwise(
+        F.col("kind")))
     kind = F.col("kind")
     poll_kind = kind.isin("nonmonotonic-poll", "poll-skip")
     reuse = kind == "reused-offset"

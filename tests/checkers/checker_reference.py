@@ -91,6 +91,7 @@ def reference(writes: list[dict[str, Any]], reads: list[dict[str, Any]], complet
 
     at: dict[tuple[str, int, int], set[tuple[Any, ...]]] = defaultdict(set)
     drained_at: dict[tuple[str, int, int], set[tuple[Any, ...]]] = defaultdict(set)
+    drained_in: dict[tuple[str, int], set[tuple[Any, ...]]] = defaultdict(set)
     first_read: dict[tuple[str, int, int], int] = {}
     for r in reads:
         valid = bool(r["valid"]) and r["producer"] is not None and r["seq"] is not None
@@ -100,13 +101,23 @@ def reference(writes: list[dict[str, Any]], reads: list[dict[str, Any]], complet
         first_read[pos] = min(first_read.get(pos, r["read_ns"]), r["read_ns"])
         if r["reader"] == "drain" or r["mode"] == "drain":
             drained_at[pos].add(rec)
+            drained_in[(r["topic"], r["partition"])].add(rec)
+    def vanished(pos: tuple[str, int, int]) -> bool:
+        """The drain read one decodable record here; every other one read here decodes
+        and the drain read it nowhere in the partition."""
+        now, recs = drained_at.get(pos, set()), at[pos]
+        return (len(now) == 1 and (False,) not in recs and len(recs) >= 2
+                and all(o not in drained_in[pos[:2]] for o in recs - now))
+
+    truncated = {pos[:2] for pos in at if vanished(pos)}
     reused: set[tuple[str, int, int]] = set()
     for pos, recs in at.items():
         if len(recs) >= 2:
-            # reused: the drain read one decodable record here and every record read here
-            # decodes (the log's record at this offset changed: a truncation)
+            # reused: the offset's record vanished from the log, or the record is still in
+            # the log elsewhere and the partition shows a vanished record (a truncation)
             now = drained_at.get(pos, set())
-            if len(now) == 1 and (False,) not in recs:
+            if len(now) == 1 and (False,) not in recs and (
+                    vanished(pos) or pos[:2] in truncated):
                 reused.add(pos)
                 until = power.get(f"{pos[0]}:{pos[1]}")
                 add("reused-offset", excused=until is not None and first_read[pos] <= until)

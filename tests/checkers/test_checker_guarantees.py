@@ -79,15 +79,19 @@ def _silent_bumps(h: History) -> None:
 
 
 def _truncations(h: History) -> None:
-    """Offsets reused after a truncation: the old record gone, or in the log elsewhere."""
+    """Offsets reused after a truncation: the old record gone, or in the log elsewhere
+    where the partition shows the truncation; a moved record with no such proof."""
     t = "reuse"  # c0 read (30, 1) at offset 1; the log now holds (30, 2) there
     h.write(30, 0, offset=0, topic=t).write(30, 1, offset=1, topic=t)
     h.read("c0", 0, 0, 30, 0, topic=t).read("c0", 0, 1, 30, 1, topic=t)
     h.write(30, 2, offset=1, topic=t)
     h.drain(0, 0, 30, 0, topic=t).drain(0, 1, 30, 2, topic=t)
-    # c0 read (31, 1) at offset 0; the log holds (31, 0) there and (31, 1) at offset 1 (a
-    # copy, or a write retried after the truncation): offset 0 was reused all the same
-    t = "moved"
+    # and c0 read a copy of (30, 0) at offset 2, cut by the same truncation: the log holds
+    # (30, 3) there. (30, 0) is still in the log (offset 0), and offset 1 proves the
+    # truncation: offset 2 was reused too
+    h.read("c0", 0, 2, 30, 0, topic=t).write(30, 3, offset=2, topic=t)
+    h.drain(0, 2, 30, 3, topic=t)
+    t = "moved"  # c0 read (31, 1) at offset 0, the log holds it at 1, no truncation shown
     h.write(31, 0, offset=0, topic=t).write(31, 1, offset=1, topic=t)
     h.read("c0", 0, 0, 31, 1, topic=t)
     h.drain(0, 0, 31, 0, topic=t).drain(0, 1, 31, 1, topic=t)
@@ -133,7 +137,7 @@ def _by_topic(results: dict[str, Any], kind: str) -> dict[str, dict[str, Any]]:
 
 def test_duplicates_under_idempotence_are_forbidden_despite_timeouts(idem) -> None:  # type: ignore[no-untyped-def]
     dup = idem["anomalies"]["duplicate"]
-    assert dup["count"] == 6 and dup["allowed"] is False  # + (31, 1) of "moved"
+    assert dup["count"] == 7 and dup["allowed"] is False  # + (31, 1) of "moved", (30, 0)
     assert dup["why"].startswith("forbidden: enable.idempotence=true")
     assert idem["valid"] is False
     assert idem["stats"]["errors"][TIMEOUT] == 3
@@ -254,14 +258,14 @@ def test_rebalances_are_not_faults(idem) -> None:  # type: ignore[no-untyped-def
 def test_reused_offset_after_truncation_is_forbidden_where_loss_is(idem) -> None:  # type: ignore[no-untyped-def]
     a = idem["anomalies"]["reused-offset"]
     assert a["count"] == 2 and a["allowed"] is False and a["why"].startswith("forbidden")
-    e, moved = sorted(a["examples"], key=lambda x: x["topic"] != "reuse")
+    e, copy = sorted(a["examples"], key=lambda x: x["offset"])
     assert (e["topic"], e["offset"], e["producer"], e["seq"]) == ("reuse", 1, 30, 2)
     assert e["vanished"] == {"producer": 30, "seq": 1} and e["excused"] is False
     assert "offset was reused" in e["summary"]
-    assert (moved["topic"], moved["offset"], moved["producer"], moved["seq"]) == (
-        "moved", 0, 31, 0)
-    assert moved["vanished"] == {"producer": 31, "seq": 1} and moved["excused"] is False
-    assert idem["anomalies"]["inconsistent-offset"]["count"] == 0
+    assert (copy["topic"], copy["offset"], copy["producer"], copy["seq"]) == ("reuse", 2, 30, 3)
+    assert copy["vanished"] == {"producer": 30, "seq": 0} and copy["excused"] is False
+    incons = idem["anomalies"]["inconsistent-offset"]
+    assert incons["count"] == 1 and incons["examples"][0]["topic"] == "moved"
     assert idem["anomalies"]["lost"]["count"] == 0  # c0 read (30, 1): not lost
 
 
