@@ -102,6 +102,7 @@ def reference(writes: list[dict[str, Any]], reads: list[dict[str, Any]], complet
         if r["reader"] == "drain" or r["mode"] == "drain":
             drained_at[pos].add(rec)
             drained_in[(r["topic"], r["partition"])].add(rec)
+
     def vanished(pos: tuple[str, int, int]) -> bool:
         """The drain read one decodable record here; every other one read here decodes
         and the drain read it nowhere in the partition."""
