@@ -22,7 +22,10 @@ timeout, as a supervisor's liveness check would: librdkafka's
 (librdkafka#5456, open; seen here when a killed broker led ``__consumer_offsets``). And it
 restarts when its consumer read nothing for ``stall_s`` while the group is behind the
 orders' end: a suite run saw a freshly assigned consumer read nothing for 216 s after the
-faults had ended (cause not yet known; ``on_stall`` lets a caller describe the stall).
+faults had ended, and the next stall's librdkafka statistics showed both partitions assigned
+(group steady) but never started: fetch_state ``none``, committed offset unknown, every
+broker up — the consumer never got its committed offsets, as in librdkafka#5153 (open).
+``on_stall`` lets a caller describe the stall.
 ``chaos.check_pipeline`` then drains both topics and the checker decides
 (checkers/pipeline.py). The recorded producer's ``source=msg`` stamps each invoice with the
 identity of the order it came from.
