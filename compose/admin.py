@@ -7,6 +7,7 @@ cluster reached over SSH (:mod:`compose.remote`); each supplies its nodes and ad
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -135,17 +136,25 @@ class ClusterAdmin:
                                        f"within {timeout_s:.0f}s (have {sorted(have)})")
 
     def describe(self, topic: str, admin: AdminClient | None = None,
-                 timeout_s: float = 5) -> list[PartitionState]:
+                 timeout_s: float = 15) -> list[PartitionState]:
         """Leader, replicas and ISR of each partition, from the cluster's metadata.
 
-        Brokers learn of a new topic at slightly different times, so an unknown topic is
-        asked again for up to ``timeout_s`` before it counts as absent."""
+        Asked again for up to ``timeout_s``: brokers learn of a new topic at slightly
+        different times, so an unknown topic is not yet absent; and a request the broker
+        it went to never answers (paused or stalled after the connection was made, seen
+        in CI as "Broker transport failure" once socket.timeout.ms passed) says nothing
+        about the cluster; the next try goes to a broker that is up. Each try may take up
+        to the admin client's socket timeout (5 s by default), so the bound leaves room for
+        a second and a third."""
         admin = admin or self.admin()
         t = None
+        end = time.monotonic() + timeout_s
         for attempt in Retrying(stop=stop_after_delay(timeout_s), wait=wait_fixed(0.2),
-                                reraise=True, retry=retry_if_exception_type(ClusterError)):
+                                reraise=True,
+                                retry=retry_if_exception_type((ClusterError, KafkaException))):
             with attempt:
-                md = admin.list_topics(topic=topic, timeout=timeout_s)
+                md = admin.list_topics(topic=topic,
+                                       timeout=max(0.5, end - time.monotonic()))
                 t = md.topics.get(topic)
                 if t is None or t.error is not None:
                     raise ClusterError(

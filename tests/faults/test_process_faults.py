@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import threading
+import time
 
 from chaos.faults.power import PowerLoss
 from chaos.faults.process import Kill, Pause
@@ -71,3 +73,26 @@ def test_power_loss_drops_the_unflushed_tail_but_kill_does_not(cluster, ctx):
     assert start["detail"]["lost"][str(owner)][f"{solo}-0"]["removed_batches"] > 0
     full = sorted(cluster.describe(ctx.topic)[0].replicas)
     assert start["detail"]["isr_before"] == {f"{ctx.topic}:0": full}
+
+
+def test_target_lookup_outlasts_brokers_that_stop_answering(cluster, ctx):
+    # A fault's target is read from the metadata when it starts. On a CI machine the brokers
+    # once answered no metadata request for over 5 s while no fault was active; two faults
+    # of that run failed on "Broker transport failure" (the request timed out after
+    # socket.timeout.ms) and the run had too few faults. Every broker stalls here for 7 s,
+    # longer than one request may take: the look-up must ask again, not give up.
+    admin = cluster.admin()  # socket.timeout.ms 5000
+    admin.list_topics(timeout=10)  # connected before the stall
+    brokers = [cluster.node(i) for i in sorted(cluster.brokers)]
+    for node in brokers:
+        node.pause()
+    thaw = threading.Timer(7.0, lambda: [node.unpause() for node in brokers])
+    thaw.start()
+    try:
+        started = time.monotonic()
+        parts = cluster.describe(ctx.topic, admin)
+        took = time.monotonic() - started
+    finally:
+        thaw.join()
+    assert [p.partition for p in parts] == [0] and parts[0].replicas, parts
+    assert took >= 6.5, f"answered after {took:.1f} s while every broker was paused"
