@@ -203,8 +203,10 @@ def _session_conf(spark: SparkSession, conf: dict[str, str]) -> Iterator[None]:
                 spark.conf.set(k, old)
 
 
-def check_run(run_dir: str | os.PathLike[str], spark_master: str | None = None) -> dict[str, Any]:
-    """Check one run directory: write ``results.json`` into it and return it.
+def check_run(run_dir: str | os.PathLike[str], spark_master: str | None = None,
+              write_results: bool = True) -> dict[str, Any]:
+    """Check one run directory: write ``results.json`` into it (unless ``write_results`` is
+    false) and return it.
 
     ``run_dir`` is a local path or a URI Spark can read (``hdfs://``, ``s3a://``, …).
     ``spark_master`` defaults to the active session's master, else ``local[2]``. Never
@@ -224,8 +226,8 @@ def check_run(run_dir: str | os.PathLike[str], spark_master: str | None = None) 
         results = _error_results(exc, spark_master)
     results["checker"]["seconds"] = round(time.monotonic() - started, 3)
     body = json.dumps(results, indent=2, sort_keys=False, default=str)
-    if spark is None and is_uri(run.root) and run.local is None:
-        return results  # nowhere to write without Spark's filesystem
+    if not write_results or (spark is None and is_uri(run.root) and run.local is None):
+        return results  # not asked for, or nowhere to write without Spark's filesystem
     run.write_text(RESULTS, body + "\n", spark)
     return results
 

@@ -94,19 +94,41 @@ def warm_check(master: str | None = None,
     from .check import check_run  # check imports this package's session module
 
     sweep_owned_dirs("warm-up")  # those of killed processes
-    tmp = owned_dir("warm-up")
-    # A CLI run that ends while its warm-up still checks kills this daemon thread before
-    # its finally: the exit handler removes the directory then.
-    def remove() -> None:
-        shutil.rmtree(tmp, ignore_errors=True)
-
-    atexit.register(remove)
-    try:
+    with _dirs_lock:
+        if _exiting:
+            return {}
+        tmp = owned_dir("warm-up")
+        _dirs.add(tmp)
         write_tiny_history(tmp, run_cfg)
-        return check_run(tmp, master)
+    try:
+        return check_run(tmp, master, write_results=False)
     finally:
-        remove()
-        atexit.unregister(remove)
+        with _dirs_lock:
+            _dirs.discard(tmp)
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+# A CLI run that ends while its warm-up still checks kills the daemon thread before
+# warm_check's finally; this exit handler removes the directory then. The thread runs on
+# while exit handlers do, so a directory is made (and its history written) only under the
+# lock and never once the handler has run, and the check writes nothing into it (a suite
+# once found one left: the thread had made it just as the process ended). Registered at
+# import, before any warm-up thread exists.
+_dirs_lock = threading.Lock()
+_dirs: set[Path] = set()
+_exiting = False
+
+
+def _remove_at_exit() -> None:
+    global _exiting
+    with _dirs_lock:
+        _exiting = True
+        for d in _dirs:
+            shutil.rmtree(d, ignore_errors=True)
+        _dirs.clear()
+
+
+atexit.register(_remove_at_exit)
 
 
 class WarmUp(threading.Thread):
