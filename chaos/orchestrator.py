@@ -21,13 +21,13 @@ from chaos.config import TOPIC, RunConfig
 from chaos.faults.base import FaultContext
 from chaos.nemesis import Nemesis
 from chaos.rundir import kafka_version_of, new_run_dir, record_client_versions, write_run_json
-from chaos.scenarios.base import Scenario
+from chaos.scenarios.base import DoneWhen, Scenario
 from compose.cleanup import signals_raise
 from compose.cluster import CollectFailure, KafkaCluster
 from compose.config import FAST_FAULTS, ClusterConfig
 from compose.nodes_file import load_nodes
 from compose.remote import ExternalCluster
-from contract.events import COLLECT_ERROR, INSTANT, INTERRUPTED, RUN_ERROR
+from contract.events import COLLECT_ERROR, INSTANT, INTERRUPTED, RUN_ERROR, parse_events
 from workloads import (
     ChildInterpreter,
     ConsumerConfig,
@@ -212,6 +212,11 @@ class Run:
                 deadline = min(deadline, time.monotonic() + self.scenario.settle_s)
         elif cfg.faults:
             self.nemesis.run_random(cfg.faults, cfg.targets, cfg.fault_interval, deadline)
+        elif (self.scenario and self.scenario.done_when is not None
+              and self._wait_until(self.nemesis, self.scenario.done_when, deadline)):
+            settle = self.scenario.settle_s or 0.0
+            self.step(f"the scenario's end condition holds: the workload ends in {settle:.0f}s")
+            deadline = min(deadline, time.monotonic() + settle)
         self.nemesis.wait(deadline - time.monotonic())
         stats = self.producers.stop(timeout_s=60)
         record_client_versions(self.run_dir, stats)
@@ -219,6 +224,17 @@ class Run:
         self.step("workload done: " + ", ".join(
             f"{k}: {v.get('ok', 0)} ok / {v.get('info', 0)} info / {v.get('fail', 0)} fail"
             for k, v in sorted(stats.items())))
+
+    def _wait_until(self, nemesis: Nemesis, done: DoneWhen, deadline: float) -> bool:
+        """Polls the events recorded so far until ``done`` holds (True), or until the
+        deadline passes or the run is stopped (False)."""
+        while time.monotonic() < deadline:
+            events, _ = parse_events(self.events.path.read_text(encoding="utf-8"))
+            if done(events):
+                return True
+            if nemesis.wait(min(0.5, deadline - time.monotonic())):
+                return False
+        return False
 
     def _fault_summary(self) -> str:
         if self.scenario and self.scenario.script:

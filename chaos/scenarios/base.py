@@ -9,9 +9,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from chaos.config import RunConfig
+from contract.events import Event
 
 Script = Callable[[Any], None]  # called with the run's Nemesis
 Expect = dict[str, Any]
+#: A scenario without faults that needs something to happen before its run may end: a pure
+#: test of the events recorded so far (events.jsonl, sorted by time).
+DoneWhen = Callable[[list[Event]], bool]
 
 
 @dataclass
@@ -24,6 +28,9 @@ class Scenario:
     ``settle_s``: when set, the workload ends this long after the script returns (the
     configured duration stays the upper bound), so a script that finishes early does not
     leave the run idling until the deadline; None runs the workload to its full duration.
+    ``done_when``: for a scenario with no faults, what must be in the history before the
+    workload may end; once it holds, the workload ends ``settle_s`` later (the duration is
+    still the upper bound: a run where it never holds runs to the end).
     """
 
     name: str
@@ -35,6 +42,7 @@ class Scenario:
     mechanism: list[dict[str, Any]] | Callable[[RunConfig, str], list[dict[str, Any]]] = (
         field(default_factory=list))
     settle_s: float | None = None
+    done_when: DoneWhen | None = None
 
     def run_config(self, **overrides: Any) -> RunConfig:
         """The scenario's configuration with command-line overrides applied on top."""

@@ -21,6 +21,7 @@ from chaos.config import RunConfig
 from chaos.scenarios.base import Expect, Scenario
 from chaos.scenarios.operations import ALL_REPLICAS_POWER_LOSS, STALE_TXN_REQUESTS
 from chaos.scenarios.replication import LAST_REPLICA_STANDING
+from contract.events import REBALANCE, Event
 from contract.known_bugs import BY_ID, KnownBug
 
 Side = Literal["affected", "fixed"]
@@ -52,6 +53,28 @@ def installed_client_version() -> str | None:
         return None
 
 
+#: Restarts the eof-consumer-restart workload waits for before it may end early: the
+#: mechanism needs one, and on the affected version every restart skipped (8 of 8); more make
+#: the fixed side's "no skip" rest on more than one chance.
+EOF_RESTARTS = 3
+
+
+def eof_restarts_done(events: list[Event]) -> bool:
+    """EOF_RESTARTS consumer restarts recorded, and a new consumer assigned after the last
+    (it reads the next record within the scenario's settle time: that read shows a skip)."""
+    restarts = 0
+    assigned_since = False
+    for e in events:
+        if e.kind != REBALANCE:
+            continue
+        if e.detail.get("what") == "restart":
+            restarts += 1
+            assigned_since = False
+        elif e.detail.get("what") == "assigned":
+            assigned_since = True
+    return restarts >= EOF_RESTARTS and assigned_since
+
+
 EOF_CONSUMER_RESTART = Scenario(
     name="eof-consumer-restart",
     summary="librdkafka#4844: a group consumer with enable.partition.eof=true restarts after "
@@ -67,7 +90,8 @@ EOF_CONSUMER_RESTART = Scenario(
         "librdkafka 2.2.0 to 2.13.0 store last offset + 2 after the end event in the batch "
         "path (librdkafka#4844, fixed by PR #5213 in 2.13.2), so the new consumer skips the "
         "next record: a poll-skip of exactly one offset, which the drain reads. "
-        "A restart may re-read (at least once) but must never skip."
+        "A restart may re-read (at least once) but must never skip. The workload ends 4 s "
+        "after the third restart's new consumer is assigned (40 s at most)."
     ),
     config={"brokers": 1, "partitions": 1, "replication_factor": 1, "min_insync": 1,
             "acks": "all", "producers": 1, "rate": 5.0, "consumers": 1,
@@ -78,6 +102,11 @@ EOF_CONSUMER_RESTART = Scenario(
     # affected version every restart skipped (8 of 8). A restart needs the consumer to end a
     # batch at the partition's end: under load the first came 18 s after the assignment.
     mechanism=[{"kind": "consumer-restart", "count": 1}],
+    # Restarts came every 4-12 s once the consumer had caught up (5-8 in a 40 s run): the run
+    # ends 4 s after the third restart's new consumer is assigned (~15 records at 5/s),
+    # instead of idling to the 40 s bound.
+    done_when=eof_restarts_done,
+    settle_s=4.0,
 )
 
 

@@ -94,6 +94,9 @@ ACKS1_LEADER_FAILOVER = Scenario(
             "min_insync": 1, "unclean": False, "duration": 30.0, "consumers": 1,
             "broker_config": {"replica.lag.time.max.ms": "10000"}},
     script=_acks1_script,
+    # The tail is lost at the kill and the new leader is elected before the script returns;
+    # 10 s more show the new leader serving (the run took 30 s; the script ends at ~11 s).
+    settle_s=10.0,
     # The live consumer never reads the tail: the high watermark stays where the followers
     # are, so the tail is lost, not read and then reused.
     expect={"valid": True, "anomalies": {"lost": ">0", "reused-offset": "==0",

@@ -13,13 +13,16 @@ from chaos.scenarios import SCENARIOS
 from chaos.scenarios.bugs import (
     BUG_BY_ID,
     BUGS,
+    EOF_RESTARTS,
     NOT_ATTEMPTED,
     BugEntry,
+    eof_restarts_done,
     find,
     judge,
     summary,
     tally,
 )
+from contract.events import Event
 from contract.known_bugs import BY_ID
 from tests.run.cli import CLI
 
@@ -54,6 +57,25 @@ def test_eof_restart_expectation_follows_the_client_version() -> None:
     assert sc.expect_for(cfg, "4.3.1") == {"valid": False, "anomalies": {"poll-skip": ">0"}}
     fixed = sc.expect_for(sc.run_config(client_version="2.13.2"), "4.3.1")
     assert fixed["valid"] is True and fixed["anomalies"]["poll-skip"] == "==0"
+
+
+def test_eof_restart_run_ends_after_restarts_and_a_new_assignment() -> None:
+    def rebalance(what: str, t: int) -> Event:
+        return Event(ts_ns=t, kind="rebalance", phase="instant", detail={"what": what})
+
+    cycle = [rebalance("restart", 0), rebalance("revoked", 1), rebalance("assigned", 2)]
+    events = [rebalance("assigned", -1)]
+    for _ in range(EOF_RESTARTS - 1):
+        events += cycle
+        assert not eof_restarts_done(events), len(events)
+    assert EOF_RESTARTS >= 2
+    # the last restart counts only once its new consumer holds the partition again
+    assert not eof_restarts_done([*events, *cycle[:2]])
+    assert eof_restarts_done([*events, *cycle])
+    # other readers' and other kinds' events do not count as restarts
+    other = Event(ts_ns=3, kind="phase", phase="start", detail={"what": "restart"})
+    assert not eof_restarts_done([*events, other, rebalance("assigned", 4)])
+    assert SCENARIOS["eof-consumer-restart"].done_when is eof_restarts_done
 
 
 def test_find_refuses_unknown_and_unattempted(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -16,7 +16,8 @@ from typing import Any
 import pytest
 
 from chaos.orchestrator import run
-from chaos.scenarios.bugs import BUG_BY_ID, BugEntry, Side, judge, summary
+from chaos.scenarios.bugs import BUG_BY_ID, BugEntry, Side, eof_restarts_done, judge, summary
+from contract.events import Event
 
 pytestmark = pytest.mark.cluster
 
@@ -61,6 +62,16 @@ def test_librdkafka_4844_skips_a_record_after_a_restart(tmp_path, side) -> None:
             assert ex["known_bug"]["id"] == "librdkafka#4844", ex
     else:  # the restarts happened and resumed exactly where the reader stopped
         assert res["anomalies"]["nonmonotonic-poll"]["count"] == 0
+    # The workload ended early only because its end condition held before the end.
+    start, end = (next(e["ts_ns"] for e in res["_events"] if e["kind"] == "phase"
+                       and e["detail"].get("name") == "workload" and e["phase"] == phase)
+                  for phase in ("start", "end"))
+    before = sorted((Event.from_json(e) for e in res["_events"] if e["ts_ns"] <= end),
+                    key=lambda e: e.ts_ns)
+    ran_s = (end - start) / 1e9
+    print(f"workload {ran_s:.1f} s")
+    assert entry.scenario is not None
+    assert eof_restarts_done(before) or ran_s >= entry.scenario.run_config().duration - 1, ran_s
 
 
 @pytest.mark.parametrize("side", [pytest.param("affected", id="kafka-3.9.1"),
