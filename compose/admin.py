@@ -79,6 +79,34 @@ class ClusterNode(Protocol):
     def copy_data_dir(self, dest: Path) -> None: ...
 
 
+def ask_active_controller(nodes: list[tuple[Any, str]], brokers: str, controllers: str,
+                          budget_s: float = 60.0) -> int:
+    """The node id of the active KRaft controller, asked from ``nodes`` (each a
+    :class:`ClusterNode` with the path of its kafka-metadata-quorum.sh) within ``budget_s``.
+
+    It asks through the brokers first (they forward the question to the controller they
+    follow): through the controllers the tool picks one at random, and one cut from the other
+    voters made it hang for its whole timeout (measured with the active controller cut from
+    its voters: through the controllers 40 s, 12 s and 12 s in 3 of 8 queries, through the
+    brokers 0.9-1.1 s in 8 of 8; a controller-partition run waited 105 s for a new
+    controller elected in 3 s). Then through the controllers, from each node in turn. With no
+    quorum nothing can answer: the budget bounds the wait (it was 30 s per node).
+    """
+    deadline = time.monotonic() + budget_s
+    tries = [(nodes[0], "--bootstrap-server", brokers, 15)] if nodes and brokers else []
+    tries += [(n, "--bootstrap-controller", controllers, 30) for n in nodes]
+    for (node, tool), flag, boot, timeout_s in tries:
+        left = deadline - time.monotonic()
+        if left < 5:
+            break
+        code, out = node.exec(f"{tool} {flag} {boot} describe --status",
+                              int(min(timeout_s, left)))
+        for line in out.splitlines():
+            if line.startswith("LeaderId:") and code == 0:
+                return int(line.split(":", 1)[1])
+    raise ClusterError("no node could tell the active controller")
+
+
 class ClusterAdmin:
     """Kafka-protocol operations on a cluster; subclasses set ``nodes`` and
     ``bootstrap_servers``."""

@@ -27,6 +27,7 @@ from compose.admin import (  # noqa: F401 - re-exported: callers import them fro
     ClusterError,
     CollectFailure,
     PartitionState,
+    ask_active_controller,
 )
 from compose.config import CONTROLLER_PORT, ClusterConfig
 from compose.image import resolve_image
@@ -164,17 +165,11 @@ class KafkaCluster(ClusterAdmin):
 
     def active_controller(self) -> int:
         """The node id of the active KRaft controller (asked of the quorum itself)."""
-        boot = ",".join(f"{self.nodes[v].ip}:{CONTROLLER_PORT}" for v in self.cfg.controller_ids)
-        for node in self.nodes.values():
-            if node.status() != "running":
-                continue
-            code, out = node.exec(
-                f"/opt/kafka/bin/kafka-metadata-quorum.sh --bootstrap-controller {boot} "
-                "describe --status", timeout_s=30)
-            for line in out.splitlines():
-                if line.startswith("LeaderId:") and code == 0:
-                    return int(line.split(":", 1)[1])
-        raise ClusterError("no running node could tell the active controller")
+        tool = "/opt/kafka/bin/kafka-metadata-quorum.sh"
+        running = [(n, tool) for n in self.nodes.values() if n.status() == "running"]
+        controllers = ",".join(f"{self.nodes[v].ip}:{CONTROLLER_PORT}"
+                               for v in self.cfg.controller_ids)
+        return ask_active_controller(running, self.bootstrap_servers, controllers)
 
     # ------------------------------------------------------------------ artefacts
     def collect(self, dest: Path, data: bool = False) -> list[CollectFailure]:

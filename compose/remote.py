@@ -21,7 +21,7 @@ from types import TracebackType
 import docker
 from tenacity import Retrying, retry_if_exception_type, stop_after_delay, wait_fixed
 
-from compose.admin import ClusterAdmin, ClusterError, CollectFailure
+from compose.admin import ClusterAdmin, ClusterError, CollectFailure, ask_active_controller
 from compose.node import ContainerNode
 from compose.nodes_file import RemoteNodeSpec
 from compose.ssh import SshError, SshTarget
@@ -238,14 +238,12 @@ class ExternalCluster(ClusterAdmin):
 
     def active_controller(self) -> int:
         """The active KRaft controller, asked of the quorum from a node."""
-        boot = ",".join(self.nodes[v].controller_address for v in self.controller_ids)
-        for node in self.nodes.values():
-            code, out = node.exec(f"{node.remote.kafka_home}/bin/kafka-metadata-quorum.sh "
-                                  f"--bootstrap-controller {boot} describe --status", 30)
-            for line in out.splitlines():
-                if line.startswith("LeaderId:") and code == 0:
-                    return int(line.split(":", 1)[1])
-        raise ClusterError("no node could tell the active controller")
+        nodes = list(self.nodes.values())
+        brokers = ",".join(n.client_address for n in nodes if "broker" in n.spec.roles)
+        controllers = ",".join(self.nodes[v].controller_address for v in self.controller_ids)
+        return ask_active_controller(
+            [(n, f"{n.remote.kafka_home}/bin/kafka-metadata-quorum.sh") for n in nodes],
+            brokers, controllers)
 
     def collect(self, dest: Path, data: bool = False,
                 topics: Sequence[str] | None = None) -> list[CollectFailure]:
