@@ -62,7 +62,8 @@ def test_librdkafka_4844_skips_a_record_after_a_restart(tmp_path, side) -> None:
             assert ex["known_bug"]["id"] == "librdkafka#4844", ex
     else:  # the restarts happened and resumed exactly where the reader stopped
         assert res["anomalies"]["nonmonotonic-poll"]["count"] == 0
-    # The workload ended early only because its end condition held before the end.
+    # The workload ended early only because its end condition held at some moment before
+    # the end (a restart during the settle time may make it false again by the end).
     start, end = (next(e["ts_ns"] for e in res["_events"] if e["kind"] == "phase"
                        and e["detail"].get("name") == "workload" and e["phase"] == phase)
                   for phase in ("start", "end"))
@@ -71,7 +72,8 @@ def test_librdkafka_4844_skips_a_record_after_a_restart(tmp_path, side) -> None:
     ran_s = (end - start) / 1e9
     print(f"workload {ran_s:.1f} s")
     assert entry.scenario is not None
-    assert eof_restarts_done(before) or ran_s >= entry.scenario.run_config().duration - 1, ran_s
+    held = any(eof_restarts_done(before[:i + 1]) for i in range(len(before)))
+    assert held or ran_s >= entry.scenario.run_config().duration - 1, ran_s
 
 
 @pytest.mark.parametrize("side", [pytest.param("affected", id="kafka-3.9.1"),
