@@ -321,26 +321,34 @@ def run(cfg: RunConfig, scenario: Scenario | None = None,
     r = Run(cfg, scenario, progress, client)
     handler = _log_to(r.run_dir)
     out = RunOutcome(r.run_dir)
-    try:
-        with signals_raise():
-            r.step(f"run directory {r.run_dir}")
-            r.setup()
-            r.workload()
-            r.heal_and_drain()
-            out.completed = True
-    except (KeyboardInterrupt, SystemExit) as e:
-        out.interrupted = True
-        r.events.emit(INTERRUPTED, INSTANT, [], {"signal": type(e).__name__})
-        r.step("interrupted: healing and cleaning up (history so far is kept)")
-    except Exception as e:  # noqa: BLE001 - recorded; the run dir stays checkable
-        out.error = f"{type(e).__name__}: {e}"
-        log.exception("run failed")
-        r.events.emit(RUN_ERROR, INSTANT, [], {"error": out.error})
-        r.step(f"run failed: {out.error}")
-    finally:
-        r.phase("teardown")
-        r.teardown(interrupted=out.interrupted)
-        r.step("cluster left running, as found" if cfg.bootstrap_servers else "cluster removed")
+    with signals_raise() as stop:
+        try:
+            try:
+                r.step(f"run directory {r.run_dir}")
+                r.setup()
+                r.workload()
+                r.heal_and_drain()
+                out.completed = True
+            finally:
+                # From here to the end of the teardown signals are only counted: one that
+                # lands just before this line raises (and disarms) and is handled below.
+                stop.disarm()
+        except (KeyboardInterrupt, SystemExit) as e:
+            out.interrupted = True
+            r.events.emit(INTERRUPTED, INSTANT, [], {"signal": type(e).__name__})
+            r.step("interrupted: healing and cleaning up (history so far is kept)")
+        except Exception as e:  # noqa: BLE001 - recorded; the run dir stays checkable
+            out.error = f"{type(e).__name__}: {e}"
+            log.exception("run failed")
+            r.events.emit(RUN_ERROR, INSTANT, [], {"error": out.error})
+            r.step(f"run failed: {out.error}")
+        finally:
+            r.phase("teardown")
+            r.teardown(interrupted=out.interrupted or stop.caught > 0)
+            r.step("cluster left running, as found" if cfg.bootstrap_servers
+                   else "cluster removed")
+    # a signal during the teardown of a finished run: the user asked to stop, so no check
+    out.interrupted = out.interrupted or stop.caught > 0
     try:
         if cfg.check and not out.interrupted:
             r.phase("check (PySpark)")

@@ -1,0 +1,88 @@
+"""The signal guard around a run and its cleanup (compose.cleanup.signals_raise): the first
+signal raises, every later one is counted, so no second Ctrl-C or SIGTERM can land between
+two cleanup steps and leave the cluster behind (seen in a suite: a second Ctrl-C raised from
+a log call between two teardown steps)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+# A cleanup that keeps receiving signals (the same signal twice before its handler runs is
+# delivered once, so a storm of both kinds, spaced out) and says whether it got to its end.
+_CHILD = """
+import os, signal, sys, time
+signal.signal(signal.SIGINT, signal.default_int_handler)  # a background job ignores it
+{before}
+from compose.cleanup import signals_raise
+
+def storm():
+    for _ in range(100):
+        os.kill(os.getpid(), signal.SIGINT)
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(0.002)
+
+with signals_raise() as stop:
+    try:
+        try:
+            {body}
+        finally:
+            stop.disarm()
+    except (KeyboardInterrupt, SystemExit) as e:
+        print("interrupted by", type(e).__name__, flush=True)
+    finally:
+        storm()
+        print("cleanup finished, caught", stop.caught, flush=True)
+print("handlers back:", signal.getsignal(signal.SIGINT) is {after_int},
+      signal.getsignal(signal.SIGTERM) is signal.SIG_DFL, flush=True)
+"""
+
+
+def _child(body: str, before: str = "", after_int: str = "signal.default_int_handler",
+           ) -> subprocess.CompletedProcess[str]:
+    code = _CHILD.format(body=body, before=before, after_int=after_int)
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], cwd=ROOT,
+                          capture_output=True, text=True, timeout=60)
+
+
+def _caught(out: str) -> int:
+    line = next(ln for ln in out.splitlines() if ln.startswith("cleanup finished"))
+    return int(line.rsplit(" ", 1)[1])
+
+
+def test_first_ctrl_c_raises_and_later_signals_cannot_cut_the_cleanup() -> None:
+    res = _child("os.kill(os.getpid(), signal.SIGINT); time.sleep(30)")
+    assert res.returncode == 0, res.stderr
+    assert "interrupted by KeyboardInterrupt" in res.stdout, res.stdout
+    assert _caught(res.stdout) >= 2, res.stdout  # both kinds arrived during the cleanup
+    assert "stopping already (SIGINT), cleaning up first" in res.stderr, res.stderr
+    assert "stopping already (SIGTERM)" in res.stderr, res.stderr
+    assert "handlers back: True True" in res.stdout, res.stdout
+
+
+def test_first_sigterm_exits_with_its_status_after_the_cleanup() -> None:
+    res = _child("os.kill(os.getpid(), signal.SIGTERM); time.sleep(30)")
+    assert res.returncode == 0, res.stderr
+    assert "interrupted by SystemExit" in res.stdout and _caught(res.stdout) >= 2, res.stdout
+
+
+def test_a_cleanup_after_a_finished_body_is_not_cut_by_the_first_signal() -> None:
+    # the body ended by itself: disarm() came before any signal, so none raises
+    res = _child("pass")
+    assert res.returncode == 0, res.stderr
+    assert "interrupted" not in res.stdout and _caught(res.stdout) >= 2, res.stdout
+
+
+def test_an_ignored_sigint_stays_ignored() -> None:
+    # a run started in the background (SIGINT ignored) keeps ignoring it: only SIGTERM counts
+    res = _child("os.kill(os.getpid(), signal.SIGINT); time.sleep(0.2); print('body ran on')",
+                 before="signal.signal(signal.SIGINT, signal.SIG_IGN)",
+                 after_int="signal.SIG_IGN")
+    assert res.returncode == 0, res.stderr
+    assert "body ran on" in res.stdout and "interrupted" not in res.stdout, res.stdout
+    assert "(SIGINT)" not in res.stderr and "(SIGTERM)" in res.stderr, res.stderr
+    assert "handlers back: True True" in res.stdout, res.stdout
