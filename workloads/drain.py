@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any, Literal
 
@@ -79,8 +80,16 @@ def wait_ready(admin: AdminClient, topic: str, partitions: int, brokers: int,
 
 
 def end_offsets(admin: AdminClient, topic: str, partitions: int, isolation: Isolation,
-                timeout_s: float) -> dict[int, int | None]:
-    """Each partition's end offset (ListOffsets latest), retried until known or time is up."""
+                timeout_s: float, renew: Callable[[], AdminClient] | None = None,
+                ) -> dict[int, int | None]:
+    """Each partition's end offset (ListOffsets latest), retried until known or time is up.
+
+    After a round with failures the retry goes through ``renew()``'s new client, when given:
+    librdkafka's admin ListOffsets keeps the leader epoch it cached and does not refresh its
+    metadata on FENCED_LEADER_EPOCH (seen in a suite: a drain whose client read the metadata
+    during a preferred-leader election got it for 120 s, until its timeout, while every
+    broker agreed on the new leader a moment later). A new client reads the metadata anew.
+    """
     level = (IsolationLevel.READ_COMMITTED if isolation == "read_committed"
              else IsolationLevel.READ_UNCOMMITTED)
     out: dict[int, int | None] = {p: None for p in range(partitions)}
@@ -100,6 +109,8 @@ def end_offsets(admin: AdminClient, topic: str, partitions: int, isolation: Isol
             break
         if any(off is None for off in out.values()):
             time.sleep(0.5)  # pacing a retry against a recovering cluster, not synchronising
+            if renew is not None:
+                admin = renew()
     return out
 
 
@@ -171,6 +182,7 @@ def drain(run_dir: Path, bootstrap: str, topic: str | Sequence[str],
     events.phase("drain", "start", isolation_level=isolation_level)
     t_end = time.monotonic() + timeout_s
     admin = _admin(bootstrap)
+    renew = partial(_admin, bootstrap)
     want = brokers if brokers is not None else len(bootstrap.split(","))
     hw: dict[Key, int | None] = {}
     lso: dict[Key, int | None] = {}
@@ -179,9 +191,9 @@ def drain(run_dir: Path, bootstrap: str, topic: str | Sequence[str],
     for t in topics:
         budget = max(5.0, (t_end - time.monotonic()) / 4)
         hw.update({(t, p): o for p, o in end_offsets(admin, t, counts[t], "read_uncommitted",
-                                                      budget).items()})
+                                                      budget, renew).items()})
         lso.update({(t, p): o for p, o in end_offsets(admin, t, counts[t], "read_committed",
-                                                       budget).items()})
+                                                       budget, renew).items()})
     ends = lso if isolation_level == "read_committed" else hw
     reached, records = _read(Path(run_dir), bootstrap, ends, isolation_level,
                              max(1.0, t_end - time.monotonic()))
