@@ -87,8 +87,9 @@ def end_offsets(admin: AdminClient, topic: str, partitions: int, isolation: Isol
     After a round with failures the retry goes through ``renew()``'s new client, when given:
     librdkafka's admin ListOffsets keeps the leader epoch it cached and does not refresh its
     metadata on FENCED_LEADER_EPOCH (seen in a suite: a drain whose client read the metadata
-    during a preferred-leader election got it for 120 s, until its timeout, while every
-    broker agreed on the new leader a moment later). A new client reads the metadata anew.
+    during a preferred-leader election got it for its whole end-offset budget, 60 s, while
+    every broker agreed on the new leader a moment later; it then read until its timeout).
+    A new client reads the metadata anew.
     """
     level = (IsolationLevel.READ_COMMITTED if isolation == "read_committed"
              else IsolationLevel.READ_UNCOMMITTED)

@@ -1,7 +1,7 @@
 """The drain's end offsets after the partition's leader epoch moved on under its client.
 
 Seen in a suite: the drain's admin client read the metadata during a preferred-leader
-election, and every ListOffsets it sent for that partition for 120 s came back
+election, and every ListOffsets it sent for that partition for 60 s came back
 FENCED_LEADER_EPOCH (librdkafka's admin ListOffsets does not refresh the leader epoch it
 cached), so the drain never learnt where the partition ended and the run was incomplete.
 """
