@@ -24,7 +24,8 @@ restarts when its consumer read nothing for ``stall_s`` while the group is behin
 orders' end: a suite run saw a freshly assigned consumer read nothing for 216 s after the
 faults had ended, and the next stall's librdkafka statistics showed both partitions assigned
 (group steady) but never started: fetch_state ``none``, committed offset unknown, every
-broker up — the consumer never got its committed offsets, as in librdkafka#5153 (open).
+broker up — the consumer never got its committed offsets: librdkafka#5586 (open), an
+OffsetFetch answered NOT_COORDINATOR as a whole is never retried.
 ``on_stall`` lets a caller describe the stall.
 ``chaos.check_pipeline`` then drains both topics and the checker decides
 (checkers/pipeline.py). The recorded producer's ``source=msg`` stamps each invoice with the

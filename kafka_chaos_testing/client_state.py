@@ -4,6 +4,12 @@ A consumer that stops reading gives no error; its statistics (``statistics.inter
 still say which state each assigned partition's fetcher is in (``offset-query``,
 ``offset-wait``, ``active``, ...), its leader, next offset and committed offset, and the
 state of each broker connection: the evidence a client bug report needs.
+
+``never_started`` names the shape of librdkafka#5586 (open; librdkafka 2.16 has it): when the
+OffsetFetch that follows an assignment is answered NOT_COORDINATOR for the whole request (the
+group's coordinator moved, e.g. a killed broker came back and led ``__consumer_offsets``
+again), the partition waits for its committed offset forever — no retry, no error — while
+the group looks steady. A new assignment (a rejoin) recovers it.
 """
 
 from __future__ import annotations
@@ -13,6 +19,8 @@ from typing import Any
 
 #: How often the statistics come (they are delivered inside ``poll``/``consume``).
 STATS_INTERVAL_MS = 1000
+#: librdkafka's "no offset" (RD_KAFKA_OFFSET_INVALID) in the statistics.
+OFFSET_INVALID = -1001
 
 
 class ConsumerStats:
@@ -29,6 +37,19 @@ class ConsumerStats:
             self.last = json.loads(text)
         except ValueError:  # a callback must not raise inside poll
             self.last = None
+
+    def never_started(self, topic: str) -> list[int]:
+        """Assigned partitions of ``topic`` in librdkafka#5586's shape: the group steady, the
+        fetcher in state ``none`` and no committed offset known (a fresh assignment passes
+        through it for milliseconds; a caller waits before it acts)."""
+        s = self.last
+        cgrp = (s or {}).get("cgrp") or {}
+        if s is None or cgrp.get("join_state") != "steady" or not cgrp.get("assignment_size"):
+            return []
+        parts = ((s.get("topics") or {}).get(topic) or {}).get("partitions", {})
+        return sorted(int(pid) for pid, p in parts.items()
+                      if int(pid) >= 0 and p.get("fetch_state") == "none"
+                      and p.get("committed_offset") == OFFSET_INVALID)
 
     def describe(self, topic: str) -> str:
         """One line: each partition's fetch state and offsets, each broker's state."""

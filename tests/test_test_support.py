@@ -15,6 +15,7 @@ from contract.events import END, INSTANT, OTHER_KINDS, PHASE, START
 from contract.faults import CLOSERS, FAULTS
 from contract.schemas import TABLES
 from kafka_chaos_testing.bench_data import Spec, generate
+from kafka_chaos_testing.client_state import ConsumerStats
 from kafka_chaos_testing.hand_run import hand_results, write_hand_run
 from kafka_chaos_testing.literal import History
 from kafka_chaos_testing.synthetic import PlannedFault, SyntheticSpec, write_synthetic_run
@@ -89,3 +90,29 @@ def test_the_hand_run_and_literal_histories_use_the_contract(tmp_path: Path) -> 
     h = History().write(0, 0, offset=0).drain(0, 0, 0, 0).observe(0, 0, 1, [1, 2, 3], epoch=1)
     h.event("kill", START, 10, [2], target="2").drain_end()
     assert_like_a_real_run(Path(h.save(tmp_path / "literal", parts=2)))
+
+
+def _stats(join_state: str, fetch_state: str, committed: int, assigned: int = 1) -> str:
+    return json.dumps({
+        "cgrp": {"join_state": join_state, "assignment_size": assigned},
+        "topics": {"orders": {"partitions": {
+            "-1": {"fetch_state": "none", "committed_offset": -1001},
+            "0": {"fetch_state": fetch_state, "committed_offset": committed},
+            "1": {"fetch_state": "active", "committed_offset": 40}}}}})
+
+
+@pytest.mark.parametrize(("join_state", "fetch_state", "committed", "assigned", "expect"), [
+    ("steady", "none", -1001, 2, [0]),  # librdkafka#5586: waits for its offset forever
+    ("steady", "active", -1001, 2, []),  # fetching from auto.offset.reset
+    ("steady", "none", 12, 2, []),  # its offset known
+    ("wait-assign-call", "none", -1001, 2, []),  # the assignment not applied yet
+    ("steady", "none", -1001, 0, []),  # nothing assigned
+])
+def test_consumer_stats_name_a_fetcher_that_never_started(
+        join_state: str, fetch_state: str, committed: int, assigned: int,
+        expect: list[int]) -> None:
+    stats = ConsumerStats()
+    assert stats.never_started("orders") == []  # no statistics yet
+    stats._on_stats(_stats(join_state, fetch_state, committed, assigned))
+    assert stats.never_started("orders") == expect
+    assert stats.never_started("invoices") == []
