@@ -124,7 +124,9 @@ def test_kill_the_leader_while_my_producer_writes(chaos: ChaosSession,
     assert result.count("duplicate") == 0 and result.checked("duplicate")
     assert result.count("unseen") == 0
     assert result.count("unexpected") == 0
-    assert result.nonzero == {}
+    # A rejoin reads again from the start (nothing is committed): if it came after reads,
+    # those steps back are nonmonotonic-poll across a recorded rebalance, allowed. Else none.
+    assert set(result.nonzero) <= ({"nonmonotonic-poll"} if rejoins else set()), result.nonzero
     # The kill is in the history: its start and its end, on the old leader.
     kills = [e for e in chaos.history_events() if e.kind == "kill"]
     assert [(e.phase, list(e.targets)) for e in kills] == [(START, [leader]), (END, [leader])]
