@@ -394,8 +394,8 @@ def cmd_compose_file(args: argparse.Namespace) -> int:
 
 
 def cmd_cluster_up(args: argparse.Namespace) -> int:
-    from compose.cleanup import signals_raise
     from compose.cluster import KafkaCluster
+    from compose.stop_signals import signals_raise
 
     cfg = _cluster_config(args)
     if cfg is None:

@@ -22,11 +22,11 @@ from chaos.faults.base import FaultContext
 from chaos.nemesis import Nemesis
 from chaos.rundir import kafka_version_of, new_run_dir, record_client_versions, write_run_json
 from chaos.scenarios.base import DoneWhen, Scenario
-from compose.cleanup import signals_raise
 from compose.cluster import CollectFailure, KafkaCluster
 from compose.config import FAST_FAULTS, ClusterConfig
 from compose.nodes_file import load_nodes
 from compose.remote import ExternalCluster
+from compose.stop_signals import signals_raise
 from contract.events import COLLECT_ERROR, INSTANT, INTERRUPTED, RUN_ERROR, parse_events
 from workloads import (
     ChildInterpreter,

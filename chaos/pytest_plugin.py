@@ -41,11 +41,9 @@ from __future__ import annotations
 import dataclasses
 import secrets
 import signal
-import threading
 from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -73,6 +71,7 @@ if TYPE_CHECKING:
     from chaos.user_api import ChaosSession
     from compose.cluster import KafkaCluster
     from compose.config import ClusterConfig
+    from compose.stop_signals import StopSignals
 
 __all__ = ["ChaosOptions", "ChaosResult", "ChaosRunError", "Expectation"]
 
@@ -99,6 +98,7 @@ class _Record:
 
 _RECORDS = pytest.StashKey[list[_Record]]()
 _SUMMARY = pytest.StashKey[list[tuple[str, str, _Record]]]()
+_STOP: pytest.StashKey[StopSignals] = pytest.StashKey()
 
 
 # ---------------------------------------------------------------------- options, markers
@@ -131,26 +131,24 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def _terminate_as_interrupt(config: pytest.Config) -> None:
-    """SIGTERM and SIGHUP end the session as Ctrl-C does: pytest stops, tears every fixture
-    down (clusters, faults, workload processes) and exits 2. By default they kill the
-    process on the spot and leave the session's clusters running. A handler someone else
-    installed is left alone; the previous handlers come back when the session ends."""
-    if threading.current_thread() is not threading.main_thread():
-        return
+    """Ctrl-C, SIGTERM and SIGHUP end the session alike, and only the first one does: pytest
+    stops, tears every fixture down (clusters, faults, workload processes) and exits 2; a
+    signal during that teardown is counted and acknowledged, not raised, so it cannot cut a
+    cluster's removal short (``compose.stop_signals.StopSignals``). By default SIGTERM and
+    SIGHUP kill the process on the spot, and a second Ctrl-C raises wherever the teardown
+    is; both leave the session's clusters running until the next start sweeps them. A
+    handler someone else installed is left alone; the old handlers come back when the
+    session ends. A first signal a test body catches itself re-arms the guard at the next
+    test (``pytest_runtest_setup``)."""
+    from compose.stop_signals import StopSignals, install
 
-    def interrupt(signum: int, frame: FrameType | None) -> None:
-        raise KeyboardInterrupt(f"signal {signal.Signals(signum).name}")
+    def ours(sig: signal.Signals, handler: object) -> bool:
+        default = signal.default_int_handler if sig == signal.SIGINT else signal.SIG_DFL
+        return handler in (default, None)
 
-    old = {}
-    for sig in (signal.SIGTERM, signal.SIGHUP):
-        if signal.getsignal(sig) in (signal.SIG_DFL, None):
-            old[sig] = signal.signal(sig, interrupt)
-
-    def restore() -> None:
-        for sig, handler in old.items():
-            signal.signal(sig, handler)
-
-    config.add_cleanup(restore)
+    stop = StopSignals(interrupt=True)
+    config.stash[_STOP] = stop
+    config.add_cleanup(install(stop, ours))
 
 
 def _options(config: pytest.Config) -> ChaosOptions:
@@ -341,6 +339,15 @@ def chaos(request: pytest.FixtureRequest, kafka_cluster: KafkaCluster,
 
 
 # ---------------------------------------------------------------------- hooks
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """A test starts: a signal that disarmed the session's guard did not end the session
+    (the test it interrupted caught it), so the next one must raise again."""
+    stop = item.config.stash.get(_STOP, None)
+    if stop is not None:
+        stop.rearm()
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item: pytest.Item) -> Generator[None, object, object]:
     """After a passing test body, judges each of its runs against the expectations."""

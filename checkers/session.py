@@ -7,6 +7,7 @@ import contextlib
 import os
 import re
 import shutil
+import signal
 import tempfile
 import threading
 from collections.abc import Iterator
@@ -42,6 +43,24 @@ def _jvm_environment() -> Iterator[None]:
     finally:
         for key in added:
             os.environ.pop(key, None)
+
+@contextlib.contextmanager
+def _own_sigint_kept() -> Iterator[None]:
+    """A new SparkContext replaces the SIGINT handler of the main thread for good (its own
+    cancels every job, then raises). Python's default handler may go, but one the process
+    chose stays: an ignored SIGINT (a background job), or a guard that counts a second
+    Ctrl-C instead of letting it cut a cluster's removal short (compose.stop_signals, the
+    pytest plugin for a whole session)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    before = signal.getsignal(signal.SIGINT)
+    try:
+        yield
+    finally:
+        if before is not signal.default_int_handler and before is not None:
+            signal.signal(signal.SIGINT, before)
+
 
 # Spark prints INFO/WARN lines by the hundred; a checker run should print only its verdict.
 _LOG4J2 = """\
@@ -174,7 +193,7 @@ def build_session(master: str | None = None, shuffle_partitions: int | None = No
             if "=" in item:
                 key, value = item.split("=", 1)
                 builder = builder.config(key.strip(), value.strip())
-        with _jvm_environment():
+        with _jvm_environment(), _own_sigint_kept():
             spark = builder.getOrCreate()
         spark.sparkContext.setLogLevel("ERROR")
         return spark

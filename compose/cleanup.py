@@ -10,12 +10,7 @@ removes every labelled resource.
 from __future__ import annotations
 
 import os
-import signal
 import sys
-import threading
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager, suppress
-from types import FrameType
 
 import docker
 
@@ -97,60 +92,6 @@ def sweep_orphans(client: docker.DockerClient) -> int:
         if not pid_alive(pid):
             removed += sweep_cluster(client, cluster)
     return removed
-
-
-class StopSignals:
-    """SIGINT, SIGTERM and SIGHUP while something must be cleaned up (``signals_raise``).
-
-    Only the first signal raises (KeyboardInterrupt for SIGINT, SystemExit(128 + n) for the
-    others, so ``finally`` blocks and context managers run); it disarms the guard as it
-    raises. Once disarmed — by that first signal or by ``disarm()`` before the cleanup
-    starts — a signal is only counted and acknowledged on stderr: an impatient second Ctrl-C
-    must not cut the cleanup short at whatever line it lands on (seen in a suite: one raised
-    from a log call between two teardown steps and the cluster was left behind). The cleanup
-    is bounded by its own timeouts; SIGKILL stays for a user who cannot wait, and the next
-    start sweeps what that leaves (``sweep_orphans``)."""
-
-    def __init__(self) -> None:
-        self.armed = True
-        self.caught = 0  # signals that arrived while disarmed
-
-    def disarm(self) -> None:
-        """From now on signals are counted, not raised (call it before the cleanup)."""
-        self.armed = False
-
-    def handle(self, signum: int, frame: FrameType | None) -> None:
-        if self.armed:
-            self.armed = False
-            if signum == signal.SIGINT:
-                raise KeyboardInterrupt
-            raise SystemExit(128 + signum)
-        self.caught += 1
-        # os.write: print() here could re-enter a buffered write the main thread is in
-        with suppress(OSError):
-            os.write(2, f"kafka-chaos: stopping already ({signal.Signals(signum).name}), "
-                        "cleaning up first\n".encode())
-
-
-@contextmanager
-def signals_raise() -> Iterator[StopSignals]:
-    """Guards a block that starts things and the cleanup that must follow (``StopSignals``);
-    the previous handlers come back at its end. A signal the process ignores (SIGINT in a
-    background job, SIGHUP under nohup) stays ignored. Only in the main thread; elsewhere
-    the guard does nothing (Python delivers signals to the main thread only)."""
-    stop = StopSignals()
-    if threading.current_thread() is not threading.main_thread():
-        yield stop
-        return
-    old: dict[signal.Signals, Callable | int | None] = {}
-    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-        if signal.getsignal(sig) is not signal.SIG_IGN:
-            old[sig] = signal.signal(sig, stop.handle)
-    try:
-        yield stop
-    finally:
-        for sig, h in old.items():
-            signal.signal(sig, h)
 
 
 def main() -> int:

@@ -4,12 +4,16 @@ check's process tree under 4 GB, checkers/README.md), set for the JVM only."""
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from checkers import session
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.spark
@@ -45,3 +49,32 @@ def test_the_jvm_environment_is_set_only_while_the_jvm_starts(
 ])
 def test_a_collector_the_user_chose_is_not_doubled(opts: str, added: str) -> None:
     assert session._collector(opts) == added
+
+
+_SIGINT_CHILD = """
+import signal
+signal.signal(signal.SIGINT, signal.default_int_handler)  # a background job ignores it
+from checkers.session import build_session
+from compose.stop_signals import StopSignals, install
+
+build_session("local[1]").stop()
+print("python's default replaced:", signal.getsignal(signal.SIGINT) is not
+      signal.default_int_handler, flush=True)
+stop = StopSignals(interrupt=True)
+install(stop, lambda sig, handler: True)
+build_session("local[1]")
+print("guard kept:", signal.getsignal(signal.SIGINT) == stop.handle, flush=True)
+"""
+
+
+def test_a_new_spark_context_keeps_a_sigint_guard_the_process_installed() -> None:
+    # PySpark's SparkContext installs its own SIGINT handler (raise on every Ctrl-C); the
+    # pytest plugin's guard, which lets only the first Ctrl-C raise, must survive a check
+    # that starts Spark in the session, or a second Ctrl-C could cut a cluster's removal.
+    env = {**os.environ, "KAFKA_CHAOS_SPARK_DRIVER_MEMORY": "512m"}
+    res = subprocess.run([sys.executable, "-c", _SIGINT_CHILD], cwd=ROOT, env=env,
+                         capture_output=True, text=True, timeout=180)
+    assert res.returncode == 0, res.stderr[-3000:]
+    # the first line proves the second could fail: Spark does replace a default handler
+    assert "python's default replaced: True" in res.stdout, res.stdout
+    assert "guard kept: True" in res.stdout, res.stdout

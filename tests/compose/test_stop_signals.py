@@ -1,4 +1,4 @@
-"""The signal guard around a run and its cleanup (compose.cleanup.signals_raise): the first
+"""The signal guard around a run and its cleanup (compose.stop_signals.signals_raise): the first
 signal raises, every later one is counted, so no second Ctrl-C or SIGTERM can land between
 two cleanup steps and leave the cluster behind (seen in a suite: a second Ctrl-C raised from
 a log call between two teardown steps)."""
@@ -18,7 +18,7 @@ _CHILD = """
 import os, signal, sys, time
 signal.signal(signal.SIGINT, signal.default_int_handler)  # a background job ignores it
 {before}
-from compose.cleanup import signals_raise
+from compose.stop_signals import signals_raise
 
 def storm():
     for _ in range(100):

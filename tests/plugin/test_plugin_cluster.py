@@ -53,26 +53,45 @@ def test_same_cluster_in_the_session(kafka_cluster):
 
 
 @pytest.mark.cluster
-def test_sigterm_tears_the_session_cluster_down(
+def test_sigterm_tears_the_session_cluster_down_and_later_signals_cannot_cut_it(
         pytester: pytest.Pytester, docker_client: docker.DockerClient) -> None:
     # SIGTERM (a CI runner's cancel, a container stop) ends the session as Ctrl-C does:
-    # fixtures are torn down, so the session's cluster goes with it
+    # fixtures are torn down, so the session's cluster goes with it. An impatient user then
+    # sends Ctrl-C and SIGTERM again and again while the cluster is being removed: only the
+    # first signal raised; the storm (every 20 ms until the removal's last step has run)
+    # is counted, so no later signal can leave the cluster behind.
+    pytester.makeconftest("""
+import signal
+signal.signal(signal.SIGINT, signal.default_int_handler)  # a background job ignores it
+""")
     pytester.makepyfile("""
-import os, signal, time
+import os, signal, threading, time
+
+def storm(cluster):
+    sent, deadline = 0, time.monotonic() + 120
+    while cluster.nodes and time.monotonic() < deadline:  # stop() clears them last
+        os.kill(os.getpid(), signal.SIGINT if sent % 2 else signal.SIGTERM)
+        sent += 1
+        time.sleep(0.02)
+    print(f"STORM {sent}", flush=True)  # one write: pytest writes beside it
 
 def test_terminated(kafka_cluster):
     print("CLUSTER", kafka_cluster.name, flush=True)
-    os.kill(os.getpid(), signal.SIGTERM)
+    threading.Thread(target=storm, args=(kafka_cluster,)).start()
     time.sleep(120)
 
 def test_never_reached():
     pass
 """)
     res = pytester.runpytest_subprocess("--chaos-brokers", "1", "-s", timeout=300)
-    out = res.stdout.str()
+    out, err = res.stdout.str(), res.stderr.str()
     found = re.search(r"CLUSTER (\w+)", out)
-    assert found, out + res.stderr.str()
-    assert res.ret == pytest.ExitCode.INTERRUPTED, out
+    assert found, out + err
+    assert res.ret == pytest.ExitCode.INTERRUPTED, out + err
     assert "KeyboardInterrupt: signal SIGTERM" in out
     assert "test_never_reached" not in out
     assert not left_behind(docker_client, {LABEL_CLUSTER: found.group(1)}, set())
+    storm = re.search(r"STORM (\d+)", out)
+    assert storm and int(storm.group(1)) >= 10, out  # the removal took 200 ms at least
+    assert "stopping already (SIGINT), cleaning up first" in err, err
+    assert "stopping already (SIGTERM), cleaning up first" in err, err

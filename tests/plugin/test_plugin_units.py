@@ -15,6 +15,8 @@ from chaos.plugin_result import ChaosResult, Expectation
 from chaos.progress import Progress, bar
 from tests.plugin.fakes import write_run
 
+pytest_plugins = ["pytester"]
+
 
 def test_expectation_misses(tmp_path) -> None:
     r = ChaosResult.from_run_dir(write_run(tmp_path, counts={"lost": 3}, allowed={"lost"}))
@@ -92,3 +94,28 @@ def test_loading_the_plugin_imports_nothing_heavy() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout.strip()
     assert out == "[]"
+
+
+def test_a_signal_a_test_caught_itself_leaves_the_guard_armed(pytester: pytest.Pytester) -> None:
+    # The session's guard lets only its first signal raise. A test that caught that
+    # KeyboardInterrupt itself did not end the session, so at the next test the guard is
+    # armed again: a later SIGTERM still interrupts (it is not merely counted).
+    pytester.makepyfile("""
+import os, signal, time
+import pytest
+
+def test_catches_it():
+    with pytest.raises(KeyboardInterrupt):
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(30)
+
+def test_is_interrupted():
+    os.kill(os.getpid(), signal.SIGTERM)
+    time.sleep(30)
+    print("NOT INTERRUPTED")
+""")
+    res = pytester.runpytest_subprocess("-s", timeout=120)
+    out, err = res.stdout.str(), res.stderr.str()
+    assert res.ret == pytest.ExitCode.INTERRUPTED, out + err
+    assert "NOT INTERRUPTED" not in out and "stopping already" not in err, out + err
+    assert "1 passed" in out, out  # the first test caught its signal and went on

@@ -1,0 +1,91 @@
+"""The signal guard around whatever starts clusters and must clean them up: the first
+SIGINT, SIGTERM or SIGHUP raises, every later one is counted, so an impatient second Ctrl-C
+cannot cut a cleanup short between two of its steps.
+
+Standard library only: the pytest plugin installs it for a whole session without importing
+Docker (``chaos.pytest_plugin``)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
+from types import FrameType
+
+#: The signals a guard handles: Ctrl-C, a CI runner's cancel or ``docker stop``, a closed
+#: terminal.
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+class StopSignals:
+    """SIGINT, SIGTERM and SIGHUP while something must be cleaned up (``signals_raise``).
+
+    Only the first signal raises (KeyboardInterrupt for SIGINT, SystemExit(128 + n) for the
+    others, so ``finally`` blocks and context managers run; KeyboardInterrupt for every
+    signal with ``interrupt=True``, as pytest needs to end a session); it disarms the guard
+    as it raises. Once disarmed — by that first signal or by ``disarm()`` before the cleanup
+    starts — a signal is only counted and acknowledged on stderr: an impatient second Ctrl-C
+    must not cut the cleanup short at whatever line it lands on (seen in a suite: one raised
+    from a log call between two teardown steps and the cluster was left behind). The cleanup
+    is bounded by its own timeouts; SIGKILL stays for a user who cannot wait, and the next
+    start sweeps what that leaves (``compose.cleanup.sweep_orphans``)."""
+
+    def __init__(self, interrupt: bool = False) -> None:
+        self.armed = True
+        self.interrupt = interrupt
+        self.caught = 0  # signals that arrived while disarmed
+
+    def disarm(self) -> None:
+        """From now on signals are counted, not raised (call it before the cleanup)."""
+        self.armed = False
+
+    def rearm(self) -> None:
+        """The next signal raises again (its raise was handled and the work goes on)."""
+        self.armed = True
+
+    def handle(self, signum: int, frame: FrameType | None) -> None:
+        if self.armed:
+            self.armed = False
+            if self.interrupt:
+                raise KeyboardInterrupt(f"signal {signal.Signals(signum).name}")
+            if signum == signal.SIGINT:
+                raise KeyboardInterrupt
+            raise SystemExit(128 + signum)
+        self.caught += 1
+        # os.write: print() here could re-enter a buffered write the main thread is in
+        with suppress(OSError):
+            os.write(2, f"kafka-chaos: stopping already ({signal.Signals(signum).name}), "
+                        "cleaning up first\n".encode())
+
+
+def install(stop: StopSignals,
+            replaceable: Callable[[signal.Signals, object], bool]) -> Callable[[], None]:
+    """``stop.handle`` for each of STOP_SIGNALS whose handler ``replaceable`` accepts (in the
+    main thread only: Python delivers signals there); returns what puts the old ones back."""
+    old: dict[signal.Signals, Callable | int | None] = {}
+    if threading.current_thread() is threading.main_thread():
+        for sig in STOP_SIGNALS:
+            if replaceable(sig, signal.getsignal(sig)):
+                old[sig] = signal.signal(sig, stop.handle)
+
+    def restore() -> None:
+        for sig, handler in old.items():
+            signal.signal(sig, handler)
+
+    return restore
+
+
+@contextmanager
+def signals_raise() -> Iterator[StopSignals]:
+    """Guards a block that starts things and the cleanup that must follow (``StopSignals``);
+    the previous handlers come back at its end. A signal the process ignores (SIGINT in a
+    background job, SIGHUP under nohup) stays ignored. Only in the main thread; elsewhere
+    the guard does nothing (Python delivers signals to the main thread only)."""
+    stop = StopSignals()
+    restore = install(stop, lambda sig, handler: handler is not signal.SIG_IGN)
+    try:
+        yield stop
+    finally:
+        restore()
