@@ -58,7 +58,7 @@ def test_sigterm_tears_the_session_cluster_down_and_later_signals_cannot_cut_it(
     # SIGTERM (a CI runner's cancel, a container stop) ends the session as Ctrl-C does:
     # fixtures are torn down, so the session's cluster goes with it. An impatient user then
     # sends Ctrl-C and SIGTERM again and again while the cluster is being removed: only the
-    # first signal raised; the storm (every 20 ms until the removal's last step has run)
+    # first signal raised; the storm after it (every 20 ms until the removal's last step)
     # is counted, so no later signal can leave the cluster behind.
     pytester.makeconftest("""
 import signal
@@ -67,7 +67,8 @@ signal.signal(signal.SIGINT, signal.default_int_handler)  # a background job ign
     pytester.makepyfile("""
 import os, signal, threading, time
 
-def storm(cluster):
+def storm(cluster, raised):
+    raised.wait(120)  # the first signal has raised: the rest land in the teardown
     sent, deadline = 0, time.monotonic() + 120
     while cluster.nodes and time.monotonic() < deadline:  # stop() clears them last
         os.kill(os.getpid(), signal.SIGINT if sent % 2 else signal.SIGTERM)
@@ -77,8 +78,13 @@ def storm(cluster):
 
 def test_terminated(kafka_cluster):
     print("CLUSTER", kafka_cluster.name, flush=True)
-    threading.Thread(target=storm, args=(kafka_cluster,)).start()
-    time.sleep(120)
+    raised = threading.Event()
+    threading.Thread(target=storm, args=(kafka_cluster, raised)).start()
+    try:
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(120)
+    finally:
+        raised.set()
 
 def test_never_reached():
     pass
