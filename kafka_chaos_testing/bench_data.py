@@ -4,7 +4,9 @@ A log per partition holds every write that landed (ok writes and half of the inf
 in order; the drain reads every log; consumer ``c0`` reads partition 0 in assign mode. A few
 anomalies of most kinds are injected so that every check has work: lost records (never
 read), duplicates (read again past the log end), swapped neighbours (offset mismatch,
-reorder), failed writes that are visible, undecodable values, consumer skips and rewinds.
+reorder), failed writes that are visible, undecodable values, consumer skips and rewinds,
+reused offsets (consumer ``c1`` read records the log no longer holds) and reads before
+their write.
 Tables in the contract's schemas and events as real runs write them (:mod:`.tables`).
 """
 
@@ -122,7 +124,27 @@ def generate(spec: Spec, run_dir: str) -> dict[str, int]:
         "partition": d_part[c], "offset": c_off, "producer": d_prod[c], "seq": d_seq[c],
         "valid": valid[c],
     }
-    cols = {key: np.concatenate([drain[key], consumer[key]]) for key in drain}
+    # consumer c1 reads the first twentieth of partition 1, one record per poll; where the
+    # drain read another record it sees a few records the log no longer holds (never
+    # drained: a truncated tail's, so those offsets were reused), and a few of its reads
+    # come 2 s before their write's first attempt (read-before-write)
+    c1 = np.flatnonzero(d_part == 1)
+    c1 = c1[np.argsort(d_off[c1], kind="stable")][: c1.size // 20]
+    c1_prod, c1_seq, c1_valid = d_prod[c1].copy(), d_seq[c1].copy(), valid[c1].copy()
+    gone = li[~keep]
+    gone = gone[partition[gone] == 1][: c1.size]
+    slots = rnd.choice(c1.size, size=gone.size, replace=False)
+    c1_prod[slots], c1_seq[slots], c1_valid[slots] = producer[gone], seq[gone], True
+    c1_ns = invoke[c1_seq * spec.producers + c1_prod] + 5_000_000  # write i: seq*P + producer
+    early = rnd.random(c1.size) < 0.0005
+    c1_ns[early] -= 2_005_000_000
+    reused = {
+        "reader": np.full(c1.size, "c1"), "mode": np.full(c1.size, "assign"),
+        "poll": np.arange(c1.size, dtype=np.int64), "read_ns": c1_ns,
+        "partition": d_part[c1], "offset": d_off[c1], "producer": c1_prod, "seq": c1_seq,
+        "valid": c1_valid,
+    }
+    cols = {key: np.concatenate([drain[key], consumer[key], reused[key]]) for key in drain}
     bad = ~cols["valid"]
     reads = table("reads", {
         "reader": cols["reader"], "mode": cols["mode"], "poll": cols["poll"],
