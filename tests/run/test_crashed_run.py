@@ -102,6 +102,9 @@ def crashed(tmp_path_factory: pytest.TempPathFactory,
         children = _children(proc.pid)
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=30)
+        # What the kill left, at once: any other kafka-chaos process starting a cluster on
+        # this machine sweeps orphans too (suite 74 lost them to one while the check ran).
+        left_by_kill = _owned(docker_client, proc.pid)
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -116,9 +119,8 @@ def crashed(tmp_path_factory: pytest.TempPathFactory,
         check = subprocess.run([sys.executable, "-m", "chaos", "check", str(run_dir)],
                                capture_output=True, text=True, timeout=900)
         results = json.loads((run_dir / "results.json").read_text())
-        # What the kill left, and what the next start's sweep (its first step) leaves: done
-        # here, so no test of this module leaves the killed run's cluster behind it.
-        left_by_kill = _owned(docker_client, proc.pid)
+        # What the next start's sweep (its first step) leaves: done here, so no test of this
+        # module leaves the killed run's cluster behind it.
         sweep_orphans(docker_client)
         yield Crashed(run_dir, proc.pid, children, check.returncode, results, left_by_kill,
                       _owned(docker_client, proc.pid))

@@ -214,8 +214,11 @@ def test_a_killed_run_is_swept_by_the_next_start(tmp_path, docker_client):
     try:
         proc.send_signal(signal.SIGKILL)
         _until_exit(proc, lines, 30)
-        # at once: any other session's cluster start sweeps orphans too
+        # at once: any other kafka-chaos process on this machine starting a cluster or a
+        # checker sweeps orphans too (suite 74 lost the scratch to one within seconds)
         left = _left(docker_client, proc)
+        # its checker's scratch too (the JVM started while the cluster did), named by its pid
+        scratch = _scratch(proc.pid)
         # its workload processes notice that their parent is gone and end too
         ended = _group_ended(proc.pid, 30)
     finally:
@@ -224,8 +227,6 @@ def test_a_killed_run_is_swept_by_the_next_start(tmp_path, docker_client):
             proc.wait()
     assert ended, "workload processes outlived the SIGKILLed run by 30 s"
     assert left, "a SIGKILLed run left nothing: this test tests nothing"
-    # its checker's scratch too (the JVM started while the cluster did), named by its pid
-    scratch = _scratch(proc.pid)
     assert any("-spark-" in name for name in scratch), scratch
     sweep_orphans(docker_client)
     assert not _left(docker_client, proc)
