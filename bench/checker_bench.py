@@ -7,12 +7,13 @@ definitions, on synthetic histories of 1M and 10M writes (and about as many read
 Each side runs as its own process, timed from launch to exit (Spark's start included); peak
 memory is the largest resident set of that process tree (python + JVM), sampled every
 0.1 s. Both must report the same counts. Synthetic histories are generated once per size
-and reused.
+and reused until the generator's source changes.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import subprocess
@@ -26,6 +27,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from kafka_chaos_testing import bench_data  # noqa: E402
 from kafka_chaos_testing.bench_data import Spec, generate  # noqa: E402
 
 PAGE = os.sysconf("SC_PAGE_SIZE")
@@ -88,15 +90,23 @@ def measure(cmd: list[str]) -> dict[str, Any]:
     }
 
 
+def _generator_digest() -> str:
+    """The generator's source, hashed: a history written by an older generator is stale."""
+    return hashlib.sha256(Path(bench_data.__file__).read_bytes()).hexdigest()[:16]
+
+
 def ensure_data(spec: Spec, run_dir: Path) -> dict[str, int]:
     marker = run_dir / "bench-spec.json"
-    if marker.exists() and json.loads(marker.read_text()).get("spec") == asdict(spec):
-        return dict(json.loads(marker.read_text())["sizes"])
+    made = {"spec": asdict(spec), "generator": _generator_digest()}
+    if marker.exists():
+        old = json.loads(marker.read_text())
+        if {k: old.get(k) for k in made} == made:
+            return dict(old["sizes"])
     if run_dir.exists():
         subprocess.run(["rm", "-rf", str(run_dir)], check=True)
     run_dir.mkdir(parents=True)
     sizes = generate(spec, str(run_dir))
-    marker.write_text(json.dumps({"spec": asdict(spec), "sizes": sizes}))
+    marker.write_text(json.dumps(made | {"sizes": sizes}))
     return sizes
 
 
