@@ -98,7 +98,6 @@ class _Record:
 
 _RECORDS = pytest.StashKey[list[_Record]]()
 _SUMMARY = pytest.StashKey[list[tuple[str, str, _Record]]]()
-_STOP: pytest.StashKey[StopSignals] = pytest.StashKey()
 
 
 # ---------------------------------------------------------------------- options, markers
@@ -138,8 +137,7 @@ def _terminate_as_interrupt(config: pytest.Config) -> None:
     SIGHUP kill the process on the spot, and a second Ctrl-C raises wherever the teardown
     is; both leave the session's clusters running until the next start sweeps them. A
     handler someone else installed is left alone; the old handlers come back when the
-    session ends. A first signal a test body catches itself re-arms the guard at the next
-    test (``pytest_runtest_setup``)."""
+    session ends."""
     from compose.stop_signals import StopSignals, install
 
     def ours(sig: signal.Signals, handler: object) -> bool:
@@ -147,8 +145,27 @@ def _terminate_as_interrupt(config: pytest.Config) -> None:
         return handler in (default, None)
 
     stop = StopSignals(interrupt=True)
-    config.stash[_STOP] = stop
     config.add_cleanup(install(stop, ours))
+    config.pluginmanager.register(_SessionGuard(stop), "kafka-chaos-session-guard")
+
+
+class _SessionGuard:
+    """Keeps the session's signal guard in step with pytest (registered as a plugin)."""
+
+    def __init__(self, stop: StopSignals) -> None:
+        self.stop = stop
+
+    def pytest_keyboard_interrupt(self) -> None:
+        """The session is interrupted and its teardown comes next, whoever raised: this
+        guard, a chaos run's own (that stopped the run; ``chaos_run`` then raises
+        KeyboardInterrupt) or PySpark's. From now on signals are only counted."""
+        self.stop.disarm()
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_setup(self) -> None:
+        """A test starts: a signal that disarmed the guard did not end the session (the
+        test it interrupted caught it), so the next one must raise again."""
+        self.stop.rearm()
 
 
 def _options(config: pytest.Config) -> ChaosOptions:
@@ -339,15 +356,6 @@ def chaos(request: pytest.FixtureRequest, kafka_cluster: KafkaCluster,
 
 
 # ---------------------------------------------------------------------- hooks
-@pytest.hookimpl(tryfirst=True)
-def pytest_runtest_setup(item: pytest.Item) -> None:
-    """A test starts: a signal that disarmed the session's guard did not end the session
-    (the test it interrupted caught it), so the next one must raise again."""
-    stop = item.config.stash.get(_STOP, None)
-    if stop is not None:
-        stop.rearm()
-
-
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item: pytest.Item) -> Generator[None, object, object]:
     """After a passing test body, judges each of its runs against the expectations."""

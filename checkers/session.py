@@ -44,6 +44,7 @@ def _jvm_environment() -> Iterator[None]:
         for key in added:
             os.environ.pop(key, None)
 
+
 @contextlib.contextmanager
 def _own_sigint_kept() -> Iterator[None]:
     """A new SparkContext replaces the SIGINT handler of the main thread for good (its own
