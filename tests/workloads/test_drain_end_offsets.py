@@ -8,6 +8,8 @@ cached), so the drain never learnt where the partition ended and the run was inc
 
 from __future__ import annotations
 
+import logging
+
 import pytest
 from tenacity import Retrying, stop_after_delay, wait_fixed
 
@@ -17,12 +19,8 @@ from workloads.drain import _admin, end_offsets
 pytestmark = pytest.mark.cluster
 
 
-def test_end_offsets_outlive_a_leader_epoch_the_client_cached(cluster: KafkaCluster,
-                                                              topic: str) -> None:
-    boot = cluster.bootstrap_servers
-    stale = _admin(boot)
-    # the client caches each partition's leader and leader epoch
-    assert end_offsets(stale, topic, 3, "read_uncommitted", 15) == {0: 0, 1: 0, 2: 0}
+def _move_leader(cluster: KafkaCluster, topic: str) -> None:
+    """Partition 0 gets a new leader (a new epoch) and every replica is back in its ISR."""
     leader = cluster.describe(topic)[0].leader
     node = cluster.node(leader)
     node.pause()  # the controller fences it and elects another leader: a new epoch
@@ -34,9 +32,26 @@ def test_end_offsets_outlive_a_leader_epoch_the_client_cached(cluster: KafkaClus
         node.unpause()
     cluster.wait_partitions(topic, timeout_s=90)  # back in the ISR, epochs agreed
 
-    # the client as it was: its cached epoch is refused (what the drain met)
-    without = end_offsets(stale, topic, 3, "read_uncommitted", 5)
-    assert without[0] is None, without
+
+def test_end_offsets_outlive_a_leader_epoch_the_client_cached(
+        cluster: KafkaCluster, topic: str, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="kafka_chaos.workloads.drain")  # each refusal
+    boot = cluster.bootstrap_servers
+    # The client as it was after the leader moved: its cached epoch is refused (what the
+    # drain met). Not every time: in suite 77 the client's next round got every offset
+    # (its error then is in the captured log), so the move is tried up to three times.
+    without: dict[int, int | None] = {}
+    for _ in range(3):
+        stale = _admin(boot)
+        # the client caches each partition's leader and leader epoch
+        assert end_offsets(stale, topic, 3, "read_uncommitted", 15) == {0: 0, 1: 0, 2: 0}
+        _move_leader(cluster, topic)
+        without = end_offsets(stale, topic, 3, "read_uncommitted", 5)
+        if without[0] is None:
+            break
+    else:
+        pytest.fail(f"three leader moves, and the cached epoch was never refused for 5 s "
+                    f"(last: {without}): this test tests nothing")
     # renewing the client after a failed round gets every end offset
     renewed = end_offsets(stale, topic, 3, "read_uncommitted", 15, lambda: _admin(boot))
     assert renewed == {0: 0, 1: 0, 2: 0}, renewed
