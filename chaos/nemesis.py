@@ -12,7 +12,7 @@ from typing import Any
 
 from chaos.faults.base import Fault, FaultContext, FaultError
 from chaos.faults.factory import draw_params, make_fault
-from compose.cluster import ClusterError
+from compose.admin import ClusterError
 from contract.events import FAULT_ERROR, INSTANT, NEMESIS_ERROR
 
 log = logging.getLogger("kafka_chaos.nemesis")

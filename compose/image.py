@@ -25,8 +25,10 @@ import tempfile
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import docker
+if TYPE_CHECKING:  # imported where used: validating a version (the CLI) needs no Docker
+    import docker
 
 HERE = Path(__file__).resolve().parent
 POM = HERE / "maven" / "pom.xml"
@@ -61,6 +63,8 @@ def _sha(*parts: bytes | str) -> str:
 
 
 def _image_exists(client: docker.DockerClient, tag: str) -> bool:
+    import docker
+
     try:
         client.images.get(tag)
         return True
@@ -225,6 +229,8 @@ def build_kafka_image(version: str = DEFAULT_KAFKA_VERSION) -> str:
     """Builds (or finds cached) the local Kafka image for ``version``; returns its tag."""
     if not SUPPORTED_VERSIONS.match(version):
         raise ImageError(f"unsupported Kafka version {version!r}: use 3.9.x or 4.x (KRaft)")
+    import docker
+
     client = docker.from_env()
     base = ensure_base(client)
     tag = f"kafka-chaos/kafka:{version}-{_inputs_hash(base, version)}"

@@ -9,8 +9,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from contract.schemas import DRAIN_READER
-
 READ_COMMITTED = "read_committed"
 READ_UNCOMMITTED = "read_uncommitted"
 #: The values a run accepts: acks (``-1`` is also accepted, as ``all``), consumer isolation
@@ -189,6 +187,9 @@ def settings_from_run(run: dict[str, Any]) -> Settings:
         eof = (c.get("consumer_config") or {}).get("enable.partition.eof")
         if eof is not None:
             reader_eof[str(c["id"])] = _truthy(eof, False)
+    # imported here: validating settings (the CLI's bad input) needs no pyarrow
+    from contract.schemas import DRAIN_READER
+
     drain = workload.get("drain") or {}
     if isinstance(drain, dict) and drain.get("isolation_level"):
         reader_iso[DRAIN_READER] = str(drain["isolation_level"]).strip().lower()

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from compose.cluster import KafkaCluster
-from compose.remote import ExternalCluster
-from workloads.history import EventLog
+if TYPE_CHECKING:  # annotations only: the CLI validates its input before loading Docker
+    from compose.cluster import KafkaCluster
+    from compose.remote import ExternalCluster
+    from workloads.history import EventLog
 
 
 @dataclass

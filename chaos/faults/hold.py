@@ -20,7 +20,6 @@ from chaos.faults.base import BaseFault, FaultContext, FaultError
 from chaos.faults.network import netns_of
 from chaos.net.shaping import DelayerProcess, start_delayer
 from chaos.net.tc import fresh_id
-from compose.remote import SshNode
 
 
 class Hold(BaseFault):
@@ -41,6 +40,8 @@ class Hold(BaseFault):
         return {**super().describe(), "target": self.target, "hold_s": self.hold_s}
 
     def start(self, ctx: FaultContext) -> None:
+        from compose.remote import SshNode  # here: listing scenarios (the CLI) needs no Docker
+
         self.targets = tg.resolve(self.target, ctx)
         try:
             for nid in self.targets:

@@ -13,7 +13,6 @@ from chaos.faults import targets as tg
 from chaos.faults.base import BaseFault, FaultContext, FaultError
 from chaos.net import NetNS, Node, Partitioner, PartitionHandle, PartitionSpec, Shaper, tc
 from chaos.net.shaping import ShapingHandle
-from compose.remote import SshNode
 
 CLIENT = "client"
 SHAPES = ("isolate", "halves", "ring", "bridge", "one-way", "leader-followers", "client")
@@ -26,6 +25,8 @@ def node_name(nid: int) -> str:
 def netns_of(node: Any) -> NetNS | None:
     """Where a node's network rules go: a local container's namespace (None while it is
     down: its rules went with it), or the host of a node reached over SSH (always there)."""
+    from compose.remote import SshNode  # here: listing scenarios (the CLI) needs no Docker
+
     if isinstance(node, SshNode):
         return NetNS.over_ssh(f"n{node.node_id}-{node.ssh.host}", node.ssh.argv(),
                               node.ssh.port)
@@ -158,6 +159,8 @@ class Slow(BaseFault):
         return {**super().describe(), "target": self.target, **self.params}
 
     def start(self, ctx: FaultContext) -> None:
+        from compose.remote import SshNode
+
         self.targets = tg.resolve(self.target, ctx)
         remote = any(isinstance(n, SshNode) for n in ctx.cluster.nodes.values())
         # On a remote host only tc netem can shape: the userspace delayer runs locally.

@@ -27,14 +27,13 @@ import shlex
 import struct
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-from confluent_kafka import KafkaException
+from typing import TYPE_CHECKING, Any
 
 from chaos.faults.base import FaultContext, FaultError
 from chaos.faults.process import Kill
-from compose.cluster import ClusterError
-from compose.remote import SshNode
+
+if TYPE_CHECKING:  # imported where used: listing scenarios (the CLI) needs no Docker
+    from compose.remote import SshNode
 
 BATCH_HEADER = struct.Struct(">qi")  # baseOffset, batchLength
 LAST_OFFSET_DELTA_AT = 23  # baseOffset(8) length(4) epoch(4) magic(1) crc(4) attributes(2)
@@ -173,6 +172,10 @@ def drop_unflushed_remote(node: SshNode) -> list[TruncatedPartition]:
 def isr_now(ctx: FaultContext) -> dict[str, list[int]]:
     """``{"topic:partition": ISR}`` from the cluster's metadata now; empty when it cannot be
     read within 2 s (the checker then falls back to the observer's samples)."""
+    from confluent_kafka import KafkaException
+
+    from compose.cluster import ClusterError
+
     try:
         parts = ctx.cluster.describe(ctx.topic, ctx.cluster.admin(timeout_ms=2000), timeout_s=2)
     except (KafkaException, ClusterError):
@@ -195,6 +198,8 @@ class PowerLoss(Kill):
         super().start(ctx)
 
     def _apply(self, ctx: FaultContext, nid: int) -> None:
+        from compose.remote import SshNode
+
         node = ctx.cluster.node(nid)
         super()._apply(ctx, nid)
         if isinstance(node, SshNode):

@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 from typing import Any
 
-import docker
 from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_fixed
 
 from chaos.faults import targets as tg
@@ -75,6 +74,8 @@ class Kill(_NodeFault):
     kind = "kill"
 
     def _apply(self, ctx: FaultContext, nid: int) -> None:
+        import docker  # here: listing scenarios (the CLI) needs no Docker
+
         # Already down: killing a dead node is a no-op, as on a real host.
         with contextlib.suppress(docker.errors.APIError):
             ctx.cluster.node(nid).kill("SIGKILL")
@@ -96,6 +97,8 @@ class Stop(_NodeFault):
 
 
 def _freeze_failed(e: BaseException) -> bool:
+    import docker
+
     return isinstance(e, docker.errors.APIError) and "unable to freeze" in str(e)
 
 

@@ -21,7 +21,7 @@ from chaos.faults.process import Kill, Stop
 from chaos.faults.quorum import VoterPartition
 from chaos.scenarios.base import Expect, Scenario
 from chaos.scenarios.script_steps import has_leader, isr_full, preferred_leaders, wait_until
-from compose.cluster import ClusterError
+from compose.admin import ClusterError
 from compose.config import CLIENT_PORT
 from contract.events import CONTROLLER_CHANGE, INSTANT, PREFERRED_LEADERS
 from contract.known_bugs import LEADER_MOVE_CLIENT_BUGS

@@ -19,7 +19,7 @@ from typing import Any
 from confluent_kafka import KafkaException
 
 from chaos.faults.base import Fault, FaultError
-from compose.cluster import ClusterError, PartitionState
+from compose.admin import ClusterError, PartitionState
 from contract.events import SITUATION
 
 log = logging.getLogger("kafka_chaos.scenarios")

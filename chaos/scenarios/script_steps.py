@@ -17,7 +17,7 @@ from typing import Any
 
 from chaos.faults.base import Fault, FaultContext, FaultError
 from chaos.faults.factory import make_fault
-from compose.cluster import ClusterError, PartitionState
+from compose.admin import ClusterError, PartitionState
 
 log = logging.getLogger("kafka_chaos.scenarios")
 
