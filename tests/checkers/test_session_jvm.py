@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from checkers import session
+from kafka_chaos_testing.spark_child import short_lived_spark_env
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -71,8 +72,8 @@ def test_a_new_spark_context_keeps_a_sigint_guard_the_process_installed() -> Non
     # PySpark's SparkContext installs its own SIGINT handler (raise on every Ctrl-C); the
     # pytest plugin's guard, which lets only the first Ctrl-C raise, must survive a check
     # that starts Spark in the session, or a second Ctrl-C could cut a cluster's removal.
-    env = {**os.environ, "KAFKA_CHAOS_SPARK_DRIVER_MEMORY": "512m"}
-    res = subprocess.run([sys.executable, "-c", _SIGINT_CHILD], cwd=ROOT, env=env,
+    res = subprocess.run([sys.executable, "-c", _SIGINT_CHILD], cwd=ROOT,
+                         env=short_lived_spark_env(),
                          capture_output=True, text=True, timeout=180)
     assert res.returncode == 0, res.stderr[-3000:]
     # the first line proves the second could fail: Spark does replace a default handler

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from checkers import check_run
 from checkers.warmup import warm_check, warm_up, write_tiny_history
+from kafka_chaos_testing.spark_child import short_lived_spark_env
 
 
 def test_tiny_history_has_known_answer(spark: object, tmp_path: Path) -> None:
@@ -42,7 +43,6 @@ def test_warm_up_skips_the_check_in_a_warm_process(spark: object) -> None:
 
 def test_a_process_ending_mid_warm_up_leaves_no_directory(tmp_path: Path) -> None:
     # a CLI run that fails early exits while its daemon warm-up thread is still checking
-    import os
     import subprocess
     import sys
 
@@ -59,7 +59,7 @@ assert t.is_alive()
 print("MID-WARM-UP", flush=True)
 """
     res = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True,
-                         text=True, timeout=180, env={**os.environ, "TMPDIR": str(tmp_path)})
+                         text=True, timeout=180, env=short_lived_spark_env(TMPDIR=str(tmp_path)))
     assert res.returncode == 0 and "MID-WARM-UP" in res.stdout, res.stderr[-2000:]
     assert not list(tmp_path.glob("kafka-chaos-warm-up-*"))
 
@@ -88,7 +88,7 @@ def test_a_killed_process_leaves_scratch_the_next_start_removes(tmp_path: Path) 
     from tenacity import retry, retry_if_result, stop_after_delay, wait_fixed
 
     code = "import time; from checkers.warmup import warm_up; warm_up(None); time.sleep(600)"
-    env = {**os.environ, "TMPDIR": str(tmp_path)}
+    env = short_lived_spark_env(TMPDIR=str(tmp_path))
     proc = subprocess.Popen([sys.executable, "-c", code], env=env, start_new_session=True,
                             stderr=subprocess.DEVNULL)
     poll = retry(stop=stop_after_delay(120), wait=wait_fixed(0.1),
