@@ -13,7 +13,6 @@ lock, so two runs never build the same one at once and a half-built one is never
 from __future__ import annotations
 
 import fcntl
-import importlib.util
 import json
 import os
 import shutil
@@ -79,12 +78,21 @@ def _run(cmd: list[str], what: str) -> str:
     return proc.stdout
 
 
+def _has_pip() -> bool:
+    try:
+        major = int(metadata.version("pip").split(".")[0])
+    except (metadata.PackageNotFoundError, ValueError):
+        return False
+    return major >= 23  # --python came in 22.3
+
+
 def build_venv(target: Path, version: str) -> None:
     """Makes a venv at ``target`` with confluent-kafka ``version`` (pip from PyPI; only wheels,
     so a missing release fails in seconds instead of compiling librdkafka)."""
     # With a pip of our own, the venv gets none (``ensurepip`` costs ~4 s of CPU) and ours
-    # installs into it (``pip --python``, pip >= 22.3).
-    own_pip = importlib.util.find_spec("pip") is not None
+    # installs into it (``pip --python``, pip >= 22.3). Asked of the installed distributions:
+    # ``find_spec("pip")`` would make setuptools' distutils shim step aside for the process.
+    own_pip = _has_pip()
     _run([sys.executable, "-m", "venv", *(["--without-pip"] if own_pip else []), str(target)],
          "python -m venv")
     pip = ([sys.executable, "-m", "pip", "--python", str(target / "bin" / "python")] if own_pip
