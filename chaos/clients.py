@@ -79,11 +79,13 @@ def _run(cmd: list[str], what: str) -> str:
 
 
 def _has_pip() -> bool:
+    """Whether this environment's pip can install into another interpreter (``--python``
+    came in pip 22.3)."""
     try:
-        major = int(metadata.version("pip").split(".")[0])
+        major, minor = (int(p) for p in metadata.version("pip").split(".")[:2])
     except (metadata.PackageNotFoundError, ValueError):
         return False
-    return major >= 23  # --python came in 22.3
+    return (major, minor) >= (22, 3)
 
 
 def build_venv(target: Path, version: str) -> None:

@@ -173,11 +173,12 @@ def small_check_conf(size: int | None, master: str) -> dict[str, str]:
     Below ONE_PARTITION_BYTES one shuffle partition: every stage's tasks cost more to
     schedule than to run on a few MB (~20% of a small check); and no adaptive execution:
     with one partition there is nothing to coalesce or split, and planning each stage again
-    once the one before has run cost ~20% of a warm tiny check (2.24 s -> 1.81 s). Below INTERPRETED_BYTES no
-    generated code: compiling a check's ~25 stages costs more than interpreting up to a few
-    hundred thousand rows (a warm 40-write check 5.8 s -> 3.5 s, 100k writes 11 s -> 9 s;
-    about even at 400k writes). ``factoryMode`` is an internal Spark setting (its own tests
-    use it); a Spark without it ignores the key and only whole-stage code is turned off."""
+    once the one before has run cost ~20% of a warm tiny check (2.24 s -> 1.81 s). Below
+    INTERPRETED_BYTES no generated code: compiling a check's ~25 stages costs more than
+    interpreting up to a few hundred thousand rows (a warm 40-write check 5.8 s -> 3.5 s,
+    100k writes 11 s -> 9 s; about even at 400k writes). ``factoryMode`` is an internal
+    Spark setting (its own tests use it); a Spark without it ignores the key and only
+    whole-stage code is turned off."""
     if size is None or not master.startswith("local"):
         return {}
     conf: dict[str, str] = {}

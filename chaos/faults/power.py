@@ -174,7 +174,7 @@ def isr_now(ctx: FaultContext) -> dict[str, list[int]]:
     read within 2 s (the checker then falls back to the observer's samples)."""
     from confluent_kafka import KafkaException
 
-    from compose.cluster import ClusterError
+    from compose.admin import ClusterError
 
     try:
         parts = ctx.cluster.describe(ctx.topic, ctx.cluster.admin(timeout_ms=2000), timeout_s=2)
