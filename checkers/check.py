@@ -27,7 +27,7 @@ from .known import EXPLAINS, KnownInputs, known_bug_column
 from .known import entries as known_entries
 from .positions import Rebalances, position_anomalies
 from .runfiles import RunDir, is_uri
-from .session import SMALL_HISTORY_BYTES, build_session
+from .session import SMALL_HISTORY_BYTES, build_session, jvm_gone
 from .torn import examinable, torn_transactions
 from .verdict import expectations
 
@@ -136,6 +136,8 @@ def _analyse(spark: SparkSession, run: RunDir, master: str) -> dict[str, Any]:
 
 
 def _error_results(exc: BaseException, master: str | None) -> dict[str, Any]:
+    gone = jvm_gone()
+    error = f"{type(exc).__name__}: {exc}" + (f" ({gone})" if gone else "")
     anomalies = _empty_anomalies(Settings())
     for a in anomalies.values():
         a["checked"] = False
@@ -147,9 +149,9 @@ def _error_results(exc: BaseException, master: str | None) -> dict[str, Any]:
                   "unavailable_s": 0.0},
         "guarantees": {k: v["why"] for k, v in anomalies.items()},
         "checker": {"engine": "pyspark", "master": master, "seconds": 0.0},
-        "error": f"{type(exc).__name__}: {exc}",
+        "error": error,
         "traceback": traceback.format_exc(limit=8),
-        "unknown_reasons": [f"the checker failed: {type(exc).__name__}: {exc}"],
+        "unknown_reasons": [f"the checker failed: {error}"],
     }
 
 

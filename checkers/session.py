@@ -116,6 +116,27 @@ def session_running() -> bool:
     return SparkContext._active_spark_context is not None
 
 
+def jvm_gone() -> str | None:
+    """Why this process's Spark JVM is no longer running, or None (running, or none started).
+
+    A check whose JVM died (the kernel's OOM killer, a signal to the process group) fails
+    with a connection error that says neither; this says which."""
+    proc = getattr(SparkContext._gateway, "proc", None)
+    if proc is None:
+        return None
+    code = proc.poll()
+    if code is None:
+        return None
+    if code < 0:
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = f"signal {-code}"
+        oom = " (the kernel's OOM killer?)" if -code == signal.SIGKILL else ""
+        return f"the checker's JVM (pid {proc.pid}) was killed by {name}{oom}"
+    return f"the checker's JVM (pid {proc.pid}) exited with code {code}"
+
+
 def _collector(user_opts: str) -> str:
     """The throughput collector (a check is a batch job: pause times do not matter, and it
     needs less native memory than G1's remembered sets), unless the user's JVM options

@@ -13,11 +13,24 @@ def spark() -> Iterator[object]:
     """The shared local[2] session. Without Java/PySpark this fails (never skips)."""
     if shutil.which("java") is None:
         pytest.fail("Java is required for the Spark checker tests and was not found")
-    from checkers.session import build_session
+    from checkers.session import build_session, jvm_gone
 
     session = build_session("local[2]", shuffle_partitions=2)
     yield session
-    session.stop()
+    if jvm_gone() is None:  # a dead JVM cannot be stopped (its tests failed saying why)
+        session.stop()
+
+
+@pytest.fixture(autouse=True)
+def _spark_jvm_alive(request: pytest.FixtureRequest) -> None:
+    """A test on the shared session whose JVM died fails at once, saying how it died, instead
+    of with a connection error like every test after it."""
+    if "spark" in request.fixturenames:
+        from checkers.session import jvm_gone
+
+        gone = jvm_gone()
+        if gone:
+            pytest.fail(f"{gone}: this session's Spark tests cannot run", pytrace=False)
 
 
 @pytest.fixture

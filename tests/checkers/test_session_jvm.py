@@ -52,10 +52,15 @@ def test_a_collector_the_user_chose_is_not_doubled(opts: str, added: str) -> Non
     assert session._collector(opts) == added
 
 
-_SIGINT_CHILD = """
-import signal
+# One child process for both tests below: each JVM start costs ~6 s of CPU.
+_CHILD = """
+import os, signal, sys
+from pathlib import Path
 signal.signal(signal.SIGINT, signal.default_int_handler)  # a background job ignores it
-from checkers.session import build_session
+from pyspark import SparkContext
+from checkers.check import check_run
+from checkers.session import build_session, jvm_gone
+from checkers.warmup import write_tiny_history
 from compose.stop_signals import StopSignals, install
 
 build_session("local[1]").stop()
@@ -65,17 +70,39 @@ stop = StopSignals(interrupt=True)
 install(stop, lambda sig, handler: True)
 build_session("local[1]")
 print("guard kept:", signal.getsignal(signal.SIGINT) == stop.handle, flush=True)
+
+print("gone while running:", jvm_gone(), flush=True)
+jvm = SparkContext._gateway.proc
+os.kill(jvm.pid, signal.SIGKILL)  # as the kernel's OOM killer does
+jvm.wait(timeout=60)
+run = Path(sys.argv[1]) / "run"
+write_tiny_history(run)
+print("error:", check_run(run, write_results=False).get("error"), flush=True)
 """
 
 
-def test_a_new_spark_context_keeps_a_sigint_guard_the_process_installed() -> None:
+@pytest.fixture(scope="module")
+def child(tmp_path_factory: pytest.TempPathFactory) -> str:
+    res = subprocess.run([sys.executable, "-c", _CHILD, str(tmp_path_factory.mktemp("jvm"))],
+                         cwd=ROOT, env=short_lived_spark_env(), capture_output=True,
+                         text=True, timeout=180)
+    assert res.returncode == 0, res.stderr[-3000:]
+    return res.stdout
+
+
+def test_a_new_spark_context_keeps_a_sigint_guard_the_process_installed(child: str) -> None:
     # PySpark's SparkContext installs its own SIGINT handler (raise on every Ctrl-C); the
     # pytest plugin's guard, which lets only the first Ctrl-C raise, must survive a check
     # that starts Spark in the session, or a second Ctrl-C could cut a cluster's removal.
-    res = subprocess.run([sys.executable, "-c", _SIGINT_CHILD], cwd=ROOT,
-                         env=short_lived_spark_env(),
-                         capture_output=True, text=True, timeout=180)
-    assert res.returncode == 0, res.stderr[-3000:]
-    # the first line proves the second could fail: Spark does replace a default handler
-    assert "python's default replaced: True" in res.stdout, res.stdout
-    assert "guard kept: True" in res.stdout, res.stdout
+    # The first line proves the second could fail: Spark does replace a default handler.
+    assert "python's default replaced: True" in child, child
+    assert "guard kept: True" in child, child
+
+
+def test_a_check_whose_jvm_died_says_how(child: str) -> None:
+    # A JVM killed under a session (the OOM killer, a signal to the process group) made
+    # every later check fail with "Connection refused" and nothing else
+    assert "gone while running: None" in child, child
+    error = child.split("error: ", 1)[1].splitlines()[0]
+    assert error.startswith("ConnectionRefusedError"), error
+    assert "the checker's JVM" in error and "was killed by SIGKILL" in error, error
