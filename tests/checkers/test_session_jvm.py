@@ -103,6 +103,6 @@ def test_a_check_whose_jvm_died_says_how(child: str) -> None:
     # A JVM killed under a session (the OOM killer, a signal to the process group) made
     # every later check fail with "Connection refused" and nothing else
     assert "gone while running: None" in child, child
+    # py4j's own words vary with the moment (a refused or a broken connection); ours do not
     error = child.split("error: ", 1)[1].splitlines()[0]
-    assert error.startswith("ConnectionRefusedError"), error
-    assert "the checker's JVM" in error and "was killed by SIGKILL" in error, error
+    assert "(the checker's JVM (pid " in error and "was killed by SIGKILL" in error, error
