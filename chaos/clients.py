@@ -25,6 +25,7 @@ from importlib import metadata
 from pathlib import Path
 
 from chaos.config import CLIENT_VERSION, RunConfigError
+from contract.known_bugs import version_tuple
 from workloads import ChildInterpreter
 
 #: The packages the workload processes import besides confluent-kafka (workloads/, contract/).
@@ -82,10 +83,9 @@ def _has_pip() -> bool:
     """Whether this environment's pip can install into another interpreter (``--python``
     came in pip 22.3)."""
     try:
-        major, minor = (int(p) for p in metadata.version("pip").split(".")[:2])
-    except (metadata.PackageNotFoundError, ValueError):
+        return version_tuple(metadata.version("pip")) >= (22, 3)
+    except metadata.PackageNotFoundError:
         return False
-    return (major, minor) >= (22, 3)
 
 
 def build_venv(target: Path, version: str) -> None:

@@ -17,7 +17,7 @@ from typing import Any
 
 from chaos.faults import targets as tg
 from chaos.faults.base import BaseFault, FaultContext, FaultError
-from chaos.faults.network import netns_of
+from chaos.faults.network import netns_of, over_ssh
 from chaos.net.shaping import DelayerProcess, start_delayer
 from chaos.net.tc import fresh_id
 
@@ -40,13 +40,11 @@ class Hold(BaseFault):
         return {**super().describe(), "target": self.target, "hold_s": self.hold_s}
 
     def start(self, ctx: FaultContext) -> None:
-        from compose.remote import SshNode  # here: listing scenarios (the CLI) needs no Docker
-
         self.targets = tg.resolve(self.target, ctx)
         try:
             for nid in self.targets:
                 node = ctx.cluster.node(nid)
-                if isinstance(node, SshNode):
+                if over_ssh(node):
                     raise FaultError("hold needs the node's namespace on this host "
                                      "(not over SSH)")
                 ns = netns_of(node)

@@ -7,12 +7,15 @@ tolerates namespaces that have gone away with a restart: their rules went with t
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 from chaos.faults import targets as tg
 from chaos.faults.base import BaseFault, FaultContext, FaultError
 from chaos.net import NetNS, Node, Partitioner, PartitionHandle, PartitionSpec, Shaper, tc
 from chaos.net.shaping import ShapingHandle
+
+if TYPE_CHECKING:
+    from compose.remote import SshNode
 
 CLIENT = "client"
 SHAPES = ("isolate", "halves", "ring", "bridge", "one-way", "leader-followers", "client")
@@ -22,12 +25,17 @@ def node_name(nid: int) -> str:
     return f"n{nid}"
 
 
+def over_ssh(node: object) -> TypeGuard[SshNode]:
+    """Whether ``node`` is reached over SSH (not a container of ours)."""
+    from compose.remote import SshNode  # here: listing scenarios (the CLI) needs no Docker
+
+    return isinstance(node, SshNode)
+
+
 def netns_of(node: Any) -> NetNS | None:
     """Where a node's network rules go: a local container's namespace (None while it is
     down: its rules went with it), or the host of a node reached over SSH (always there)."""
-    from compose.remote import SshNode  # here: listing scenarios (the CLI) needs no Docker
-
-    if isinstance(node, SshNode):
+    if over_ssh(node):
         return NetNS.over_ssh(f"n{node.node_id}-{node.ssh.host}", node.ssh.argv(),
                               node.ssh.port)
     pid = node.pid()
@@ -159,10 +167,8 @@ class Slow(BaseFault):
         return {**super().describe(), "target": self.target, **self.params}
 
     def start(self, ctx: FaultContext) -> None:
-        from compose.remote import SshNode
-
         self.targets = tg.resolve(self.target, ctx)
-        remote = any(isinstance(n, SshNode) for n in ctx.cluster.nodes.values())
+        remote = any(over_ssh(n) for n in ctx.cluster.nodes.values())
         # On a remote host only tc netem can shape: the userspace delayer runs locally.
         shaper = Shaper("netem" if remote else "auto")
         try:

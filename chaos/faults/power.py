@@ -30,9 +30,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from chaos.faults.base import FaultContext, FaultError
+from chaos.faults.network import over_ssh
 from chaos.faults.process import Kill
 
-if TYPE_CHECKING:  # imported where used: listing scenarios (the CLI) needs no Docker
+if TYPE_CHECKING:
     from compose.remote import SshNode
 
 BATCH_HEADER = struct.Struct(">qi")  # baseOffset, batchLength
@@ -198,11 +199,9 @@ class PowerLoss(Kill):
         super().start(ctx)
 
     def _apply(self, ctx: FaultContext, nid: int) -> None:
-        from compose.remote import SshNode
-
         node = ctx.cluster.node(nid)
         super()._apply(ctx, nid)
-        if isinstance(node, SshNode):
+        if over_ssh(node):
             self.lost[nid] = drop_unflushed_remote(node)
             return
         try:
