@@ -9,6 +9,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from contract.known_bugs import version_tuple
+
 READ_COMMITTED = "read_committed"
 READ_UNCOMMITTED = "read_uncommitted"
 #: The values a run accepts: acks (``-1`` is also accepted, as ``all``), consumer isolation
@@ -41,16 +43,6 @@ def _int(value: Any, default: int | None) -> int | None:
         return int(value) if value is not None else default
     except (TypeError, ValueError):
         return default
-
-
-def _version_tuple(text: str | None) -> tuple[int, ...]:
-    out: list[int] = []
-    for part in (text or "").split("."):
-        digits = "".join(ch for ch in part if ch.isdigit())
-        if not digits:
-            break
-        out.append(int(digits))
-    return tuple(out)
 
 
 @dataclass(frozen=True)
@@ -86,7 +78,7 @@ class Settings:
     @property
     def unclean_honoured(self) -> bool:
         """KRaft ignores unclean.leader.election.enable before 3.9 (KAFKA-12670)."""
-        version = _version_tuple(self.kafka_version)
+        version = version_tuple(self.kafka_version)
         return not version or version >= (3, 9)
 
 

@@ -60,11 +60,3 @@ class Scenario:
         if callable(self.mechanism):
             return self.mechanism(cfg, kafka_version)
         return list(self.mechanism)
-
-
-def version_tuple(v: str) -> tuple[int, ...]:
-    out = []
-    for part in v.split(".")[:3]:
-        digits = "".join(ch for ch in part if ch.isdigit())
-        out.append(int(digits or 0))
-    return tuple(out)

@@ -22,8 +22,8 @@ from chaos.faults.network import Partition, Slow
 from chaos.faults.power import PowerLoss
 from chaos.faults.process import Kill, Pause
 from chaos.scenarios import replication_steps as st
-from chaos.scenarios.base import Expect, Scenario, version_tuple
-from contract.known_bugs import LEADER_MOVE_CLIENT_BUGS
+from chaos.scenarios.base import Expect, Scenario
+from contract.known_bugs import LEADER_MOVE_CLIENT_BUGS, version_tuple
 
 log = logging.getLogger("kafka_chaos.scenarios")
 

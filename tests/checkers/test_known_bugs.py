@@ -28,6 +28,19 @@ def test_affected_versions() -> None:
     assert version_tuple("2.13.2-RC1") == (2, 13, 2) and version_tuple("x") == ()
 
 
+def test_the_stages_read_versions_with_one_parser() -> None:
+    """Settings and scenarios read a version as the registry does (a pre-release's
+    suffix is not a digit of its minor version)."""
+    from chaos.scenarios.replication import elr_default
+    from contract.settings import Settings
+
+    honoured = [Settings(kafka_version=v).unclean_honoured
+                for v in ("3.8.1", "3.8-rc9", "3.9.0", "3.9.1rc1", "4.3.1", None)]
+    assert honoured == [False, False, True, True, True, True]  # unknown: not assumed ignored
+    assert [elr_default(v) for v in ("4.0.0", "4.0-rc1", "4.1.0", "4.3.1")] == [
+        False, False, True, True]
+
+
 def test_conditions_need_every_fact() -> None:
     bug = BY_ID["librdkafka#4953"]
     facts = {"idempotent_producer": True, "non_transactional_producer": True,
