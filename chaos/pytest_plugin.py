@@ -40,7 +40,6 @@ from __future__ import annotations
 
 import dataclasses
 import secrets
-import signal
 from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -138,14 +137,10 @@ def _terminate_as_interrupt(config: pytest.Config) -> None:
     is; both leave the session's clusters running until the next start sweeps them. A
     handler someone else installed is left alone; the old handlers come back when the
     session ends."""
-    from compose.stop_signals import StopSignals, install
-
-    def ours(sig: signal.Signals, handler: object) -> bool:
-        default = signal.default_int_handler if sig == signal.SIGINT else signal.SIG_DFL
-        return handler in (default, None)
+    from compose.stop_signals import StopSignals, install, unguarded_default
 
     stop = StopSignals(interrupt=True)
-    config.add_cleanup(install(stop, ours))
+    config.add_cleanup(install(stop, unguarded_default))
     config.pluginmanager.register(_SessionGuard(stop), "kafka-chaos-session-guard")
 
 

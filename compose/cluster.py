@@ -32,6 +32,7 @@ from compose.admin import (  # noqa: F401 - re-exported: callers import them fro
 from compose.config import CONTROLLER_PORT, ClusterConfig
 from compose.image import resolve_image
 from compose.node import KafkaNode, NodeSpec, server_properties
+from compose.stop_signals import StopSignals, install, unguarded_default
 
 log = logging.getLogger("kafka_chaos.cluster")
 
@@ -113,16 +114,30 @@ class KafkaCluster(ClusterAdmin):
 
     # ------------------------------------------------------------------ lifecycle
     def __enter__(self) -> KafkaCluster:
+        # A script's `with KafkaCluster(...)` gets the guard our runs have: SIGTERM and SIGHUP
+        # raise (their default ends the process with the cluster left running) and a signal
+        # that arrives while the cluster is being removed cannot cut that short. Handlers a
+        # program set itself, or a guard of ours around this (a run, the pytest plugin),
+        # are left alone.
+        self._signals = StopSignals(repeat=True)
+        self._restore_signals = install(self._signals, unguarded_default)
         try:
             self.start()
         except BaseException:
-            self.stop()
+            self._stop_guarded()
             raise
         return self
 
     def __exit__(self, et: type[BaseException] | None, ev: BaseException | None,
                  tb: TracebackType | None) -> None:
-        self.stop()
+        self._stop_guarded()
+
+    def _stop_guarded(self) -> None:
+        self._signals.disarm()
+        try:
+            self.stop()
+        finally:
+            self._restore_signals()
 
     def start(self, ready_timeout_s: float = 120) -> None:
         cleanup.sweep_orphans(self.client)

@@ -32,9 +32,12 @@ class StopSignals:
     is bounded by its own timeouts; SIGKILL stays for a user who cannot wait, and the next
     start sweeps what that leaves (``compose.cleanup.sweep_orphans``)."""
 
-    def __init__(self, interrupt: bool = False) -> None:
+    def __init__(self, interrupt: bool = False, repeat: bool = False) -> None:
         self.armed = True
         self.interrupt = interrupt
+        # repeat: every signal raises until disarm(), as Python's own SIGINT handler does
+        # (a script's body may catch one KeyboardInterrupt and go on)
+        self.repeat = repeat
         self.caught = 0  # signals that arrived while disarmed
 
     def disarm(self) -> None:
@@ -47,7 +50,7 @@ class StopSignals:
 
     def handle(self, signum: int, frame: FrameType | None) -> None:
         if self.armed:
-            self.armed = False
+            self.armed = self.repeat
             if self.interrupt:
                 raise KeyboardInterrupt(f"signal {signal.Signals(signum).name}")
             if signum == signal.SIGINT:
@@ -75,6 +78,14 @@ def install(stop: StopSignals,
             signal.signal(sig, handler)
 
     return restore
+
+
+def unguarded_default(sig: signal.Signals, handler: object) -> bool:
+    """Whether ``handler`` is the default for ``sig`` (``None``: none was set from Python):
+    not ignored, not a program's own handler, not a guard already installed — what a
+    library may replace unasked."""
+    default = signal.default_int_handler if sig == signal.SIGINT else signal.SIG_DFL
+    return handler in (default, None)
 
 
 @contextmanager

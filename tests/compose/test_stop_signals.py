@@ -5,10 +5,15 @@ a log call between two teardown steps)."""
 
 from __future__ import annotations
 
+import signal
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
+
+import pytest
+
+from compose.stop_signals import StopSignals, unguarded_default
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -86,3 +91,28 @@ def test_an_ignored_sigint_stays_ignored() -> None:
     assert "body ran on" in res.stdout and "interrupted" not in res.stdout, res.stdout
     assert "(SIGINT)" not in res.stderr and "(SIGTERM)" in res.stderr, res.stderr
     assert "handlers back: True True" in res.stdout, res.stdout
+
+
+def test_a_repeating_guard_raises_until_disarmed_and_replaces_only_pythons_own_handlers(
+        ) -> None:
+    # KafkaCluster's guard in a script: the body may catch a Ctrl-C and go on, so each signal
+    # raises until the removal starts; then they are counted
+    stop = StopSignals(repeat=True)
+    for _ in range(2):
+        with pytest.raises(KeyboardInterrupt):
+            stop.handle(signal.SIGINT, None)
+    with pytest.raises(SystemExit) as ended:
+        stop.handle(signal.SIGTERM, None)
+    assert ended.value.code == 128 + signal.SIGTERM
+    stop.disarm()
+    stop.handle(signal.SIGINT, None)
+    assert stop.caught == 1
+    once = StopSignals()
+    with pytest.raises(KeyboardInterrupt):
+        once.handle(signal.SIGINT, None)
+    once.handle(signal.SIGINT, None)
+    assert once.caught == 1
+    assert unguarded_default(signal.SIGINT, signal.default_int_handler)
+    assert unguarded_default(signal.SIGTERM, signal.SIG_DFL)
+    assert not unguarded_default(signal.SIGINT, signal.SIG_IGN)
+    assert not unguarded_default(signal.SIGTERM, stop.handle)  # a guard already there
