@@ -30,6 +30,9 @@ DEFAULT_DRIVER_MEMORY = "3584m"
 _JVM_ENV = {"MALLOC_ARENA_MAX": "2"}
 
 _LOCK = threading.Lock()
+#: The scratch directory of the JVM running now (removed when that JVM dies, see
+#: _forget_dead_jvm).
+_SCRATCH: list[str] = []
 
 
 @contextlib.contextmanager
@@ -104,6 +107,7 @@ def _scratch_dir() -> str:
     sweep_owned_dirs("spark")
     path = owned_dir("spark")
     atexit.register(shutil.rmtree, path, True)
+    _SCRATCH[:] = [str(path)]
     return str(path)
 
 
@@ -137,6 +141,31 @@ def jvm_gone() -> str | None:
     return f"the checker's JVM (pid {proc.pid}) exited with code {code}"
 
 
+def _forget_dead_jvm() -> None:
+    """Lets the next session start a new JVM after this process's died (``jvm_gone``).
+
+    PySpark keeps its gateway to the first JVM for the life of the process, so one JVM
+    killed in a long process (a nightly's or a pytest session's one session for every run)
+    would fail every later check. The context's Python side is stopped, the gateway and
+    sessions are forgotten, and the dead JVM's scratch files (shuffle, cached blocks)
+    removed."""
+    sc = SparkContext._active_spark_context
+    if sc is not None:
+        sc._jsc = None  # nothing to stop on the JVM's side (py4j would raise, not always Py4JError)
+        sc.stop()  # the Python side: the accumulator server, the active context
+    gateway = SparkContext._gateway
+    SparkContext._gateway = None
+    SparkContext._jvm = None
+    SparkSession._instantiatedSession = None
+    SparkSession._activeSession = None
+    if gateway is not None:
+        with contextlib.suppress(Exception):  # its peer is gone: only sockets to close
+            gateway.close()
+    for path in _SCRATCH:
+        shutil.rmtree(path, ignore_errors=True)
+    _SCRATCH.clear()
+
+
 def _collector(user_opts: str) -> str:
     """The throughput collector (a check is a batch job: pause times do not matter, and it
     needs less native memory than G1's remembered sets), unless the user's JVM options
@@ -154,8 +183,11 @@ def build_session(master: str | None = None, shuffle_partitions: int | None = No
     stays unless ``shuffle_partitions`` is given. ``small_input`` (a new local JVM for one
     small check, as the CLI starts) stops the JIT at C1: a short-lived driver then spends
     its 2 cores checking instead of optimising code it runs once (~15% of a cold check).
+    A JVM that died since the last call (``jvm_gone``) is replaced by a new one.
     """
     with _LOCK:
+        if jvm_gone() is not None:
+            _forget_dead_jvm()
         active = SparkSession.getActiveSession()
         if active is not None and (master is None or active.sparkContext.master == master):
             return active

@@ -31,6 +31,10 @@ def _spark_jvm_alive(request: pytest.FixtureRequest) -> None:
         gone = jvm_gone()
         if gone:
             pytest.fail(f"{gone}: this session's Spark tests cannot run", pytrace=False)
+        if getattr(request.getfixturevalue("spark").sparkContext, "_jsc", None) is None:
+            # a check started a new JVM after the shared one died (checkers.session)
+            pytest.fail("the shared Spark session's JVM died earlier in this session",
+                        pytrace=False)
 
 
 @pytest.fixture

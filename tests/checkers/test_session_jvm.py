@@ -59,6 +59,7 @@ from pathlib import Path
 signal.signal(signal.SIGINT, signal.default_int_handler)  # a background job ignores it
 from pyspark import SparkContext
 from checkers.check import check_run
+from checkers import session
 from checkers.session import build_session, jvm_gone
 from checkers.warmup import write_tiny_history
 from compose.stop_signals import StopSignals, install
@@ -72,19 +73,37 @@ build_session("local[1]")
 print("guard kept:", signal.getsignal(signal.SIGINT) == stop.handle, flush=True)
 
 print("gone while running:", jvm_gone(), flush=True)
-jvm = SparkContext._gateway.proc
-os.kill(jvm.pid, signal.SIGKILL)  # as the kernel's OOM killer does
-jvm.wait(timeout=60)
 run = Path(sys.argv[1]) / "run"
 write_tiny_history(run)
+import checkers.check as check
+started = check.build_session
+
+def dies_once_started(*args, **kwargs):  # the JVM dies under the check (as the OOM killer does)
+    spark = started(*args, **kwargs)
+    scratch.extend(session._SCRATCH)
+    jvm = SparkContext._gateway.proc
+    os.kill(jvm.pid, signal.SIGKILL)
+    jvm.wait(timeout=60)
+    return spark
+
+first = SparkContext._gateway.proc.pid
+scratch = []
+check.build_session = dies_once_started
 print("error:", check_run(run, write_results=False).get("error"), flush=True)
+check.build_session = started
+res = check_run(run, write_results=False)
+print("next check:", res.get("error"), res["valid"], "lost:", res["anomalies"]["lost"]["count"],
+      "new jvm:", SparkContext._gateway.proc.pid != first, jvm_gone(), flush=True)
+print("dead jvm's scratch left:", [p for p in scratch if Path(p).exists()],
+      "new one:", session._SCRATCH != scratch and Path(session._SCRATCH[0]).is_dir(), flush=True)
 """
 
 
 @pytest.fixture(scope="module")
 def child(tmp_path_factory: pytest.TempPathFactory) -> str:
-    res = subprocess.run([sys.executable, "-c", _CHILD, str(tmp_path_factory.mktemp("jvm"))],
-                         cwd=ROOT, env=short_lived_spark_env(), capture_output=True,
+    tmp = tmp_path_factory.mktemp("jvm")
+    res = subprocess.run([sys.executable, "-c", _CHILD, str(tmp)], cwd=ROOT,
+                         env=short_lived_spark_env(TMPDIR=str(tmp)), capture_output=True,
                          text=True, timeout=180)
     assert res.returncode == 0, res.stderr[-3000:]
     return res.stdout
@@ -99,10 +118,14 @@ def test_a_new_spark_context_keeps_a_sigint_guard_the_process_installed(child: s
     assert "guard kept: True" in child, child
 
 
-def test_a_check_whose_jvm_died_says_how(child: str) -> None:
+def test_a_check_whose_jvm_died_says_how_and_the_next_check_gets_a_new_one(child: str
+                                                                          ) -> None:
     # A JVM killed under a session (the OOM killer, a signal to the process group) made
-    # every later check fail with "Connection refused" and nothing else
+    # that check fail with "Connection refused" and nothing else, and every later check too
     assert "gone while running: None" in child, child
     # py4j's own words vary with the moment (a refused or a broken connection); ours do not
     error = child.split("error: ", 1)[1].splitlines()[0]
     assert "(the checker's JVM (pid " in error and "was killed by SIGKILL" in error, error
+    # the next check runs on a new JVM and finds what the tiny history holds (a lost write)
+    assert "next check: None False lost: 1 new jvm: True None" in child, child
+    assert "dead jvm's scratch left: [] new one: True" in child, child
