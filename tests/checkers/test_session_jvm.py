@@ -1,5 +1,6 @@
 """The checker's JVM: the throughput collector and two malloc arenas (what keeps a 10M-write
-check's process tree under 4 GB, checkers/README.md), set for the JVM only."""
+check's process tree under 4 GB, checkers/README.md), set for the JVM only; a JVM that dies
+under a check is named, and the next check gets a new one."""
 
 from __future__ import annotations
 
@@ -52,31 +53,30 @@ def test_a_collector_the_user_chose_is_not_doubled(opts: str, added: str) -> Non
     assert session._collector(opts) == added
 
 
-# One child process for both tests below: each JVM start costs ~6 s of CPU.
+# One child process for both tests below: each JVM start costs ~6 s of CPU. The JVM the
+# first check kills is replaced by the second check, whose new SparkContext must keep the
+# guard the process installed.
 _CHILD = """
 import os, signal, sys
 from pathlib import Path
 signal.signal(signal.SIGINT, signal.default_int_handler)  # a background job ignores it
 from pyspark import SparkContext
-from checkers.check import check_run
+import checkers.check as check
 from checkers import session
+from checkers.check import check_run
 from checkers.session import build_session, jvm_gone
 from checkers.warmup import write_tiny_history
 from compose.stop_signals import StopSignals, install
 
-build_session("local[1]").stop()
+build_session("local[1]")
 print("python's default replaced:", signal.getsignal(signal.SIGINT) is not
       signal.default_int_handler, flush=True)
 stop = StopSignals(interrupt=True)
 install(stop, lambda sig, handler: True)
-build_session("local[1]")
-print("guard kept:", signal.getsignal(signal.SIGINT) == stop.handle, flush=True)
-
 print("gone while running:", jvm_gone(), flush=True)
 run = Path(sys.argv[1]) / "run"
 write_tiny_history(run)
-import checkers.check as check
-started = check.build_session
+started, scratch, first = check.build_session, [], SparkContext._gateway.proc.pid
 
 def dies_once_started(*args, **kwargs):  # the JVM dies under the check (as the OOM killer does)
     spark = started(*args, **kwargs)
@@ -86,8 +86,6 @@ def dies_once_started(*args, **kwargs):  # the JVM dies under the check (as the 
     jvm.wait(timeout=60)
     return spark
 
-first = SparkContext._gateway.proc.pid
-scratch = []
 check.build_session = dies_once_started
 print("error:", check_run(run, write_results=False).get("error"), flush=True)
 check.build_session = started
@@ -96,6 +94,7 @@ print("next check:", res.get("error"), res["valid"], "lost:", res["anomalies"]["
       "new jvm:", SparkContext._gateway.proc.pid != first, jvm_gone(), flush=True)
 print("dead jvm's scratch left:", [p for p in scratch if Path(p).exists()],
       "new one:", session._SCRATCH != scratch and Path(session._SCRATCH[0]).is_dir(), flush=True)
+print("guard kept:", signal.getsignal(signal.SIGINT) == stop.handle, flush=True)
 """
 
 
