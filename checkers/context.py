@@ -16,7 +16,7 @@ from contract.settings import Settings, settings_from_run
 
 from .collect import Findings, attach_reads, collect_findings
 from .epochs import epoch_bumps
-from .fresh_ids import client_starts, first_offset_acks
+from .fresh_ids import client_starts, first_offset_acks, first_offset_acks_after_cuts, state_cuts
 from .history import (
     OBSERVATIONS_SCHEMA,
     READS_SCHEMA,
@@ -177,16 +177,18 @@ def load_context(spark: SparkSession, run: RunDir) -> CheckContext:
         topics = sorted(set(ws.topics) | set(rs.topics))
         single = single_replica_power_losses(events, history, sorted(power), settings.brokers)
         # only a history with offset-less acknowledgements needs the clients' first acks
-        starts = (client_starts(events) if settings.idempotence and not settings.transactional
-                  and ws.ok_without_offset else {})
-        firsts = first_offset_acks(writes, starts)
+        implicit = settings.idempotence and not settings.transactional and ws.ok_without_offset
+        starts = client_starts(events) if implicit else {}
+        cuts = state_cuts(events) if implicit else {}
+        firsts = {**first_offset_acks(writes, starts),
+                  **first_offset_acks_after_cuts(writes, cuts)}
         inputs = IdentityInputs(settings, drain.complete, power, parts_n, topics,
                                 sorted(rs.per_reader), bumps)
         return CheckContext(spark, run, bool(text), run_cfg, settings, events, bad_lines, writes,
                             reads, ws, rs, drain, history, n_changes, power, inputs,
                             KnownInputs(settings, single, delaying_windows(
                                 events, max((e.ts_ns for e in events), default=0)),
-                                starts, firsts))
+                                starts, firsts, cuts))
     except BaseException:
         for df in persisted:
             df.unpersist()

@@ -35,6 +35,9 @@ class KnownInputs:
     # and "producer:topic:partition:start" -> that client's first seq acked with an offset
     client_starts: dict[int, list[int]] = field(default_factory=dict)
     first_offset_acks: dict[str, int] = field(default_factory=dict)
+    # ... and "topic:partition" -> times of power losses that cut its log (the keys
+    # "producer:topic:partition:cut<ns>" of first_offset_acks count from those)
+    state_cuts: dict[str, list[int]] = field(default_factory=dict)
 
 
 def _version(settings: Settings, component: str) -> str | None:
@@ -68,7 +71,7 @@ def fact_columns(inp: KnownInputs) -> dict[str, Column]:
         & F.coalesce(F.col("excused"), F.lit(False)),
         "single_replica_isr": single,
         "fresh_producer_id_head": (kind == "lost")
-        & fresh_head(inp.client_starts, inp.first_offset_acks),
+        & fresh_head(inp.client_starts, inp.first_offset_acks, inp.state_cuts),
         "transactional_producer": F.lit(s.transactional),
         "delayed_requests_before": _overlaps_any(
             inp.delaying_windows,

@@ -36,7 +36,11 @@ FACTS: dict[str, str] = {
     "fresh_producer_id_head": "the record was acknowledged without an offset, and the "
     "client that sent it (a new producer id: its first ``producer-epoch`` event names its "
     "first seq) had acknowledged nothing in the record's partition with an offset at a lower "
-    "seq, and acknowledged a record there with an offset at a higher seq",
+    "seq, and acknowledged a record there with an offset at a higher seq; or, counted from "
+    "the latest power loss that cut the partition's log before the record's acknowledgement "
+    "(the leader then has no state for any producer id either), the client acknowledged "
+    "nothing there with an offset at a lower seq since that cut, and a record at a higher "
+    "seq",
     "delayed_requests_before": "a fault that can deliver a request late (contract.faults "
     "DELAYING_FAULT_KINDS: pause, partition, slow, cpu-throttle, hold) was active between "
     "10 s before the record's transaction began (its first attempt; else the record's "

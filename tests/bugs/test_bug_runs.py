@@ -18,6 +18,7 @@ import pytest
 from chaos.orchestrator import run
 from chaos.scenarios.bugs import BUG_BY_ID, BugEntry, Side, eof_restarts_done, judge, summary
 from contract.events import Event
+from contract.known_bugs import FRESH_ID_IMPLICIT_ACK, LEADER_MOVE_CLIENT_BUGS
 
 pytestmark = pytest.mark.cluster
 
@@ -87,4 +88,10 @@ def test_kip_966_last_replica_standing(tmp_path, side) -> None:  # type: ignore[
     if side == "affected":
         lost = res["anomalies"]["lost"]
         tagged = [e for e in lost["examples"] if e.get("known_bug")]
-        assert tagged and all(e["known_bug"]["id"] == "KIP-966" for e in tagged)
+        ids = {e["known_bug"]["id"] for e in tagged}
+        assert "KIP-966" in ids, lost
+        # besides: the scenario's accepted client bugs, e.g. confluent-kafka-go#921's records
+        # acknowledged without an offset after the power loss cut the log (seen in a suite)
+        assert ids <= {"KIP-966", *LEADER_MOVE_CLIENT_BUGS}, ids
+        assert all(e["acked_offset"] is None for e in tagged
+                   if e["known_bug"]["id"] == FRESH_ID_IMPLICIT_ACK), tagged
