@@ -260,10 +260,11 @@ BUGS: tuple[BugEntry, ...] = (
     # measure a rate with, and no scenario forces the race yet.
     BugEntry(id="confluent-kafka-go#921", axis="client_version", affected="2.16.1",
              fixed="none", kind="lost", affected_valid=True, timing=True,
-             status="seen once (timing): 1 suite run of all-replicas-power-loss (librdkafka "
+             status="seen twice (timing): 1 suite run of all-replicas-power-loss (librdkafka "
                     "2.16.0) lost 51 records acknowledged without offsets, right after the "
-                    "producer was recreated and their partition's leader moved; 0 of 22 "
-                    "reruns"),
+                    "producer was recreated and their partition's leader moved (0 of 22 "
+                    "reruns); 1 KIP-966 run on Kafka 3.9.1 lost 3, acknowledged without "
+                    "offsets after the power loss cut their partition's log"),
     # stale-txn-requests (which accepts the bug) holds requests in flight until after their
     # retries; a stale EndTxn then commits the producer's next transaction in part.
     BugEntry(id="KAFKA-17754", axis="kafka_version", affected="3.9.1", fixed="none",
