@@ -35,6 +35,9 @@ POWER_LOSS = "power-loss"  # the fault kind (contract/faults.py)
 #: Clients per producer beyond which the starts are not matched at all: each start is a
 #: term of one expression (a run recreates a client only after a fatal client error).
 MAX_STARTS = 64
+#: (partition, power loss) cuts beyond which none is matched: each is a term of one
+#: expression too (a run has a few power losses; a topic of many partitions multiplies them).
+MAX_CUTS = 256
 
 
 def client_starts(events: Sequence[Event]) -> dict[int, list[int]]:
@@ -84,7 +87,7 @@ def first_offset_acks(writes: DataFrame, starts: dict[int, list[int]]) -> dict[s
 def state_cuts(events: Sequence[Event]) -> dict[str, list[int]]:
     """``"topic:partition"`` -> the sorted times of power losses that removed batches of that
     partition's log on some node (the power-loss event's ``lost``: node -> partition
-    directory ``topic-partition`` -> what was cut)."""
+    directory ``topic-partition`` -> what was cut); none at all beyond :data:`MAX_CUTS`."""
     out: dict[str, set[int]] = {}
     for e in events:
         if e.kind != POWER_LOSS or e.phase != "start":
@@ -96,6 +99,8 @@ def state_cuts(events: Sequence[Event]) -> dict[str, list[int]]:
                 if topic and part.isdigit() and isinstance(cut, dict) \
                         and int(cut.get("removed_batches") or 0) > 0:
                     out.setdefault(f"{topic}:{int(part)}", set()).add(e.ts_ns)
+    if sum(len(ts) for ts in out.values()) > MAX_CUTS:
+        return {}
     return {tp: sorted(ts) for tp, ts in out.items()}
 
 

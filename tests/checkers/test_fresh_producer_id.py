@@ -134,6 +134,14 @@ def test_the_head_after_a_power_loss_cut_the_log_is_named(check) -> None:  # typ
     assert lost["count"] == 5, lost
     named = {(e["producer"], e["seq"]) for e in lost["examples"] if e.get("known_bug")}
     assert named == {(2, 4), (2, 5)} and lost["known_bugs"] == {FRESH_ID_IMPLICIT_ACK: 2}, lost
-    # a history whose power-loss event does not say what it cut (older runs) names none
+    # a history whose power-loss event does not say what it cut (older runs) names none; nor
+    # do more cuts than one expression should hold
+    from checkers.fresh_ids import MAX_CUTS, state_cuts
+    from contract.events import Event
+
+    many = {"1": {f"t-{p}": {"removed_batches": 1} for p in range(MAX_CUTS + 1)}}
+    assert state_cuts([Event(1, "power-loss", "start", (), {"lost": many})]) == {}
+    assert len(state_cuts([Event(1, "power-loss", "start", (), {"lost": {
+        "1": dict(list(many["1"].items())[:MAX_CUTS])}})])) == MAX_CUTS
     lost = check(_cut(lost_detail=False))["anomalies"]["lost"]
     assert lost["count"] == 5 and not lost.get("known_bugs"), lost
