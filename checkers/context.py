@@ -16,7 +16,7 @@ from contract.settings import Settings, settings_from_run
 
 from .collect import Findings, attach_reads, collect_findings
 from .epochs import epoch_bumps
-from .fresh_ids import client_starts, first_offset_acks, first_offset_acks_after_cuts, state_cuts
+from .fresh_ids import client_starts, first_offset_acks, state_cuts
 from .history import (
     OBSERVATIONS_SCHEMA,
     READS_SCHEMA,
@@ -180,8 +180,7 @@ def load_context(spark: SparkSession, run: RunDir) -> CheckContext:
         implicit = settings.idempotence and not settings.transactional and ws.ok_without_offset
         starts = client_starts(events) if implicit else {}
         cuts = state_cuts(events) if implicit else {}
-        firsts = {**first_offset_acks(writes, starts),
-                  **first_offset_acks_after_cuts(writes, cuts)}
+        firsts = first_offset_acks(writes, starts, cuts)
         inputs = IdentityInputs(settings, drain.complete, power, parts_n, topics,
                                 sorted(rs.per_reader), bumps)
         return CheckContext(spark, run, bool(text), run_cfg, settings, events, bad_lines, writes,

@@ -24,6 +24,7 @@ there after that cut, match too.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
@@ -55,35 +56,6 @@ def client_starts(events: Sequence[Event]) -> dict[int, list[int]]:
     return {p: sorted(s) for p, s in out.items() if len(s) <= MAX_STARTS}
 
 
-def start_of(starts: dict[int, list[int]], producer: Column, seq: Column) -> Column:
-    """The first seq of the client that sent (``producer``, ``seq``); null where unknown."""
-    out: Column = F.lit(None).cast("long")
-    for p, firsts in sorted(starts.items()):
-        for first in firsts:  # ascending: the last match is the highest start <= seq
-            out = F.when((producer == p) & (seq >= first), F.lit(first)).otherwise(out)
-    return out
-
-
-def _key(producer: Column, topic: Column, partition: Column, start: Column) -> Column:
-    return F.concat_ws(":", producer.cast("string"), topic, partition.cast("string"),
-                       start.cast("string"))
-
-
-def first_offset_acks(writes: DataFrame, starts: dict[int, list[int]]) -> dict[str, int]:
-    """``"producer:topic:partition:start"`` -> the lowest seq that client had acknowledged
-    with an offset in that partition (one aggregation of the acknowledged writes of the
-    producers whose clients are known)."""
-    if not starts:
-        return {}
-    start = start_of(starts, F.col("producer"), F.col("seq"))
-    rows = (writes.where((F.col("outcome") == "ok") & F.col("offset").isNotNull()
-                         & F.col("producer").isin(sorted(starts)) & start.isNotNull())
-            .select(_key(F.col("producer"), F.col("topic"), F.col("partition"), start)
-                    .alias("key"), "seq")
-            .groupBy("key").agg(F.min("seq").alias("seq")).collect())
-    return {str(r["key"]): int(r["seq"]) for r in rows}
-
-
 def state_cuts(events: Sequence[Event]) -> dict[str, list[int]]:
     """``"topic:partition"`` -> the sorted times of power losses that removed batches of that
     partition's log on some node (the power-loss event's ``lost``: node -> partition
@@ -104,57 +76,58 @@ def state_cuts(events: Sequence[Event]) -> dict[str, list[int]]:
     return {tp: sorted(ts) for tp, ts in out.items()}
 
 
-def cut_before(cuts: dict[str, list[int]], topic: Column, partition: Column,
-               t: Column) -> Column:
-    """The latest cut of (``topic``, ``partition``) at or before ``t``; null where none."""
+def _latest(thresholds: dict[Any, list[int]], key: Column, value: Column) -> Column:
+    """The highest threshold of ``key`` at or below ``value``; null where none (thresholds
+    ascending: the last match wins)."""
     out: Column = F.lit(None).cast("long")
-    tp = F.concat_ws(":", topic, partition.cast("string"))
-    for key, times in sorted(cuts.items()):
-        for ts in times:  # ascending: the last match is the latest cut <= t
-            out = F.when((tp == key) & (t >= ts), F.lit(ts)).otherwise(out)
+    for k, values in sorted(thresholds.items()):
+        for v in values:
+            out = F.when((key == k) & (value >= v), F.lit(v)).otherwise(out)
     return out
 
 
-def _cut_key(cut: Column) -> Column:
-    return _key(F.col("producer"), F.col("topic"), F.col("partition"),
-                F.concat(F.lit("cut"), cut.cast("string")))
+def _head_keys(starts: dict[int, list[int]], cuts: dict[str, list[int]]) -> list[Column]:
+    """Per row, the key of each head it may belong to (null where none):
+    ``"producer:topic:partition:<client's first seq>"`` and
+    ``"producer:topic:partition:cut<latest cut of the partition before complete_ns>"``."""
+    prefix = F.concat_ws(":", F.col("producer").cast("string"), F.col("topic"),
+                         F.col("partition").cast("string"))
+    keys = []
+    if starts:
+        start = _latest(starts, F.col("producer"), F.col("seq"))
+        keys.append(F.when(start.isNotNull(), F.concat_ws(":", prefix, start.cast("string"))))
+    if cuts:
+        tp = F.concat_ws(":", F.col("topic"), F.col("partition").cast("string"))
+        cut = _latest(cuts, tp, F.col("complete_ns"))
+        keys.append(F.when(cut.isNotNull(),
+                           F.concat_ws(":", prefix, F.concat(F.lit("cut"), cut.cast("string")))))
+    return keys
 
 
-def first_offset_acks_after_cuts(writes: DataFrame, cuts: dict[str, list[int]]
-                                 ) -> dict[str, int]:
-    """``"producer:topic:partition:cut<ns>"`` -> the lowest seq that producer had
-    acknowledged with an offset in that partition after that cut (and before the next)."""
-    if not cuts:
+def first_offset_acks(writes: DataFrame, starts: dict[int, list[int]],
+                      cuts: dict[str, list[int]] | None = None) -> dict[str, int]:
+    """Head key (``_head_keys``) -> the lowest seq acknowledged with an offset under it: per
+    client and partition, and per producer and partition since each cut (one aggregation
+    of the acknowledged writes)."""
+    keys = _head_keys(starts, cuts or {})
+    if not keys:
         return {}
-    cut = cut_before(cuts, F.col("topic"), F.col("partition"), F.col("complete_ns"))
-    rows = (writes.where((F.col("outcome") == "ok") & F.col("offset").isNotNull()
-                         & cut.isNotNull())
-            .select(_cut_key(cut).alias("key"), "seq")
+    rows = (writes.where((F.col("outcome") == "ok") & F.col("offset").isNotNull())
+            .select(F.explode(F.array(*keys)).alias("key"), "seq")
+            .where(F.col("key").isNotNull())
             .groupBy("key").agg(F.min("seq").alias("seq")).collect())
     return {str(r["key"]): int(r["seq"]) for r in rows}
 
 
-def _below_first(firsts: dict[str, int], key: Column) -> Column:
-    first = F.create_map(*[F.lit(x) for k, v in sorted(firsts.items()) for x in (k, v)])[key]
-    return first.isNotNull() & (F.col("seq") < first)
-
-
 def fresh_head(starts: dict[int, list[int]], firsts: dict[str, int],
                cuts: dict[str, list[int]] | None = None) -> Column:
-    """The fact over anomaly rows: acknowledged without an offset, below its client's first
-    offset-bearing acknowledgement in the partition (which exists) — counted from the
-    client's start, or from the latest cut of the partition's log before the
-    acknowledgement (``cuts``; ``firsts`` then also holds the keys of
-    :func:`first_offset_acks_after_cuts`)."""
-    heads: list[Column] = []
-    if starts and firsts:
-        start = start_of(starts, F.col("producer"), F.col("seq"))
-        key = _key(F.col("producer"), F.col("topic"), F.col("partition"), start)
-        heads.append(start.isNotNull() & _below_first(firsts, key))
-    if cuts and firsts:
-        cut = cut_before(cuts, F.col("topic"), F.col("partition"), F.col("complete_ns"))
-        heads.append(cut.isNotNull() & _below_first(firsts, _cut_key(cut)))
-    if not heads:
+    """The fact over anomaly rows: acknowledged without an offset, below the first
+    offset-bearing acknowledgement (which exists) of its client in the partition, or of its
+    producer there since the latest cut of the partition's log before the acknowledgement."""
+    keys = _head_keys(starts, cuts or {})
+    if not keys or not firsts:
         return F.lit(False)
-    head = heads[0] if len(heads) == 1 else heads[0] | heads[1]
+    first_of = F.create_map(*[F.lit(x) for k, v in sorted(firsts.items()) for x in (k, v)])
+    below = [F.coalesce(F.col("seq") < first_of[key], F.lit(False)) for key in keys]
+    head = below[0] if len(below) == 1 else below[0] | below[1]
     return (F.col("outcome") == "ok") & F.col("offset").isNull() & head
