@@ -32,7 +32,7 @@ from compose.admin import (  # noqa: F401 - re-exported: callers import them fro
 from compose.config import CONTROLLER_PORT, ClusterConfig
 from compose.image import resolve_image
 from compose.node import KafkaNode, NodeSpec, server_properties
-from compose.stop_signals import StopSignals, install, unguarded_default
+from compose.stop_signals import StopSignals, deferred_signals, install, unguarded_default
 
 log = logging.getLogger("kafka_chaos.cluster")
 
@@ -133,9 +133,12 @@ class KafkaCluster(ClusterAdmin):
         self._stop_guarded()
 
     def _stop_guarded(self) -> None:
+        # Our own guard counts the signals from now on; a guard around us that is still
+        # armed (the pytest plugin's, between two tests) raises once the cluster is gone.
         self._signals.disarm()
         try:
-            self.stop()
+            with deferred_signals("the cluster is removed"):
+                self.stop()
         finally:
             self._restore_signals()
 

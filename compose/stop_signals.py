@@ -11,7 +11,7 @@ import os
 import signal
 import threading
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager, suppress
+from contextlib import ExitStack, contextmanager, suppress
 from types import FrameType
 
 #: The signals a guard handles: Ctrl-C, a CI runner's cancel or ``docker stop``, a closed
@@ -39,6 +39,9 @@ class StopSignals:
         # (a script's body may catch one KeyboardInterrupt and go on)
         self.repeat = repeat
         self.caught = 0  # signals that arrived while disarmed
+        self._deferring = 0  # depth of deferred() blocks
+        self._pending: int | None = None  # the signal a deferred() block raises at its end
+        self._step = ""  # what the outermost deferred() block waits for
 
     def disarm(self) -> None:
         """From now on signals are counted, not raised (call it before the cleanup)."""
@@ -48,19 +51,45 @@ class StopSignals:
         """The next signal raises again (its raise was handled and the work goes on)."""
         self.armed = True
 
+    @contextmanager
+    def deferred(self, step: str) -> Iterator[None]:
+        """A step that must not be cut while the guard is still armed (a cluster removed
+        between two tests): the first signal inside it raises at its end instead, later
+        ones are counted. ``step`` completes "stopping once …" on stderr. Nested blocks
+        raise at the outermost one's end."""
+        if not self._deferring:
+            self._step = step
+        self._deferring += 1
+        try:
+            yield
+        finally:
+            self._deferring -= 1
+            if not self._deferring and self._pending is not None:
+                signum, self._pending = self._pending, None
+                self._raise(signum)
+
     def handle(self, signum: int, frame: FrameType | None) -> None:
-        if self.armed:
+        if self.armed and not self._deferring:
             self.armed = self.repeat
-            if self.interrupt:
-                raise KeyboardInterrupt(f"signal {signal.Signals(signum).name}")
-            if signum == signal.SIGINT:
-                raise KeyboardInterrupt
-            raise SystemExit(128 + signum)
-        self.caught += 1
+            self._raise(signum)
+        name = signal.Signals(signum).name
+        if self.armed and self._pending is None:
+            self.armed = self.repeat
+            self._pending = signum
+            message = f"kafka-chaos: stopping ({name}) once {self._step}\n"
+        else:
+            self.caught += 1
+            message = f"kafka-chaos: stopping already ({name}), cleaning up first\n"
         # os.write: print() here could re-enter a buffered write the main thread is in
         with suppress(OSError):
-            os.write(2, f"kafka-chaos: stopping already ({signal.Signals(signum).name}), "
-                        "cleaning up first\n".encode())
+            os.write(2, message.encode())
+
+    def _raise(self, signum: int) -> None:
+        if self.interrupt:
+            raise KeyboardInterrupt(f"signal {signal.Signals(signum).name}")
+        if signum == signal.SIGINT:
+            raise KeyboardInterrupt
+        raise SystemExit(128 + signum)
 
 
 def install(stop: StopSignals,
@@ -78,6 +107,22 @@ def install(stop: StopSignals,
             signal.signal(sig, handler)
 
     return restore
+
+
+@contextmanager
+def deferred_signals(step: str) -> Iterator[None]:
+    """``StopSignals.deferred`` for each of our guards whose handler is in place (whoever
+    installed it: the pytest plugin, a run), so a step that must finish — removing a
+    cluster — is not cut by a signal that would raise. Only in the main thread: there the
+    handlers run; a step in another thread is not interrupted by them anyway."""
+    with ExitStack() as stack:
+        if threading.current_thread() is threading.main_thread():
+            guards = {id(g): g for sig in STOP_SIGNALS
+                      if isinstance(g := getattr(signal.getsignal(sig), "__self__", None),
+                                    StopSignals)}
+            for guard in guards.values():
+                stack.enter_context(guard.deferred(step))
+        yield
 
 
 def unguarded_default(sig: signal.Signals, handler: object) -> bool:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from compose.stop_signals import StopSignals, unguarded_default
+from compose.stop_signals import StopSignals, deferred_signals, install, unguarded_default
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -116,3 +116,52 @@ def test_a_repeating_guard_raises_until_disarmed_and_replaces_only_pythons_own_h
     assert unguarded_default(signal.SIGTERM, signal.SIG_DFL)
     assert not unguarded_default(signal.SIGINT, signal.SIG_IGN)
     assert not unguarded_default(signal.SIGTERM, stop.handle)  # a guard already there
+
+
+def _deliver(sig: signal.Signals) -> None:
+    """Calls the handler installed for ``sig`` as Python would on its arrival."""
+    handler = signal.getsignal(sig)
+    assert callable(handler)
+    handler(sig, None)
+
+
+def test_a_deferred_step_finishes_and_the_first_signal_raises_at_its_end(
+        capfd: pytest.CaptureFixture[str]) -> None:
+    # the pytest plugin's guard is armed between two tests, when a module's cluster is
+    # removed: a Ctrl-C then must not cut the removal but still end the session after it
+    stop = StopSignals(interrupt=True)
+    restore = install(stop, lambda sig, handler: True)
+    steps = []
+    try:
+        with pytest.raises(KeyboardInterrupt, match="signal SIGTERM"), \
+                deferred_signals("the cluster is removed"):
+            _deliver(signal.SIGTERM)  # it returns
+            steps.append("removed node 1")
+            _deliver(signal.SIGINT)
+            steps.append("removed node 2")
+        assert steps == ["removed node 1", "removed node 2"]
+        assert stop.caught == 1 and not stop.armed
+        err = capfd.readouterr().err
+        assert "stopping (SIGTERM) once the cluster is removed" in err, err
+        assert "stopping already (SIGINT), cleaning up first" in err, err
+        # no signal inside: the block ends quietly; a disarmed guard only counts
+        with deferred_signals("the cluster is removed"):
+            steps.append("removed again")
+        stop.disarm()
+        with deferred_signals("the cluster is removed"):
+            stop.handle(signal.SIGINT, None)
+        assert stop.caught == 2
+    finally:
+        restore()
+
+
+def test_nested_deferred_steps_raise_once_at_the_outermost_end() -> None:
+    stop = StopSignals(repeat=True)
+    ended = []
+    with pytest.raises(SystemExit) as exit_, stop.deferred("the run is cleaned up"):
+        with stop.deferred("the cluster is removed"):
+            stop.handle(signal.SIGHUP, None)
+        ended.append("inner")
+    assert ended == ["inner"] and exit_.value.code == 128 + signal.SIGHUP
+    with pytest.raises(KeyboardInterrupt):  # repeat: the guard stays armed
+        stop.handle(signal.SIGINT, None)

@@ -108,3 +108,36 @@ def test_never_reached():
     assert storm and int(storm.group(1)) >= 4, out  # the storm overlapped the removal
     assert "stopping already (SIGINT), cleaning up first" in err, err
     assert "stopping already (SIGTERM), cleaning up first" in err, err
+
+
+@pytest.mark.cluster
+def test_a_signal_while_a_module_cluster_is_removed_lets_the_removal_finish(
+        pytester: pytest.Pytester, docker_client: docker.DockerClient) -> None:
+    # With module scope the first module's cluster is removed between two tests, while the
+    # session's guard is armed (a test may still run): a Ctrl-C landing inside that removal
+    # must not cut it short, and must still end the session once the cluster is gone.
+    pytester.makeconftest("""
+import os, signal
+from compose.cluster import KafkaCluster
+signal.signal(signal.SIGINT, signal.default_int_handler)  # a background job ignores it
+_stop = KafkaCluster.stop
+
+def stop(self):
+    if self.nodes:  # the signal arrives inside the removal, before its first step
+        print("REMOVING", self.name, flush=True)
+        os.kill(os.getpid(), signal.SIGINT)
+    _stop(self)
+
+KafkaCluster.stop = stop
+""")
+    pytester.makepyfile(test_a="def test_one(kafka_cluster):\n    assert kafka_cluster.nodes\n",
+                        test_b="def test_two(kafka_cluster):\n    pass\n")
+    res = pytester.runpytest_subprocess("--chaos-brokers", "1", "--chaos-cluster-scope",
+                                        "module", "-s", timeout=300)
+    out, err = res.stdout.str(), res.stderr.str()
+    found = re.search(r"REMOVING (\w+)", out)
+    assert found, out + err
+    assert res.ret == pytest.ExitCode.INTERRUPTED, out + err
+    assert not left_behind(docker_client, {LABEL_CLUSTER: found.group(1)}, set())
+    assert "stopping (SIGINT) once the cluster is removed" in err, err
+    assert "test_b.py" not in out, out  # the session ended after the removal
