@@ -30,8 +30,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from contract.events import PRODUCER_EPOCH, Event
-
-POWER_LOSS = "power-loss"  # the fault kind (contract/faults.py)
+from contract.faults import POWER_LOSS
 
 #: Clients per producer beyond which the starts are not matched at all: each start is a
 #: term of one expression (a run recreates a client only after a fatal client error).

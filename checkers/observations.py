@@ -13,6 +13,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.window import Window
 
 from contract.events import Event
+from contract.faults import POWER_LOSS
 
 #: At most this many change rows are brought to the driver (they are few: one per election
 #: or ISR change, not one per sample).
@@ -152,7 +153,7 @@ def _covering_crashes(
     events: list[Event], parts: PartitionHistory, partitions: list[str], brokers: int | None
 ) -> list[tuple[str, int, tuple[int, ...]]]:
     """(partition key, crash time, the ISR it hit) for every crash that hit a whole ISR."""
-    crashes = [e for e in events if e.kind == "power-loss" and e.phase in ("start", "instant")]
+    crashes = [e for e in events if e.kind == POWER_LOSS and e.phase in ("start", "instant")]
     out: list[tuple[str, int, tuple[int, ...]]] = []
     for e in crashes:
         group = [c for c in crashes if e.ts_ns - POWER_LOSS_WINDOW_NS <= c.ts_ns <= e.ts_ns]

@@ -37,6 +37,10 @@ class FaultKind:
     label_colour: str = "#334155"
 
 
+#: The crash whose events the checker reads for more than a window: the ISR it hit excuses
+#: lost writes, the partitions it cut (``lost``) start producer-state heads.
+POWER_LOSS = "power-loss"
+
 FAULTS: dict[str, FaultKind] = {f.kind: f for f in (
     FaultKind("kill", "kill -9 of a node's container; restarted at the end", (),
               closed_by="start", css="f-kill", colour="#dc2626", label_colour="#991b1b"),
@@ -55,7 +59,7 @@ FAULTS: dict[str, FaultKind] = {f.kind: f for f in (
               "window (new connections served at once), so a retry overtakes its stale "
               "original", ("hold_s",), random=False, delays_requests=True, css="f-slow",
               colour="#0284c7", label_colour="#075985"),
-    FaultKind("power-loss", "kill -9 that also loses the node's unflushed page cache", (),
+    FaultKind(POWER_LOSS, "kill -9 that also loses the node's unflushed page cache", (),
               closed_by="start", css="f-power", colour="#111827", label_colour="#111827"),
     FaultKind("cpu-throttle", "a node starved of CPU (a cgroup quota, e.g. 5 % of one core): "
               "alive and connected but slow, like a noisy neighbour or a GC-bound JVM",
