@@ -30,6 +30,31 @@ def test_the_driver_jvm_runs_parallel_gc_with_two_malloc_arenas(spark: Any) -> N
     assert env.get("MALLOC_ARENA_MAX") == os.environ.get("MALLOC_ARENA_MAX", "2")
 
 
+@pytest.mark.spark
+def test_sql_functions_are_found_in_the_jvm_once(spark: Any, monkeypatch: pytest.MonkeyPatch
+                                                 ) -> None:
+    # PySpark looks each function up by reflection on every call (two JVM round trips
+    # before the call); the session keeps the handles. A PySpark without the lookup we
+    # patch fails here, not silently slower. (That a replaced JVM gets new handles: the
+    # JVM-death test below, whose child keeps one of the first JVM's.)
+    from pyspark.sql import functions as F
+
+    client = spark.sparkContext._gateway._gateway_client
+    sent: list[str] = []
+    send = client.send_command
+
+    def counted(command: str, *args: Any, **kwargs: Any) -> Any:
+        sent.append(command.split("\n", 1)[0])
+        return send(command, *args, **kwargs)
+
+    monkeypatch.setattr(client, "send_command", counted)
+    F.when(F.lit(True), 1)  # found once, then kept
+    sent.clear()
+    for _ in range(3):
+        F.when(F.lit(True), 1)
+    assert sent and "r" not in sent, sent  # calls, no reflection
+
+
 def test_the_jvm_environment_is_set_only_while_the_jvm_starts(
         monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("MALLOC_ARENA_MAX", raising=False)
@@ -69,6 +94,8 @@ from checkers.warmup import write_tiny_history
 from compose.stop_signals import StopSignals, install
 
 build_session("local[1]")
+from pyspark.sql import functions as F
+F.lit(1)  # a function handle of this JVM is kept (session._keep_function_handles)
 print("python's default replaced:", signal.getsignal(signal.SIGINT) is not
       signal.default_int_handler, flush=True)
 stop = StopSignals(interrupt=True)
