@@ -169,8 +169,8 @@ def _forget_dead_jvm() -> None:
 
 def _keep_function_handles() -> None:
     """PySpark finds each SQL function (``F.col``, ``F.when`` …) in the JVM by reflection on
-    every call: two round trips before the call itself, ~1,700 of a warm tiny check's
-    ~5,200. The handles name static methods and hold no state, so they are kept, per JVM
+    every call: two round trips before the call itself, ~1,250 of a warm tiny check's
+    ~5,400. The handles name static methods and hold no state, so they are kept, per JVM
     (a replaced JVM gets new ones). Where PySpark has no such lookup, nothing changes."""
     from pyspark.sql.functions import builtin
 
