@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
+import signal
 import statistics
+import threading
+import time
 from collections.abc import Callable
 
 import pytest
@@ -103,6 +107,32 @@ def test_bandwidth_limit_caps_throughput(make_lan: MakeLan) -> None:
     print(f"rate 4000 kbit: measured {measured:.0f} kbit/s")
     assert 0.8 * 4000 <= measured <= 1.1 * 4000
     assert tc.root_handle(lan[0].ns, "eth0") != tc.ROOT_HANDLE
+
+
+def test_a_reader_late_after_the_burst_still_measures_the_limit(make_lan: MakeLan) -> None:
+    """The measurement itself, on a busy host: the sink stopped for 0.5 s just before its
+    steady part starts then reads a backlog that arrived earlier. Counted against its own
+    clock that made 4000 kbit/s look like ~5400 (a suite failure under load); the kernel's
+    byte counter, read with the clock, does not."""
+    lan = make_lan(2)
+    handle = Shaper().apply(lan[0].ns, rate_kbit=4000)
+    try:
+        sink = lan.serve(lan[1], "tcp-sink", "7200")
+        blast = threading.Thread(target=lan.run, args=(lan[0], "tcp-blast", lan[1].ip, "7200",
+                                                       "--seconds", "1.5"))
+        blast.start()
+        time.sleep(0.2)  # into the burst; the sleeps place the stall, they wait for nothing
+        os.kill(sink.pid, signal.SIGSTOP)
+        time.sleep(0.5)
+        os.kill(sink.pid, signal.SIGCONT)
+        blast.join()
+        assert sink.stdout is not None
+        got = json.loads(sink.stdout.readline())
+    finally:
+        handle.heal()
+    measured = got["bytes"] * 8 / 1000 / got["seconds"]
+    print(f"rate 4000 kbit, reader stopped 0.5 s: measured {measured:.0f} kbit/s {got}")
+    assert 0.8 * 4000 <= measured <= 1.1 * 4000
 
 
 def test_bandwidth_limit_only_towards_chosen_peers(make_lan: MakeLan) -> None:

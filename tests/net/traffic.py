@@ -182,30 +182,41 @@ def tcp_hold(host: str, port: int) -> None:
             print("error", flush=True)
 
 
+def _rx_bytes() -> int:
+    """Bytes this network namespace's interfaces (but loopback) have received: the kernel
+    counts a frame when it arrives, whether or not the reader was scheduled to take it."""
+    with open("/proc/self/net/dev") as fh:
+        lines = fh.read().splitlines()[2:]
+    return sum(int(data.split()[0]) for name, data in (line.split(":", 1) for line in lines)
+               if name.strip() != "lo")
+
+
 def tcp_sink(port: int, skip: float = 0.3) -> None:
     """Accept one connection, read to EOF, print the rate after the first ``skip`` s (the
-    shaper's initial burst passes at line rate): bytes and seconds of that steady part."""
+    shaper's initial burst passes at line rate): bytes and seconds of that steady part.
+
+    The bytes are the interface's received-bytes counter (frames, headers included), read
+    with the clock at each read: a pair is consistent even when the reader ran late (on a
+    busy host a late read returns a buffer full of earlier bytes, which counted against the
+    reader's own clock made the link look up to ~20 % faster than its limit)."""
     srv = socket.create_server(("0.0.0.0", port), reuse_port=True)
     print("READY", flush=True)
     conn, _ = srv.accept()
     total = 0
     start: float | None = None
-    steady_bytes = 0
-    steady_from: float | None = None
-    last = time.monotonic()
+    steady: tuple[float, int] | None = None  # (time, rx bytes) where the steady part starts
+    last = (time.monotonic(), _rx_bytes())
     with conn:
         while data := conn.recv(1 << 16):
-            last = time.monotonic()
+            last = (time.monotonic(), _rx_bytes())
             if start is None:
-                start = last
-            elif steady_from is not None:
-                steady_bytes += len(data)
-            elif last - start >= skip:
-                steady_from = last  # this chunk arrived before: count from the next one
+                start = last[0]
+            elif steady is None and last[0] - start >= skip:
+                steady = last
             total += len(data)
-    steady_from = steady_from or last
-    print(json.dumps({"bytes": steady_bytes, "seconds": last - steady_from, "total": total}),
-          flush=True)
+    steady = steady or last
+    print(json.dumps({"bytes": last[1] - steady[1], "seconds": last[0] - steady[0],
+                      "total": total}), flush=True)
 
 
 def tcp_blast(host: str, port: int, seconds: float) -> dict:
