@@ -28,22 +28,35 @@ image: host venv
 demo: setup
 	$(BIN)/kafka-chaos run --scenario safe-config-chaos
 
-# Two pytest sessions at once: the cluster tests (one cluster at a time, in file order) and
-# beside them the tests that start none, which mostly compute while the cluster tests mostly
-# wait on brokers. The second session's output (kept in .not-cluster-tests.log) follows the
-# first's; the exit status is the first failure's; Ctrl-C stops both (the trap sends SIGTERM
-# in case the background session ignores SIGINT). SPLIT= runs everything in one session.
+# The cluster tests in LANES pytest sessions at once, sharing the test files as they go
+# (tests/lanes.py: whole files, claimed in collection order), and beside them the tests that
+# start none. The lanes' brokers mostly wait, the other tests mostly compute. The first
+# lane's output comes first, then the other lanes' and the other session's (kept in
+# .cluster-lane-N.log and .not-cluster-tests.log); the exit status is the first failure's;
+# Ctrl-C stops them all (the trap sends SIGTERM, as background jobs ignore SIGINT).
+# SPLIT= runs everything in one session.
 SPLIT ?= 1
+LANES ?= 2
 test: setup
 ifeq ($(SPLIT),1)
-	@log=.not-cluster-tests.log; \
-	$(BIN)/python -m pytest -m "not cluster" $(PYTEST_ARGS) > $$log 2>&1 & other=$$!; \
-	trap 'kill -TERM $$other 2>/dev/null' INT TERM; \
-	$(BIN)/python -m pytest -m cluster $(PYTEST_ARGS); first=$$?; \
-	wait $$other; second=$$?; \
-	echo "== the tests that start no cluster (run beside the cluster tests), exit $$second"; \
-	cat $$log; \
-	if [ $$first -ne 0 ]; then exit $$first; fi; exit $$second
+	@log=.not-cluster-tests.log; claims=$$(mktemp -d /tmp/kafka-chaos-lanes.XXXXXX); others=; \
+	for n in $$(seq 2 $(LANES)); do \
+	  $(BIN)/python -m pytest -m cluster --lane-claims $$claims $(PYTEST_ARGS) \
+	    > .cluster-lane-$$n.log 2>&1 & others="$$others $$!"; \
+	done; \
+	$(BIN)/python -m pytest -m "not cluster" $(PYTEST_ARGS) > $$log 2>&1 & others="$$others $$!"; \
+	trap 'kill -TERM $$others 2>/dev/null' INT TERM; \
+	$(BIN)/python -m pytest -m cluster --lane-claims $$claims $(PYTEST_ARGS); status=$$?; \
+	n=1; for pid in $$others; do \
+	  wait $$pid; s=$$?; [ $$status -ne 0 ] || status=$$s; n=$$((n + 1)); \
+	  if [ $$n -le $(LANES) ]; then \
+	    echo "== cluster lane $$n (run beside the first), exit $$s"; cat .cluster-lane-$$n.log; \
+	  else \
+	    echo "== the tests that start no cluster (run beside the cluster tests), exit $$s"; \
+	    cat $$log; \
+	  fi; \
+	done; \
+	rm -rf $$claims; exit $$status
 else
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 endif
