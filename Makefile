@@ -41,12 +41,12 @@ test: setup
 ifeq ($(SPLIT),1)
 	@log=.not-cluster-tests.log; claims=$$(mktemp -d /tmp/kafka-chaos-lanes.XXXXXX); others=; \
 	for n in $$(seq 2 $(LANES)); do \
-	  $(BIN)/python -m pytest -m cluster --lane-claims $$claims $(PYTEST_ARGS) \
+	  $(BIN)/python -m pytest -m cluster --lane-claims=$$claims $(PYTEST_ARGS) \
 	    > .cluster-lane-$$n.log 2>&1 & others="$$others $$!"; \
 	done; \
 	$(BIN)/python -m pytest -m "not cluster" $(PYTEST_ARGS) > $$log 2>&1 & others="$$others $$!"; \
 	trap 'kill -TERM $$others 2>/dev/null' INT TERM; \
-	$(BIN)/python -m pytest -m cluster --lane-claims $$claims $(PYTEST_ARGS); status=$$?; \
+	$(BIN)/python -m pytest -m cluster --lane-claims=$$claims $(PYTEST_ARGS); status=$$?; \
 	n=1; for pid in $$others; do \
 	  wait $$pid; s=$$?; [ $$status -ne 0 ] || status=$$s; n=$$((n + 1)); \
 	  if [ $$n -le $(LANES) ]; then \

@@ -29,7 +29,8 @@ _CLAIMED = pytest.StashKey[list[str]]()
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption(
         "--lane-claims", metavar="DIR", default=None,
-        help="share the collected tests, file by file, with the other pytest sessions given "
+        help="--lane-claims=DIR (the \"=\" form: a separate DIR would be taken for the tests' "
+             "root): share the collected tests, file by file, with the other pytest sessions given "
              "the same (empty, existing) directory (tests/lanes.py)")
 
 

@@ -16,6 +16,8 @@ CONFTEST = """
 import os, time
 import pytest
 
+pytest_plugins = ["tests.lanes"]
+
 def _log(line):
     with open(os.environ["LANES_LOG"], "a") as fh:
         fh.write(line + "\\n")
@@ -64,20 +66,25 @@ def _lane(cwd: Path, claims: Path, log: Path) -> subprocess.Popen[str]:
     env = {**os.environ, "LANES_LOG": str(log), "LANES_CLAIMS": str(claims),
            "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
     return subprocess.Popen(
-        [sys.executable, "-m", "pytest", "-p", "tests.lanes", "-p", "no:cacheprovider",
-         "--lane-claims", str(claims), "-q"],
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", f"--lane-claims={claims}",
+         "-q"],
         cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
 
 def test_two_lanes_run_every_test_once_with_whole_files(tmp_path: Path) -> None:
-    (tmp_path / "conftest.py").write_text(CONFTEST)
+    # as make test runs them: the plugin named by the project's conftest, the claims
+    # directory outside the project, the option in its "=" form (given as two arguments,
+    # pytest takes the directory for the tests' root and never loads the conftest)
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "conftest.py").write_text(CONFTEST)
     for i in range(FILES):
-        (tmp_path / f"test_f{i}.py").write_text(TEST_FILE.format())
+        (project / f"test_f{i}.py").write_text(TEST_FILE.format())
     claims = tmp_path / "claims"
     claims.mkdir()
     log = tmp_path / "lanes.log"
     log.touch()
-    lanes = [_lane(tmp_path, claims, log) for _ in range(2)]
+    lanes = [_lane(project, claims, log) for _ in range(2)]
     outs = [lane.communicate(timeout=120)[0] for lane in lanes]
     assert [lane.returncode for lane in lanes] == [0, 0], outs
     rows = [line.split() for line in log.read_text().splitlines()]
