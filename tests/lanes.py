@@ -1,10 +1,10 @@
 """Cluster tests in lanes (a pytest plugin, loaded by the root conftest.py): several pytest
 sessions collect the same tests and share them out file by file while they run.
 
-``make test`` starts two sessions of ``pytest -m cluster --lane-claims DIR`` on one empty
+``make test`` starts two sessions of ``pytest -m cluster --lane-claims=DIR`` on one empty
 directory. Each session runs a file only after claiming it there (an exclusive create of a
-file named after it), in collection order, and claims the next before the last test of the
-current one ends (pytest tears a test's module and session fixtures down by what the next
+file named after it), in collection order, and claims its next file as the last test of the
+current one starts (pytest tears a test's module and session fixtures down by what the next
 test needs, so the next one has to be known). A lane that finds everything claimed ends.
 Whole files go to one lane, so a module's cluster stays in one session; each lane is an
 ordinary pytest session (its own shared cluster, signal guard and hygiene checks), so a
