@@ -46,20 +46,19 @@ def _claim(claims: Path, file: str) -> bool:
     return True
 
 
-def _files(items: list[pytest.Item]) -> list[list[pytest.Item]]:
-    """The items grouped by file, in collection order."""
+def _files(items: list[pytest.Item]) -> dict[str, list[pytest.Item]]:
+    """The items by file, in collection order."""
     groups: dict[str, list[pytest.Item]] = {}
     for item in items:
         groups.setdefault(item.nodeid.split("::", 1)[0], []).append(item)
-    return list(groups.values())
+    return groups
 
 
 def _claimed_items(session: pytest.Session, claims: Path) -> Iterator[pytest.Item]:
     """The items of the files this session claims, claiming each file only when its first
     item is asked for (the caller asks one item ahead)."""
     ran = session.config.stash[_CLAIMED]
-    for group in _files(session.items):
-        file = group[0].nodeid.split("::", 1)[0]
+    for file, group in _files(session.items).items():
         if _claim(claims, file):
             ran.append(file)
             yield from group

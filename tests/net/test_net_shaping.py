@@ -6,6 +6,7 @@ import json
 import os
 import signal
 import statistics
+import subprocess
 import threading
 import time
 from collections.abc import Callable
@@ -28,9 +29,15 @@ def median_rtt(lan: Lan, src: object, dst: object, count: int = 30) -> float:
 def throughput_kbit(lan: Lan, src: object, dst: object, seconds: float = 2.0) -> float:
     sink = lan.serve(dst, "tcp-sink", "7200")  # type: ignore[arg-type]
     lan.run(src, "tcp-blast", dst.ip, "7200", "--seconds", str(seconds))  # type: ignore
+    return sink_kbit(sink)
+
+
+def sink_kbit(sink: subprocess.Popen[str]) -> float:
+    """The steady rate a ``tcp-sink`` printed, in kbit/s."""
     assert sink.stdout is not None
     got = json.loads(sink.stdout.readline())
-    return got["bytes"] * 8 / 1000 / got["seconds"]
+    print(f"sink: {got}")
+    return float(got["bytes"] * 8 / 1000 / got["seconds"])
 
 
 def test_backend_follows_netem_detection(make_lan: MakeLan) -> None:
@@ -126,12 +133,10 @@ def test_a_reader_late_after_the_burst_still_measures_the_limit(make_lan: MakeLa
         time.sleep(0.5)
         os.kill(sink.pid, signal.SIGCONT)
         blast.join()
-        assert sink.stdout is not None
-        got = json.loads(sink.stdout.readline())
+        measured = sink_kbit(sink)
     finally:
         handle.heal()
-    measured = got["bytes"] * 8 / 1000 / got["seconds"]
-    print(f"rate 4000 kbit, reader stopped 0.5 s: measured {measured:.0f} kbit/s {got}")
+    print(f"rate 4000 kbit, reader stopped 0.5 s: measured {measured:.0f} kbit/s")
     assert 0.8 * 4000 <= measured <= 1.1 * 4000
 
 
