@@ -18,13 +18,16 @@ from typing import Any
 
 import docker
 
+from compose.cleanup import extra_labels
 from compose.cluster import free_subnets, new_cluster_id
 from compose.config import CLIENT_PORT, DATA_DIR, ClusterConfig
 from compose.image import resolve_image
 from compose.node import server_properties, start_script
 
 #: The label that marks a compose cluster (kafka-chaos's own sweeps leave it alone: it is
-#: the user's, removed with ``docker-compose down -v``).
+#: the user's, removed with ``docker-compose down -v``). A caller that tags everything its
+#: process tree starts (``$KAFKA_CHAOS_EXTRA_LABELS``, as the test suite does) gets its
+#: tags on the compose cluster's containers, network and volumes too, to find them again.
 COMPOSE_LABEL = "io.kafka-chaos.compose"
 
 
@@ -115,7 +118,7 @@ def write_compose_files(dest: Path, cfg: ClusterConfig, project: str = "kafka-ch
     if not free:
         raise RuntimeError("no free /24 subnet in 172.24.0.0/13 for the compose network")
     doc, ips = compose_document(cfg, tag, project, free[-1],
-                                {COMPOSE_LABEL: project, **(labels or {})})
+                                {**extra_labels(), COMPOSE_LABEL: project, **(labels or {})})
     dest.mkdir(parents=True, exist_ok=True)
     compose = dest / "docker-compose.yml"
     compose.write_text(f"# kafka-chaos: a {len(cfg.node_ids)}-node KRaft cluster "

@@ -41,6 +41,9 @@ def _claim(claims: Path, file: str) -> bool:
         fd = os.open(claims / name, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
     except FileExistsError:
         return False
+    except FileNotFoundError:  # the lanes cannot tell who ran what any more
+        raise pytest.UsageError(f"--lane-claims {claims}: the directory was removed while the "
+                                f"tests ran; this session stops before {file}") from None
     with os.fdopen(fd, "w") as fh:
         fh.write(f"{file} {os.getpid()}\n")
     return True

@@ -114,3 +114,25 @@ def test_a_missing_claims_directory_is_a_usage_error(tmp_path: Path) -> None:
         env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert res.returncode == 4, res.stdout + res.stderr
     assert "no such directory" in res.stdout + res.stderr
+
+
+def test_a_claims_directory_removed_mid_run_stops_the_session_with_a_usage_error(
+        tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "conftest.py").write_text('pytest_plugins = ["tests.lanes"]\n')
+    claims = tmp_path / "claims"
+    claims.mkdir()
+    # the first test removes the directory; the second file was claimed before it ran (one
+    # ahead), the third cannot be
+    (project / "test_f0.py").write_text(
+        "import shutil\n"
+        f"def test_remove():\n    shutil.rmtree({str(claims)!r})\n")
+    for i in (1, 2):
+        (project / f"test_f{i}.py").write_text("def test_one():\n    pass\n")
+    log = tmp_path / "lanes.log"
+    lane = _lane(project, claims, log)
+    out = lane.communicate(timeout=120)[0]
+    assert lane.returncode == 4, out
+    assert "the directory was removed while the tests ran" in out, out
+    assert "test_f2.py" in out and "INTERNALERROR" not in out, out

@@ -13,6 +13,7 @@ from confluent_kafka.admin import AdminClient
 
 from chaos.orchestrator import run
 from chaos.scenarios.toml_file import load_scenarios
+from compose.cleanup import extra_labels
 from compose.remote import SshNode
 from contract.known_bugs import EPOCH_BUMP_RESEND
 from kafka_chaos_testing.verdicts import assert_only_accepted_bug
@@ -155,11 +156,18 @@ def test_compose_file_starts_a_cluster_that_runs_take_faults_through_the_engine(
     scenarios.write_text(COMPOSE_SCENARIO)
     engine = docker.from_env()
     owned = {"label": f"io.kafka-chaos.compose={project}"}
+    # The suite's tags for this test (tests/hygiene.py) reach the compose cluster too, so
+    # the suite's leak checks see what an interrupted test leaves of it.
+    tagged = {"label": [f"{k}={v}" for k, v in extra_labels().items()]}
+    assert tagged["label"]
     try:
         _compose(folder, project, "up", "-d")
         started = {c.name: c.attrs["State"]["StartedAt"]
                    for c in engine.containers.list(filters=owned)}
         assert len(started) == 3
+        assert {c.name for c in engine.containers.list(filters=tagged)} == set(started)
+        assert len(engine.volumes.list(filters=tagged)) == 3
+        assert len(engine.networks.list(filters=tagged)) == 1
         results = _run(scenarios, "compose", tmp_path / "runs", bootstrap, nodes)
         run_dir = (tmp_path / "runs" / "latest").resolve()
         assert_only_accepted_bug(results)
