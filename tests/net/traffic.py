@@ -182,41 +182,76 @@ def tcp_hold(host: str, port: int) -> None:
             print("error", flush=True)
 
 
-def _rx_bytes() -> int:
-    """Bytes this network namespace's interfaces (but loopback) have received: the kernel
-    counts a frame when it arrives, whether or not the reader was scheduled to take it."""
-    with open("/proc/self/net/dev") as fh:
-        lines = fh.read().splitlines()[2:]
-    return sum(int(data.split()[0]) for name, data in (line.split(":", 1) for line in lines)
-               if name.strip() != "lo")
+# Linux's SO_TIMESTAMPNS (asm-generic, 64-bit: struct timespec of two longs); the socket
+# module does not name it.
+SO_TIMESTAMPNS = 35
+STAMP = struct.Struct("@qq")
+
+
+def _arrival(ancillary: list[tuple[int, int, bytes]]) -> float | None:
+    """The kernel's receive time (seconds, CLOCK_REALTIME) of the last segment a TCP read
+    returned, from the read's SO_TIMESTAMPNS control message."""
+    for level, kind, data in ancillary:
+        if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS and len(data) >= STAMP.size:
+            sec, nsec = STAMP.unpack(data[:STAMP.size])
+            return sec + nsec / 1e9
+    return None
+
+
+def _slope(points: list[tuple[float, int]]) -> float:
+    """Least-squares bytes per second through (arrival, bytes so far) points."""
+    n = len(points)
+    if n < 2:
+        return 0.0
+    mt = sum(t for t, _ in points) / n
+    mb = sum(b for _, b in points) / n
+    var = sum((t - mt) ** 2 for t, _ in points)
+    return sum((t - mt) * (b - mb) for t, b in points) / var if var else 0.0
 
 
 def tcp_sink(port: int, skip: float = 0.3) -> None:
     """Accept one connection, read to EOF, print the rate after the first ``skip`` s (the
-    shaper's initial burst passes at line rate): bytes and seconds of that steady part.
+    shaper's initial burst passes at line rate): the least-squares slope of bytes received
+    against arrival time over that steady part (``bytes_per_s``; its bytes and seconds for
+    the record).
 
-    The bytes are the interface's received-bytes counter (frames, headers included), read
-    with the clock at each read: a pair is consistent even when the reader ran late (on a
-    busy host a late read returns a buffer full of earlier bytes, which counted against the
-    reader's own clock made the link look up to ~20 % faster than its limit)."""
+    Times are the kernel's arrival stamps of the data each read returns, not the reader's
+    clock: on a busy host a reader runs late, and a late read at the start (a buffer full
+    of earlier bytes) made the link look up to ~35 % faster than its limit, a late last
+    read up to ~30 % slower (suite failures under load). A slope, not the two ends: a
+    shaper releases a sender's 64 KiB segments whole (at 4000 kbit/s one every ~136 ms),
+    and a segment split over two reads at either end moved a two-point rate by ~10 %.
+    The bytes are TCP payload: ~4.5 % below the frames a shaper counts."""
     srv = socket.create_server(("0.0.0.0", port), reuse_port=True)
+    srv.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)  # the accepted socket inherits it
+    # A receive window a late reader does not fill (SO_RCVBUFFORCE: we are root): TCP's
+    # autotuned one starts at 128 KiB, a quarter second at 4000 kbit/s, and a full window
+    # idles the link for real, which is not the limit's doing.
+    srv.setsockopt(socket.SOL_SOCKET, 33, 16 << 20)
     print("READY", flush=True)
     conn, _ = srv.accept()
+    # One read takes all that has arrived (more than the receive buffer), so a read's
+    # stamp and the bytes so far match: the kernel merges queued segments and keeps the
+    # newest one's stamp, which for part of a merged segment would be too late.
+    buf = bytearray(32 << 20)
     total = 0
-    start: float | None = None
-    steady: tuple[float, int] | None = None  # (time, rx bytes) where the steady part starts
-    last = (time.monotonic(), _rx_bytes())
+    points: list[tuple[float, int]] = []  # (arrival, bytes so far) after each read
     with conn:
-        while data := conn.recv(1 << 16):
-            last = (time.monotonic(), _rx_bytes())
-            if start is None:
-                start = last[0]
-            elif steady is None and last[0] - start >= skip:
-                steady = last
-            total += len(data)
-    steady = steady or last
-    print(json.dumps({"bytes": last[1] - steady[1], "seconds": last[0] - steady[0],
-                      "total": total}), flush=True)
+        while True:
+            n, ancillary, _, _ = conn.recvmsg_into([buf], socket.CMSG_SPACE(STAMP.size))
+            if not n:
+                break
+            total += n
+            stamp = _arrival(ancillary)
+            if stamp is None:
+                raise SystemExit("tcp-sink: a read without the kernel's arrival stamp")
+            points.append((stamp, total))
+    # Not the last read: if the reader was late for it, the connection's end (a FIN,
+    # merged into the queued data) lends it its later stamp.
+    steady = [p for p in points[:-1] if p[0] - points[0][0] >= skip]
+    begin, end = (steady[0], steady[-1]) if steady else ((0.0, 0), (0.0, 0))
+    print(json.dumps({"bytes_per_s": _slope(steady), "bytes": end[1] - begin[1],
+                      "seconds": end[0] - begin[0], "total": total}), flush=True)
 
 
 def tcp_blast(host: str, port: int, seconds: float) -> dict:
