@@ -51,7 +51,10 @@ def sweep(client: docker.DockerClient, filters: dict[str, str]) -> int:
     """Removes containers, then networks, then volumes matching the label filters."""
     label_filter = [f"{k}={v}" if v else k for k, v in filters.items()]
     removed = 0
-    for c in client.containers.list(all=True, filters={"label": label_filter}):
+    # ignore_removed: docker-py inspects each listed container, and another process (a run
+    # beside this one, a second test session) may remove one in between.
+    for c in client.containers.list(all=True, filters={"label": label_filter},
+                                    ignore_removed=True):
         try:
             c.remove(force=True, v=True)
             removed += 1
@@ -79,7 +82,8 @@ def sweep_cluster(client: docker.DockerClient, cluster: str) -> int:
 def sweep_orphans(client: docker.DockerClient) -> int:
     """Removes clusters whose owning process no longer exists (on this host)."""
     owners: dict[str, int] = {}
-    for c in client.containers.list(all=True, filters={"label": LABEL}):
+    for c in client.containers.list(all=True, filters={"label": LABEL},
+                                    ignore_removed=True):
         lab = c.labels
         if LABEL_CLUSTER in lab and lab.get(LABEL_OWNER, "").isdigit():
             owners[lab[LABEL_CLUSTER]] = int(lab[LABEL_OWNER])

@@ -210,7 +210,7 @@ def _filters(labels: dict[str, str]) -> dict[str, list[str]]:
 
 def _resources(client, labels: dict[str, str]):  # noqa: ANN001, ANN202
     f = _filters(labels)
-    for c in client.containers.list(all=True, filters=f):
+    for c in client.containers.list(all=True, filters=f, ignore_removed=True):
         yield "container", c.name, c.labels, c
     for n in client.networks.list(filters=f):
         yield "network", n.name, n.attrs.get("Labels") or {}, n
@@ -244,7 +244,8 @@ def net_state_left(client, state: _State) -> list[str]:  # noqa: ANN001
     from chaos.net.sweep import delayer_pids
 
     out: list[str] = []
-    running = client.containers.list(filters=_filters({LABEL_SESSION: state.session}))
+    running = client.containers.list(filters=_filters({LABEL_SESSION: state.session}),
+                                     ignore_removed=True)
     for c in running:
         if c.labels.get(LABEL_CLUSTER) not in state.shared:
             continue
@@ -269,7 +270,8 @@ def sweep_shared(client, state: _State) -> None:  # noqa: ANN001
     from chaos.net.netns import NamespaceGone, NetNS
     from chaos.net.sweep import sweep
 
-    for c in client.containers.list(filters=_filters({LABEL_SESSION: state.session})):
+    for c in client.containers.list(filters=_filters({LABEL_SESSION: state.session}),
+                                    ignore_removed=True):
         pid = int((c.attrs.get("State") or {}).get("Pid") or 0)
         if c.labels.get(LABEL_CLUSTER) in state.shared and pid:
             with contextlib.suppress(NamespaceGone):

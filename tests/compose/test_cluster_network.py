@@ -1,4 +1,5 @@
-"""Cluster networks: clusters starting at the same moment each get a /24 of their own."""
+"""Clusters of several sessions on one engine: clusters starting at the same moment each get
+a /24 of their own, and a sweep is not stopped by containers another session removes."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import pytest
 
 from compose import cleanup
 from compose.cluster import create_network
+from compose.image import resolve_image
 
 # Needs the Docker engine the cluster tests use; `-m "not cluster"` runs without one.
 pytestmark = pytest.mark.cluster
@@ -51,3 +53,36 @@ def test_concurrent_cluster_networks_get_distinct_subnets() -> None:
             n.remove()
     left = client.networks.list(filters={"label": f"{cleanup.LABEL_CLUSTER}={name}"})
     assert not left
+
+
+def test_a_sweep_ignores_containers_removed_while_it_lists_them() -> None:
+    # docker-py lists the ids, then inspects each; suite 101's second lane started a
+    # cluster (sweep_orphans first) while the first lane removed one, and the inspect's
+    # 404 failed the fixture of seven tests.
+    client = docker.from_env()
+    name = f"kc-sweeprace-{uuid.uuid4().hex[:6]}"
+    image = resolve_image(None, None)
+    # owned by this live process: sweep_orphans lists and inspects them, removes none
+    made = [client.containers.create(image, command=["true"],
+                                     labels=cleanup.labels(name, "broker", node=i))
+            for i in range(30)]
+    removed: list[str] = []
+
+    def remove_all() -> None:
+        for c in made:
+            c.remove(force=True)
+            removed.append(c.id)
+
+    remover = threading.Thread(target=remove_all)
+    sweeps = 0
+    try:
+        remover.start()
+        while remover.is_alive():
+            assert cleanup.sweep_orphans(client) == 0
+            sweeps += 1
+        remover.join()
+    finally:
+        cleanup.sweep_cluster(client, name)
+    assert len(removed) == 30 and sweeps >= 2, (len(removed), sweeps)
+    assert not client.containers.list(
+        all=True, filters={"label": f"{cleanup.LABEL_CLUSTER}={name}"})
