@@ -78,6 +78,10 @@ def logs(tmp_path_factory: pytest.TempPathFactory,
             else:
                 txn.flush(60)
                 txn.abort_transaction(60)
+        # This frame lives until the module's last test: its clients must not outlive the
+        # cluster (they kept reconnecting to its addresses, which other lanes' clusters
+        # take over, in suite 100).
+        del p, idem, txn
         assert errors == []
         ends = {t: cluster.end_offsets(t)[0] for t in topics}
         # followers fetch the tail (and the markers) a moment after the acknowledgement
