@@ -11,6 +11,7 @@ import signal
 import tempfile
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 from pyspark import SparkContext
@@ -21,14 +22,16 @@ from contract.owners import owned_dir, sweep_owned_dirs
 DEFAULT_MASTER = "local[2]"
 
 #: The driver's heap unless KAFKA_CHAOS_SPARK_DRIVER_MEMORY says otherwise: with the
-#: throughput collector and two malloc arenas (_JVM_ENV) a 10M-write check peaks at ~3.7 GiB
+#: throughput collector and two malloc arenas (SPARK_CONF) a 10M-write check peaks at ~3.7 GiB
 #: for the whole process tree and runs as fast as with 4g (checkers/README.md).
 DEFAULT_DRIVER_MEMORY = "3584m"
 
-#: Environment of the driver's JVM, where the caller has not set it. glibc gives every thread
-#: that allocates natively (shuffle, Parquet codecs, Netty) its own 64 MiB arena; two arenas
-#: took ~600 MB off a 10M check's peak at no measurable cost (Hadoop sets 4 for the same reason).
-_JVM_ENV = {"MALLOC_ARENA_MAX": "2"}
+#: Spark's configuration directory for the driver's JVM where the caller has none: Spark's
+#: launcher sources its spark-env.sh, which gives the JVM two malloc arenas. glibc gives every
+#: thread that allocates natively (shuffle, Parquet codecs, Netty) its own 64 MiB arena; two
+#: took ~600 MB off a 10M check's peak at no measurable cost (Hadoop sets 4 for the same
+#: reason). Only the JVM and its children see it.
+SPARK_CONF = Path(__file__).with_name("spark_conf")
 
 _LOCK = threading.Lock()
 #: The scratch directory of the JVM running now (removed when that JVM dies, see
@@ -36,17 +39,18 @@ _LOCK = threading.Lock()
 _SCRATCH: list[str] = []
 
 
-@contextlib.contextmanager
-def _jvm_environment() -> Iterator[None]:
-    """_JVM_ENV in os.environ while the JVM starts (PySpark starts it with this process's
-    environment), as it was afterwards: only the JVM and its children should see it."""
-    added = {k: v for k, v in _JVM_ENV.items() if k not in os.environ}
-    os.environ.update(added)
-    try:
-        yield
-    finally:
-        for key in added:
-            os.environ.pop(key, None)
+def _point_spark_at_our_conf() -> None:
+    """SPARK_CONF_DIR=SPARK_CONF in this process's environment, for good, unless the caller
+    configures Spark (SPARK_CONF_DIR, or a conf directory in SPARK_HOME). Only Spark's
+    launcher reads it. (Adding a variable for the JVM's start and removing it afterwards
+    raced other threads: os.environ.copy() lists the keys, then reads each, and a cluster
+    starting beside the checker's warm-up met a key gone in between: KeyError.)"""
+    if "SPARK_CONF_DIR" in os.environ:
+        return
+    home = os.environ.get("SPARK_HOME")
+    if home and os.path.isdir(os.path.join(home, "conf")):
+        return
+    os.environ.setdefault("SPARK_CONF_DIR", str(SPARK_CONF))
 
 
 @contextlib.contextmanager
@@ -271,7 +275,8 @@ def build_session(master: str | None = None, shuffle_partitions: int | None = No
             if "=" in item:
                 key, value = item.split("=", 1)
                 builder = builder.config(key.strip(), value.strip())
-        with _jvm_environment(), _own_sigint_kept():
+        _point_spark_at_our_conf()
+        with _own_sigint_kept():
             spark = builder.getOrCreate()
         spark.sparkContext.setLogLevel("ERROR")
         _keep_function_handles()

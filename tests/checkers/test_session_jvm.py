@@ -28,6 +28,8 @@ def test_the_driver_jvm_runs_parallel_gc_with_two_malloc_arenas(spark: Any) -> N
     raw = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
     env = dict(item.decode().split("=", 1) for item in raw if b"=" in item)
     assert env.get("MALLOC_ARENA_MAX") == os.environ.get("MALLOC_ARENA_MAX", "2")
+    # ... and this process's environment is as it started: the JVM's alone has the cap.
+    assert os.environ.get("MALLOC_ARENA_MAX") == _started_with("MALLOC_ARENA_MAX")
 
 
 @pytest.mark.spark
@@ -55,16 +57,54 @@ def test_sql_functions_are_found_in_the_jvm_once(spark: Any, monkeypatch: pytest
     assert sent and "r" not in sent, sent  # calls, no reflection
 
 
-def test_the_jvm_environment_is_set_only_while_the_jvm_starts(
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("MALLOC_ARENA_MAX", raising=False)
-    with session._jvm_environment():
-        assert os.environ["MALLOC_ARENA_MAX"] == "2"
-    assert "MALLOC_ARENA_MAX" not in os.environ
-    monkeypatch.setenv("MALLOC_ARENA_MAX", "8")  # the caller's own value wins and stays
-    with session._jvm_environment():
-        assert os.environ["MALLOC_ARENA_MAX"] == "8"
-    assert os.environ["MALLOC_ARENA_MAX"] == "8"
+def _started_with(name: str) -> str | None:
+    """``name`` in the environment this process started with (os.environ's changes do not
+    show in /proc/self/environ)."""
+    for item in Path("/proc/self/environ").read_bytes().split(b"\0"):
+        key, _, value = item.decode().partition("=")
+        if key == name:
+            return value
+    return None
+
+
+@pytest.mark.parametrize(("caller", "jvm"), [(None, "2"), ("8", "8")])
+def test_sparks_launcher_gives_the_jvm_two_arenas_unless_the_caller_chose(
+        caller: str | None, jvm: str) -> None:
+    # Spark's own launcher script, as spark-submit runs it, with our configuration directory.
+    import pyspark
+
+    home = Path(pyspark.__file__).parent
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("MALLOC_ARENA_MAX", "SPARK_ENV_LOADED")}
+    env.update(SPARK_HOME=str(home), SPARK_CONF_DIR=str(session.SPARK_CONF))
+    if caller is not None:
+        env["MALLOC_ARENA_MAX"] = caller
+    out = subprocess.run(["bash", "-c", f'. "{home}/bin/load-spark-env.sh" && env'], env=env,
+                         capture_output=True, text=True, check=True, timeout=60).stdout
+    assert f"MALLOC_ARENA_MAX={jvm}" in out.splitlines(), out
+
+
+def test_spark_is_pointed_at_our_conf_only_where_the_caller_configures_none(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("SPARK_CONF_DIR", raising=False)
+    monkeypatch.delenv("SPARK_HOME", raising=False)
+    session._point_spark_at_our_conf()
+    assert os.environ["SPARK_CONF_DIR"] == str(session.SPARK_CONF)
+    assert (session.SPARK_CONF / "spark-env.sh").is_file()
+
+    monkeypatch.setenv("SPARK_CONF_DIR", str(tmp_path))  # the caller's own
+    session._point_spark_at_our_conf()
+    assert os.environ["SPARK_CONF_DIR"] == str(tmp_path)
+
+    monkeypatch.delenv("SPARK_CONF_DIR")
+    monkeypatch.setenv("SPARK_HOME", str(tmp_path))  # a Spark without conf/: ours
+    session._point_spark_at_our_conf()
+    assert os.environ["SPARK_CONF_DIR"] == str(session.SPARK_CONF)
+
+    monkeypatch.delenv("SPARK_CONF_DIR")
+    (tmp_path / "conf").mkdir()  # a Spark with its own conf/ keeps it
+    session._point_spark_at_our_conf()
+    assert "SPARK_CONF_DIR" not in os.environ
 
 
 @pytest.mark.parametrize(("opts", "added"), [
