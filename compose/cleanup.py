@@ -9,6 +9,7 @@ removes every labelled resource.
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 
@@ -21,6 +22,7 @@ LABEL_CLUSTER = f"{LABEL}.cluster"
 LABEL_OWNER = f"{LABEL}.owner-pid"
 LABEL_ROLE = f"{LABEL}.role"
 LABEL_NODE = f"{LABEL}.node"
+log = logging.getLogger(__name__)
 # ``io.kafka-chaos.<key>=<value>,...``: labels a caller adds to everything its process tree
 # starts, to find it again (the test suite tags each test's clusters and run subprocesses).
 ENV_EXTRA_LABELS = "KAFKA_CHAOS_EXTRA_LABELS"
@@ -47,6 +49,11 @@ def labels(cluster: str, role: str, node: int | None = None) -> dict[str, str]:
     return out
 
 
+def _removed_elsewhere(err: docker.errors.APIError) -> bool:
+    """Whether Docker refused a removal because another caller is removing it already."""
+    return err.status_code == 409 and "already in progress" in str(err.explanation or "")
+
+
 def sweep(client: docker.DockerClient, filters: dict[str, str]) -> int:
     """Removes containers, then networks, then volumes matching the label filters."""
     label_filter = [f"{k}={v}" if v else k for k, v in filters.items()]
@@ -60,6 +67,9 @@ def sweep(client: docker.DockerClient, filters: dict[str, str]) -> int:
             removed += 1
         except docker.errors.NotFound:
             pass
+        except docker.errors.APIError as err:
+            if not _removed_elsewhere(err):
+                raise
     for n in client.networks.list(filters={"label": label_filter}):
         try:
             n.remove()
@@ -93,8 +103,18 @@ def sweep_orphans(client: docker.DockerClient) -> int:
             owners.setdefault(lab[LABEL_CLUSTER], int(lab[LABEL_OWNER]))
     removed = 0
     for cluster, pid in owners.items():
-        if not pid_alive(pid):
+        if pid_alive(pid):
+            continue
+        try:
             removed += sweep_cluster(client, cluster)
+        except docker.errors.APIError as err:
+            if err.status_code != 409:
+                raise
+            # In use: another process sweeps the same orphan at this moment (two runs
+            # starting at once), and its network keeps an endpoint until that container is
+            # gone. What is left goes in the next sweep; this start goes on.
+            log.warning("orphan cluster %s left for the next sweep: %s", cluster,
+                        err.explanation)
     return removed
 
 

@@ -4,6 +4,7 @@ a /24 of their own, and a sweep is not stopped by containers another session rem
 from __future__ import annotations
 
 import ipaddress
+import subprocess
 import threading
 import uuid
 
@@ -86,3 +87,45 @@ def test_a_sweep_ignores_containers_removed_while_it_lists_them() -> None:
     assert len(removed) == 30 and sweeps >= 2, (len(removed), sweeps)
     assert not client.containers.list(
         all=True, filters={"label": f"{cleanup.LABEL_CLUSTER}={name}"})
+
+
+def test_sessions_sweeping_the_same_orphans_at_once_all_go_on() -> None:
+    # Each lane's cluster start sweeps orphans first; in CI run 40 two of them found the
+    # same dead process's cluster, and the second's removal of a container the first was
+    # removing got a 409 ("removal ... already in progress") that failed its run.
+    client = docker.from_env()
+    name = f"kc-orphanrace-{uuid.uuid4().hex[:6]}"
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    image = resolve_image(None, None)
+    labels = {**cleanup.labels(name, "broker"), cleanup.LABEL_OWNER: str(dead.pid)}
+    net = client.networks.create(name, driver="bridge", labels=labels)
+    for i in range(30):
+        client.containers.create(image, command=["true"], network=name,
+                                 labels={**labels, cleanup.LABEL_NODE: str(i)})
+    errors: list[BaseException] = []
+    counts: list[int] = []
+    start = threading.Barrier(4)
+
+    def sweeper() -> None:
+        start.wait()
+        try:
+            counts.append(cleanup.sweep_orphans(client))
+        except BaseException as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=sweeper) for _ in range(4)]
+    try:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=120)
+    finally:
+        cleanup.sweep_cluster(client, name)
+    assert not errors, errors
+    # every container went once, by one sweeper or another; the network too
+    assert sum(counts) >= 30 and len(counts) == 4, counts
+    assert not client.containers.list(
+        all=True, filters={"label": f"{cleanup.LABEL_CLUSTER}={name}"})
+    with pytest.raises(docker.errors.NotFound):
+        client.networks.get(net.id)
