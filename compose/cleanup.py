@@ -14,6 +14,7 @@ import os
 import sys
 
 import docker
+from tenacity import Retrying, retry_if_result, stop_after_delay, wait_fixed
 
 from contract.owners import pid_alive
 
@@ -54,10 +55,23 @@ def _removed_elsewhere(err: docker.errors.APIError) -> bool:
     return err.status_code == 409 and "already in progress" in str(err.explanation or "")
 
 
+def _wait_gone(client: docker.DockerClient, ids: list[str], timeout_s: float = 60.0) -> None:
+    """Waits, at most ``timeout_s``, until the containers ``ids`` no longer exist (what is
+    still there then makes its network's removal fail, with Docker's reason)."""
+    def left() -> list[str]:
+        return [i for i in ids if client.containers.list(
+            all=True, filters={"id": i}, ignore_removed=True)]
+
+    Retrying(stop=stop_after_delay(timeout_s), wait=wait_fixed(0.2),
+             retry=retry_if_result(bool),
+             retry_error_callback=lambda _state: None)(left)
+
+
 def sweep(client: docker.DockerClient, filters: dict[str, str]) -> int:
     """Removes containers, then networks, then volumes matching the label filters."""
     label_filter = [f"{k}={v}" if v else k for k, v in filters.items()]
     removed = 0
+    elsewhere: list[str] = []
     # ignore_removed: docker-py inspects each listed container, and another process (a run
     # beside this one, a second test session) may remove one in between.
     for c in client.containers.list(all=True, filters={"label": label_filter},
@@ -70,6 +84,9 @@ def sweep(client: docker.DockerClient, filters: dict[str, str]) -> int:
         except docker.errors.APIError as err:
             if not _removed_elsewhere(err):
                 raise
+            elsewhere.append(c.id)
+    # Their networks and volumes stay in use until those removals end.
+    _wait_gone(client, elsewhere)
     for n in client.networks.list(filters={"label": label_filter}):
         try:
             n.remove()
@@ -108,11 +125,12 @@ def sweep_orphans(client: docker.DockerClient) -> int:
         try:
             removed += sweep_cluster(client, cluster)
         except docker.errors.APIError as err:
-            if err.status_code != 409:
+            if err.status_code not in (403, 409):
                 raise
-            # In use: another process sweeps the same orphan at this moment (two runs
-            # starting at once), and its network keeps an endpoint until that container is
-            # gone. What is left goes in the next sweep; this start goes on.
+            # In use (Docker says 403 for a network with endpoints, 409 for a volume):
+            # another process sweeps the same orphan at this moment, two runs starting at
+            # once, beyond what sweep waits for. What is left goes in the next sweep; this
+            # start goes on.
             log.warning("orphan cluster %s left for the next sweep: %s", cluster,
                         err.explanation)
     return removed
