@@ -18,6 +18,17 @@ from types import FrameType
 #: terminal.
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
+#: Guarded blocks (``signals_raise``) of this process a signal reached so far. The block's
+#: owner may turn the signal into a result (a run returns as interrupted) rather than let
+#: it propagate; whoever is further out (the pytest plugin's session) still learns that the
+#: user asked to stop.
+_STOPPED_BLOCKS = [0]
+
+
+def stopped_blocks() -> int:
+    """How many guarded blocks (``signals_raise``) of this process a signal reached."""
+    return _STOPPED_BLOCKS[0]
+
 
 class StopSignals:
     """SIGINT, SIGTERM and SIGHUP while something must be cleaned up (``signals_raise``).
@@ -39,6 +50,7 @@ class StopSignals:
         # (a script's body may catch one KeyboardInterrupt and go on)
         self.repeat = repeat
         self.caught = 0  # signals that arrived while disarmed
+        self.received = 0  # every signal that arrived
         self._deferring = 0  # depth of deferred() blocks
         self._pending: int | None = None  # the signal a deferred() block raises at its end
         self._step = ""  # what the outermost deferred() block waits for
@@ -69,6 +81,7 @@ class StopSignals:
                 self._raise(signum)
 
     def handle(self, signum: int, frame: FrameType | None) -> None:
+        self.received += 1
         if self.armed and not self._deferring:
             self.armed = self.repeat
             self._raise(signum)
@@ -145,3 +158,5 @@ def signals_raise() -> Iterator[StopSignals]:
         yield stop
     finally:
         restore()
+        if stop.received:
+            _STOPPED_BLOCKS[0] += 1

@@ -119,3 +119,39 @@ def test_is_interrupted():
     assert res.ret == pytest.ExitCode.INTERRUPTED, out + err
     assert "NOT INTERRUPTED" not in out and "stopping already" not in err, out + err
     assert "1 passed" in out, out  # the first test caught its signal and went on
+
+
+def test_a_signal_a_chaos_run_turned_into_its_result_ends_the_session(
+        pytester: pytest.Pytester) -> None:
+    # A run stopped by a signal cleans up and returns as interrupted; a test calling the
+    # orchestrator itself asserts on the result and fails. The session must end there all
+    # the same (a lane of our suite went on after a SIGTERM, test after test). The block
+    # below is the run's shape: its guard takes the signal, the run's owner returns.
+    pytester.makepyfile("""
+import os, signal, time
+from compose.stop_signals import signals_raise
+
+def run_like_the_orchestrator():
+    with signals_raise() as stop:
+        try:
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(30)
+        except (KeyboardInterrupt, SystemExit):
+            return "interrupted"
+        finally:
+            stop.disarm()
+    return "completed"
+
+def test_a_run_stopped_by_a_signal():
+    assert run_like_the_orchestrator() == "interrupted"
+    print("THE TEST WENT ON")
+
+def test_after_it():
+    print("NEXT TEST RAN")
+""")
+    res = pytester.runpytest_subprocess("-s", "-p", "no:cacheprovider", timeout=120)
+    out, err = res.stdout.str(), res.stderr.str()
+    assert res.ret == pytest.ExitCode.INTERRUPTED, out + err
+    assert "THE TEST WENT ON" in out, out  # the run's result reached the test ...
+    assert "NEXT TEST RAN" not in out, out  # ... and the session ended after it
+    assert "a signal stopped a chaos run in" in out + err, out + err
