@@ -122,8 +122,18 @@ def crashed(tmp_path_factory: pytest.TempPathFactory,
         # What the next start's sweep (its first step) leaves: done here, so no test of this
         # module leaves the killed run's cluster behind it.
         sweep_orphans(docker_client)
+        # Gone at once in a lone run. In a suite, another lane's cluster start may be
+        # sweeping the same orphan, and this sweep leaves what that one is still removing to
+        # it: what is left is what is still there a minute later.
+        left_after_sweep = _owned(docker_client, proc.pid)
+        with contextlib.suppress(AssertionError):
+            for attempt in Retrying(stop=stop_after_delay(60), wait=wait_fixed(0.5),
+                                    reraise=True):
+                with attempt:
+                    left_after_sweep = _owned(docker_client, proc.pid)
+                    assert not left_after_sweep
         yield Crashed(run_dir, proc.pid, children, check.returncode, results, left_by_kill,
-                      _owned(docker_client, proc.pid))
+                      left_after_sweep)
     finally:
         sweep_orphans(docker_client)
 
