@@ -50,7 +50,7 @@ def _point_spark_at_our_conf() -> None:
     home = os.environ.get("SPARK_HOME")
     if home and os.path.isdir(os.path.join(home, "conf")):
         return
-    os.environ.setdefault("SPARK_CONF_DIR", str(SPARK_CONF))
+    os.environ["SPARK_CONF_DIR"] = str(SPARK_CONF)
 
 
 @contextlib.contextmanager

@@ -58,13 +58,11 @@ def _removed_elsewhere(err: docker.errors.APIError) -> bool:
 def _wait_gone(client: docker.DockerClient, ids: list[str], timeout_s: float = 60.0) -> None:
     """Waits, at most ``timeout_s``, until the containers ``ids`` no longer exist (what is
     still there then makes its network's removal fail, with Docker's reason)."""
-    def left() -> list[str]:
-        return [i for i in ids if client.containers.list(
-            all=True, filters={"id": i}, ignore_removed=True)]
-
+    if not ids:  # (an empty id filter would list every container)
+        return
     Retrying(stop=stop_after_delay(timeout_s), wait=wait_fixed(0.2),
-             retry=retry_if_result(bool),
-             retry_error_callback=lambda _state: None)(left)
+             retry=retry_if_result(bool), retry_error_callback=lambda _state: None)(
+        client.containers.list, all=True, filters={"id": ids}, ignore_removed=True)
 
 
 def sweep(client: docker.DockerClient, filters: dict[str, str]) -> int:

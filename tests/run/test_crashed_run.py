@@ -22,7 +22,7 @@ import docker
 import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pytest
-from tenacity import Retrying, stop_after_delay, wait_fixed
+from tenacity import Retrying, retry_if_result, stop_after_delay, wait_fixed
 
 from compose.cleanup import LABEL_OWNER, sweep_orphans
 
@@ -125,13 +125,10 @@ def crashed(tmp_path_factory: pytest.TempPathFactory,
         # Gone at once in a lone run. In a suite, another lane's cluster start may be
         # sweeping the same orphan, and this sweep leaves what that one is still removing to
         # it: what is left is what is still there a minute later.
-        left_after_sweep = _owned(docker_client, proc.pid)
-        with contextlib.suppress(AssertionError):
-            for attempt in Retrying(stop=stop_after_delay(60), wait=wait_fixed(0.5),
-                                    reraise=True):
-                with attempt:
-                    left_after_sweep = _owned(docker_client, proc.pid)
-                    assert not left_after_sweep
+        left_after_sweep = Retrying(
+            stop=stop_after_delay(60), wait=wait_fixed(0.5), retry=retry_if_result(bool),
+            retry_error_callback=lambda state: state.outcome.result(),
+        )(_owned, docker_client, proc.pid)
         yield Crashed(run_dir, proc.pid, children, check.returncode, results, left_by_kill,
                       left_after_sweep)
     finally:
