@@ -30,7 +30,10 @@ demo: setup
 
 # The cluster tests in LANES pytest sessions at once, sharing the test files as they go
 # (tests/lanes.py: whole files, claimed in collection order), and beside them the tests that
-# start none. The lanes' brokers mostly wait, the other tests mostly compute. The first
+# start none. The lanes' brokers mostly wait, the other tests mostly compute: those run at
+# niceness 10, so their Spark never starves a cluster whose faults are being timed (on a
+# cgroup-v1 host all of Docker's containers weigh as much as one host thread, and
+# controllers stalled 2-8 s, fencing healthy brokers, while that session ran). The first
 # lane's output comes first, then the other lanes' and the other session's (kept in
 # .cluster-lane-N.log and .not-cluster-tests.log); the exit status is the first failure's;
 # Ctrl-C stops them all (the trap sends SIGTERM, as background jobs ignore SIGINT).
@@ -44,7 +47,8 @@ ifeq ($(SPLIT),1)
 	  $(BIN)/python -m pytest -m cluster --lane-claims=$$claims $(PYTEST_ARGS) \
 	    > .cluster-lane-$$n.log 2>&1 & others="$$others $$!"; \
 	done; \
-	$(BIN)/python -m pytest -m "not cluster" $(PYTEST_ARGS) > $$log 2>&1 & others="$$others $$!"; \
+	nice -n 10 $(BIN)/python -m pytest -m "not cluster" $(PYTEST_ARGS) > $$log 2>&1 & \
+	  others="$$others $$!"; \
 	trap 'kill -TERM $$others 2>/dev/null' INT TERM; \
 	$(BIN)/python -m pytest -m cluster --lane-claims=$$claims $(PYTEST_ARGS); status=$$?; \
 	n=1; for pid in $$others; do \

@@ -19,7 +19,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.spark
-def test_the_driver_jvm_runs_parallel_gc_with_two_malloc_arenas(spark: Any) -> None:
+def test_the_driver_jvm_runs_parallel_gc_with_two_malloc_arenas_at_low_priority(spark: Any
+                                                                             ) -> None:
     jvm = spark.sparkContext._jvm
     collectors = {b.getName() for b in jvm.java.lang.management.ManagementFactory
                   .getGarbageCollectorMXBeans()}
@@ -30,6 +31,12 @@ def test_the_driver_jvm_runs_parallel_gc_with_two_malloc_arenas(spark: Any) -> N
     assert env.get("MALLOC_ARENA_MAX") == os.environ.get("MALLOC_ARENA_MAX", "2")
     # ... and this process's environment is as it started: the JVM's alone has the cap.
     assert os.environ.get("MALLOC_ARENA_MAX") == _started_with("MALLOC_ARENA_MAX")
+    # Every thread of the JVM yields the CPU to a cluster (niceness 5, or this process's
+    # own where that is higher: raised, never lowered).
+    want = max(5, os.getpriority(os.PRIO_PROCESS, 0))
+    nice = {int(stat.read_text().rpartition(")")[2].split()[16])
+            for stat in Path(f"/proc/{pid}/task").glob("*/stat")}
+    assert nice == {want}, nice
 
 
 @pytest.mark.spark
