@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from contract.conditions import ConditionError, parse_condition
-from contract.events import Event
+from contract.events import SITUATION, Event
 
 from .observations import PartitionHistory
 
@@ -75,18 +75,27 @@ def _fault(mech: dict[str, Any], events: list[Event]) -> tuple[bool, str]:
 
 def mechanism(mechs: list[dict[str, Any]], events: list[Event],
               parts: PartitionHistory) -> dict[str, Any]:
-    """Which of a scenario's mechanisms the history shows, with evidence."""
+    """Which of a scenario's mechanisms the history shows, with evidence. A mechanism with
+    ``"after": "situation"`` counts only what was observed after the script's last verified
+    situation: a consequence of it, not of an earlier attempt or of the machine's load."""
     changes = sorted(parts.all, key=lambda c: c.ts_ns)
+    situation = max((e.ts_ns for e in events if e.kind == SITUATION), default=None)
     details = []
     for m in mechs:
         kind = str(m.get("kind", ""))
         seen, evidence = False, "not seen in observations.parquet"
+        since = -1  # changes are followed from the start; only those after ``since`` count
+        if m.get("after") == SITUATION:
+            since = situation if situation is not None else 2**63  # none: nothing counts
+            evidence = ("no situation event to look after" if situation is None else
+                        f"not seen in observations.parquet after the situation at "
+                        f"ts_ns={situation}")
         if kind == "fault":
             seen, evidence = _fault(m, events)
         elif kind == "isr-shrunk-to":
             size = int(m.get("size", 1))
             for c in changes:
-                if c.leader >= 0 and len(c.isr) <= size:
+                if c.ts_ns > since and c.leader >= 0 and len(c.isr) <= size:
                     seen, evidence = True, (f"{c.topic}-{c.partition} ISR {list(c.isr)} "
                                             f"at ts_ns={c.ts_ns}")
                     break
@@ -96,7 +105,7 @@ def mechanism(mechs: list[dict[str, Any]], events: list[Event],
                 key = f"{c.topic}:{c.partition}"
                 prev = last_live.get(key)
                 if c.leader >= 0:
-                    if prev is not None and prev != c.leader:
+                    if prev is not None and prev != c.leader and c.ts_ns > since:
                         seen, evidence = True, (f"{c.topic}-{c.partition} leader {prev} -> "
                                                 f"{c.leader} at ts_ns={c.ts_ns}")
                         break
@@ -110,19 +119,20 @@ def mechanism(mechs: list[dict[str, Any]], events: list[Event],
                 if c.leader_epoch is None:
                     continue
                 before = last_epoch.get(key)
-                if before is not None and c.leader_epoch > before:
+                if before is not None and c.leader_epoch > before and c.ts_ns > since:
                     seen, evidence = True, (f"{c.topic}-{c.partition} epoch {before} -> "
                                             f"{c.leader_epoch} at ts_ns={c.ts_ns}")
                     break
                 last_epoch[key] = c.leader_epoch
         elif kind == "offline":
             for c in changes:
-                if c.leader < 0:
+                if c.ts_ns > since and c.leader < 0:
                     seen, evidence = True, f"{c.topic}-{c.partition} offline at ts_ns={c.ts_ns}"
                     break
         elif kind == "stale-leader-elected":
             for c in changes:
-                if (c.leader >= 0 and c.prev_isr is not None and c.leader != c.prev_leader
+                if (c.ts_ns > since and c.leader >= 0 and c.prev_isr is not None
+                        and c.leader != c.prev_leader
                         and c.leader not in c.prev_isr):
                     seen, evidence = True, (f"{c.topic}-{c.partition} leader {c.leader} elected,"
                                             f" last ISR {list(c.prev_isr)}, at ts_ns={c.ts_ns}")

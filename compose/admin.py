@@ -7,13 +7,14 @@ cluster reached over SSH (:mod:`compose.remote`); each supplies its nodes and ad
 
 from __future__ import annotations
 
+import concurrent.futures
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from confluent_kafka import KafkaException
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka import KafkaException, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 from tenacity import Retrying, retry_if_exception_type, stop_after_delay, wait_fixed
 
 
@@ -191,6 +192,24 @@ class ClusterAdmin:
         return [PartitionState(topic, p.id, p.leader, tuple(p.replicas), tuple(p.isrs))
                 for p in sorted(t.partitions.values(), key=lambda p: p.id)]
 
+    def high_watermark(self, topic: str, partition: int, admin: AdminClient | None = None,
+                       timeout_s: float = 3) -> tuple[int, int | None]:
+        """The partition's high watermark and leader epoch as its leader answers ListOffsets
+        (latest) now; raises KafkaException, or ClusterError when no answer came within
+        ``timeout_s``. One try: for polls that must see the leader of this moment."""
+        admin = admin or self.admin()
+        tp = TopicPartition(topic, partition)
+        fut = admin.list_offsets({tp: OffsetSpec.latest()},
+                                 request_timeout=timeout_s)[tp]
+        try:
+            info = fut.result(timeout=timeout_s + 1)
+        except concurrent.futures.TimeoutError as e:
+            raise ClusterError(f"no ListOffsets answer for {topic}-{partition} within "
+                               f"{timeout_s:.0f}s") from e
+        epoch = info.leader_epoch if info.leader_epoch is not None and \
+            info.leader_epoch >= 0 else None
+        return int(info.offset), epoch
+
     def wait_partitions(self, topic: str, timeout_s: float = 60, full_isr: bool = True) -> None:
         """Waits until every partition has a leader (and, if asked, its full ISR)."""
         admin = self.admin()
@@ -226,7 +245,7 @@ class ClusterAdmin:
 
         Uses a consumer's watermark query: the admin client's ListOffsets was seen to hang
         for minutes after a partition's unclean recovery (librdkafka 2.16)."""
-        from confluent_kafka import Consumer, TopicPartition
+        from confluent_kafka import Consumer
 
         parts = [p.partition for p in self.describe(topic)]
         cons = Consumer({"bootstrap.servers": self.bootstrap_servers, "group.id": "kc-offsets",

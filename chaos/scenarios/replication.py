@@ -23,6 +23,8 @@ from chaos.faults.power import PowerLoss
 from chaos.faults.process import Kill, Pause
 from chaos.scenarios import replication_steps as st
 from chaos.scenarios.base import Expect, Scenario
+from chaos.scenarios.lone_leader import lone_leader_with_a_tail
+from contract.events import SITUATION
 from contract.known_bugs import LEADER_MOVE_CLIENT_BUGS, version_tuple
 
 log = logging.getLogger("kafka_chaos.scenarios")
@@ -61,7 +63,8 @@ def _acks1_body(nem: Any) -> None:
     # 4 s of FAST_FAULTS a loaded machine sometimes dropped the followers first): they stay
     # in the ISR, so one of them is a clean choice for the controller once the leader dies.
     nem.wait(2.0)
-    s = st.wait_state(nem, "followers still in the ISR", st.full_isr, 1)
+    s = st.wait_state(nem, "followers still in the ISR under the same leader",
+                      lambda p: st.full_isr(p) and p.leader == leader, 1)
     st.situation(nem, "leader acknowledged acks=1 writes its in-sync followers do not have",
                  [leader], isr=list(s.isr))
     kill = st.start(nem, Kill(str(leader), wait_ready=False))
@@ -101,8 +104,8 @@ ACKS1_LEADER_FAILOVER = Scenario(
     # are, so the tail is lost, not read and then reused.
     expect={"valid": True, "anomalies": {"lost": ">0", "reused-offset": "==0",
                                          "divergence": "==0"}},
-    mechanism=[{"kind": "leader-changed"}, {"kind": "fault", "fault": "kill"},
-               st.SITUATION_MECHANISM],
+    mechanism=[{"kind": "leader-changed", "after": SITUATION},
+               {"kind": "fault", "fault": "kill"}, st.SITUATION_MECHANISM],
 )
 
 
@@ -113,17 +116,7 @@ def _unclean_script(nem: Any) -> None:
 
 def _unclean_body(nem: Any) -> None:
     nem.wait(5)
-    s = st.wait_state(nem, "a leader with the full ISR", st.full_isr, 30)
-    leader = s.leader
-    # The followers stop replicating (cut from the leader; all brokers still reach the
-    # dedicated controller, so nobody is fenced) until the leader drops them from the ISR.
-    cut = st.start(nem, Partition("leader-followers", str(leader)))
-    st.wait_state(nem, "the ISR shrunk to the leader alone", st.isr_is(leader), 20)
-    # min.insync.replicas=1: the lone leader keeps acknowledging writes nobody else has.
-    nem.wait(3)
-    s = st.wait_state(nem, "the ISR still the leader alone", st.isr_is(leader), 1)
-    st.situation(nem, "the lone in-sync leader acknowledged writes its followers lack",
-                 [leader], isr=list(s.isr))
+    leader, cut = lone_leader_with_a_tail(nem)
     kill = st.start(nem, Kill(str(leader), wait_ready=False))
     nem.end_fault(cut)
     # Unclean on: a stale follower becomes leader (periodic check every second, set in the
@@ -158,8 +151,8 @@ def _unclean_mechanism(cfg: RunConfig, kafka_version: str) -> list[dict[str, Any
                                     {"kind": "fault", "fault": "kill"},
               st.SITUATION_MECHANISM]
     if cfg.unclean:
-        return [*common, {"kind": "stale-leader-elected"}]
-    return [*common, {"kind": "offline"}]
+        return [*common, {"kind": "stale-leader-elected", "after": SITUATION}]
+    return [*common, {"kind": "offline", "after": SITUATION}]
 
 
 UNCLEAN_ELECTION = Scenario(
@@ -170,7 +163,10 @@ UNCLEAN_ELECTION = Scenario(
     doc=(
         "The replication path between the leader and its followers is cut until the ISR "
         "shrinks to the leader alone; with min.insync.replicas=1 it goes on acknowledging "
-        "acks=all writes that no other replica has. Then the leader is killed and the cut "
+        "acks=all writes that no other replica has (shown by its high watermark moving on "
+        "by 100 records in the leader epoch the cut began in; an attempt the cluster "
+        "strays from, e.g. a broker fenced for a late heartbeat, is healed and made "
+        "again). Then the leader is killed and the cut "
         "healed. With unclean.leader.election.enable=true the controller elects one of the "
         "out-of-sync followers (KRaft honours the setting from Kafka 3.9; the periodic check "
         "runs every second here) and everything the lone leader acknowledged is lost when "
@@ -185,9 +181,13 @@ UNCLEAN_ELECTION = Scenario(
     ),
     config={**_WORKLOAD, **_DEDICATED_CONTROLLER, "acks": "all", "idempotence": True,
             "min_insync": 1, "consumers": 1,
-            "unclean": True, "duration": 35.0, "accept_known": list(LEADER_MOVE_CLIENT_BUGS),
+            "unclean": True, "duration": 60.0, "accept_known": list(LEADER_MOVE_CLIENT_BUGS),
             "broker_config": {"unclean.leader.election.interval.ms": "1000"}},
     script=_unclean_script,
+    # The script ends ~20 s in (the election seen, the old leader restarting); 10 s more
+    # show the stale leader serving. The 60 s leave room for a second attempt at the
+    # situation when the first was missed.
+    settle_s=10.0,
     expect=_unclean_expect,
     mechanism=_unclean_mechanism,
 )
@@ -250,7 +250,8 @@ FOLLOWER_RESTART_LEADER_CRASH = Scenario(
     settle_s=5.0,
     expect={"valid": True, "anomalies": {"lost": "==0", "divergence": "==0",
                                          "inconsistent-offset": "==0"}},
-    mechanism=[{"kind": "leader-changed"}, {"kind": "leader-epoch-increased"},
+    mechanism=[{"kind": "leader-changed", "after": SITUATION},
+               {"kind": "leader-epoch-increased", "after": SITUATION},
                {"kind": "fault", "fault": "kill"}, st.SITUATION_MECHANISM],
 )
 

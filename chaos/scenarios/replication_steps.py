@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from confluent_kafka import KafkaException
@@ -59,6 +60,38 @@ def wait_state(nem: Any, what: str, cond: Callable[[PartitionState], bool],
             raise SetupFailed(f"timed out after {timeout_s:.0f}s waiting for {what} "
                               f"(last: leader={last.leader if last else '?'} "
                               f"isr={list(last.isr) if last else '?'})")
+        if nem.wait(poll_s):
+            raise SetupFailed(f"run stopped while waiting for {what}")
+
+
+@dataclass(frozen=True)
+class LeaderOffsets:
+    """The partition's high watermark and leader epoch as its leader answered just now."""
+
+    hw: int
+    epoch: int | None
+
+
+def wait_offsets(nem: Any, what: str, cond: Callable[[LeaderOffsets], bool],
+                 timeout_s: float, admin: Any = None, partition: int = 0,
+                 poll_s: float = 0.1) -> LeaderOffsets:
+    """Asks the partition's leader for its high watermark and epoch (ListOffsets) until
+    ``cond`` holds; raises SetupFailed on timeout (or when the run is told to stop)."""
+    cluster = nem.ctx.cluster
+    end = time.monotonic() + timeout_s
+    last: LeaderOffsets | None = None
+    while True:
+        try:
+            hw, epoch = cluster.high_watermark(nem.ctx.topic, partition, admin,
+                                               timeout_s=min(3.0, max(0.5, timeout_s)))
+            last = LeaderOffsets(hw, epoch)
+            if cond(last):
+                return last
+        except (KafkaException, ClusterError):
+            pass  # no answer now (the leader moving or stalled); asked again
+        if time.monotonic() >= end:
+            raise SetupFailed(f"timed out after {timeout_s:.0f}s waiting for {what} "
+                              f"(last: {last})")
         if nem.wait(poll_s):
             raise SetupFailed(f"run stopped while waiting for {what}")
 

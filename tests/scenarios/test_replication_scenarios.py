@@ -6,11 +6,15 @@ Cluster tests take ~2 minutes each (one run: cluster, 30-45 s workload, drain, S
 
 from __future__ import annotations
 
+import dataclasses
+import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from chaos.faults.network import Partition
+from chaos.faults.process import Pause
 from chaos.orchestrator import run
 from chaos.scenarios import SCENARIOS
 from chaos.scenarios.replication import SCENARIOS as REPLICATION
@@ -101,8 +105,9 @@ def test_unclean_expectation_follows_the_setting():
     assert sc.expect_for(drain_only, NEW)["anomalies"]["lost"] == ">0"
     assert sc.expect_for(off, NEW)["anomalies"]["lost"] == "==0"
     assert sc.expect_for(off, NEW)["anomalies"]["reused-offset"] == "==0"
-    assert {"kind": "stale-leader-elected"} in sc.mechanism_for(on, OLD)
-    assert {"kind": "offline"} in sc.mechanism_for(off, OLD)
+    # the election (or the wait offline) that follows the verified situation, not any before
+    assert {"kind": "stale-leader-elected", "after": "situation"} in sc.mechanism_for(on, OLD)
+    assert {"kind": "offline", "after": "situation"} in sc.mechanism_for(off, OLD)
     assert on.broker_config["unclean.leader.election.interval.ms"] == "1000"
 
 
@@ -140,6 +145,44 @@ def test_unclean_election_elects_a_stale_follower_and_loses_writes(tmp_path, ver
     assert count(res, "lost") == 0 or res["anomalies"]["lost"]["allowed"]
     assert_resets_excused(res)
     assert count(res, "divergence") == 0 and res["valid"] is True
+
+
+def _first_cut_strays(nem: Any) -> None:
+    """The unclean-election script, with its leader paused for 5 s as its first attempt cuts
+    the followers off: the controller fences the leader and a follower takes over (what a
+    starved controller did in CI run 41), so that attempt never has its lone leader."""
+    start = nem.start_fault
+
+    def start_fault(fault: Any) -> Any:
+        started = start(fault)
+        if isinstance(fault, Partition) and not strayed:
+            strayed.append(start(Pause(fault.target)))
+            nem.wait(5)
+            nem.end_fault(strayed[0])
+        return started
+
+    strayed: list[Any] = []
+    nem.start_fault = start_fault
+    SCENARIOS["unclean-election"].script(nem)
+
+
+@pytest.mark.cluster
+@pytest.mark.nightly
+def test_unclean_election_makes_its_situation_again_after_an_attempt_strayed(tmp_path):
+    sc = dataclasses.replace(SCENARIOS["unclean-election"], script=_first_cut_strays)
+    outcome = run(sc.run_config(out=str(tmp_path), report=False, duration=90.0), sc)
+    assert outcome.completed, outcome.error
+    res = outcome.results
+    assert res is not None
+    events = [json.loads(line) for line in
+              (outcome.run_dir / "history" / "events.jsonl").read_text().splitlines()]
+    pauses = [e["ts_ns"] for e in events if e["kind"] == "pause" and e["phase"] == "start"]
+    situations = [e for e in events if e["kind"] == "situation"]
+    assert len(pauses) == 1 and len(situations) == 1, (pauses, situations)
+    # the first attempt strayed and left no situation; a later one reached it
+    assert situations[0]["detail"]["attempt"] >= 2 and situations[0]["ts_ns"] > pauses[0]
+    assert_scenario_held(res)
+    assert count(res, "reused-offset") > 0 and res["valid"] is True
 
 
 @pytest.mark.cluster
