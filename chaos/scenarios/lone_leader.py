@@ -56,7 +56,7 @@ def _alone_attempt(nem: Any, attempt: int) -> tuple[int, Fault]:
     cut = st.start(nem, Partition("leader-followers", str(leader)))
     try:
         st.wait_state(nem, "the ISR shrunk to the leader alone",
-                      lambda p: p.leader == leader and set(p.isr) == {leader}, 20)
+                      st.led_alone_by(leader), 20)
         # min.insync.replicas=1: the lone leader goes on acknowledging writes nobody else
         # has. Shown by its high watermark moving on in the epoch the cut began in (a
         # re-election would start a new epoch, and its leader might acknowledge nothing).
@@ -70,7 +70,7 @@ def _alone_attempt(nem: Any, attempt: int) -> tuple[int, Fault]:
             raise st.SetupFailed(f"leader {leader} was re-elected: leader epoch "
                                  f"{first.epoch}/{then.epoch}, the cut began in {epoch}")
         s = st.wait_state(nem, "the ISR still the leader alone",
-                          lambda p: p.leader == leader and set(p.isr) == {leader}, 1)
+                          st.led_alone_by(leader), 1)
     except st.SetupFailed:
         nem.end_fault(cut)
         raise

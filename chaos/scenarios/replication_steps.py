@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from confluent_kafka import KafkaException
+from confluent_kafka.admin import AdminClient
 
 from chaos.faults.base import Fault, FaultError
 from compose.admin import ClusterError, PartitionState
@@ -73,7 +74,7 @@ class LeaderOffsets:
 
 
 def wait_offsets(nem: Any, what: str, cond: Callable[[LeaderOffsets], bool],
-                 timeout_s: float, admin: Any = None, partition: int = 0,
+                 timeout_s: float, admin: AdminClient | None = None, partition: int = 0,
                  poll_s: float = 0.1) -> LeaderOffsets:
     """Asks the partition's leader for its high watermark and epoch (ListOffsets) until
     ``cond`` holds; raises SetupFailed on timeout (or when the run is told to stop)."""
@@ -102,6 +103,11 @@ def full_isr(st: PartitionState) -> bool:
 
 def isr_is(*ids: int) -> Callable[[PartitionState], bool]:
     return lambda st: set(st.isr) == set(ids)
+
+
+def led_alone_by(leader: int) -> Callable[[PartitionState], bool]:
+    """``leader`` leads and is the only member of the ISR."""
+    return lambda st: st.leader == leader and set(st.isr) == {leader}
 
 
 def led_by_other(old: int) -> Callable[[PartitionState], bool]:
