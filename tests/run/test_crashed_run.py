@@ -73,7 +73,10 @@ def _alive(pid: int) -> bool:
 
 def _owned(client: docker.DockerClient, pid: int) -> list[str]:
     flt = {"label": f"{LABEL_OWNER}={pid}"}
-    return ([f"container {c.name}" for c in client.containers.list(all=True, filters=flt)]
+    # Polled while another lane's sweep may be removing them: skip one removed between
+    # docker-py's listing and its inspection of it (a 404 otherwise).
+    return ([f"container {c.name}" for c in client.containers.list(all=True, filters=flt,
+                                                                   ignore_removed=True)]
             + [f"network {n.name}" for n in client.networks.list(filters=flt)]
             + [f"volume {v.name}" for v in client.volumes.list(filters=flt)])
 
