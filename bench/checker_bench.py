@@ -2,8 +2,12 @@
 definitions, on synthetic histories of 1M and 10M writes (and about as many reads).
 
     python bench/checker_bench.py [--sizes 1000000,10000000] [--dir /tmp/kc-checker-bench]
-                                  [--master local[2]] [--out .cache/bench/checker_bench.json]
+                                  [--master local[2]] [--engines local[2],sail]
+                                  [--out .cache/bench/checker_bench.json]
 
+The checker runs once per engine (``--engines``: Spark masters, and ``sail`` for the same
+PySpark code on Sail), the DuckDB baseline once; the ratio of each engine is against that
+baseline, all in the same run on the same history.
 Each side runs as its own process, timed from launch to exit (Spark's start included); peak
 memory is the largest resident set of that process tree (python + JVM), sampled every
 0.1 s. Both must report the same counts. Synthetic histories are generated once per size
@@ -110,57 +114,79 @@ def ensure_data(spec: Spec, run_dir: Path) -> dict[str, int]:
     return sizes
 
 
-def bench_size(n: int, base: Path, master: str) -> dict[str, Any]:
+def _engine(run_dir: Path, master: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """One checker process on ``master``: its measurement and the results it wrote."""
+    m = measure([sys.executable, "-m", "checkers", str(run_dir), "--spark-master", master])
+    results = json.loads((run_dir / "results.json").read_text())
+    return m, results
+
+
+def bench_size(n: int, base: Path, engines: list[str]) -> dict[str, Any]:
     run_dir = base / f"w{n}"
     t = time.monotonic()
     sizes = ensure_data(Spec(writes=n), run_dir)
     gen_s = round(time.monotonic() - t, 1)
-    spark = measure([sys.executable, "-m", "checkers", str(run_dir), "--spark-master", master])
-    results = json.loads((run_dir / "results.json").read_text())
     duck = measure([sys.executable, str(ROOT / "bench" / "checker_baseline.py"), str(run_dir)])
     baseline = json.loads(duck["stdout"].strip().splitlines()[-1])
-    spark_counts = {k: results["anomalies"][k]["count"] for k in baseline["counts"]}
+    sides: dict[str, Any] = {}
+    for master in engines:
+        spark, results = _engine(run_dir, master)
+        counts = {k: results["anomalies"][k]["count"] for k in baseline["counts"]}
+        sides[master] = {k: v for k, v in spark.items() if k != "stdout"} | {
+            "checker_seconds": results["checker"]["seconds"],
+            "phases": results["checker"].get("phases"), "error": results.get("error"),
+            "ratio": round(spark["seconds"] / max(duck["seconds"], 1e-9), 2),
+            "cpu_ratio": round(spark["cpu_seconds"] / max(duck["cpu_seconds"], 1e-9), 2),
+            "counts_agree": counts == baseline["counts"], "counts": counts,
+        }
     return {
         "writes": sizes["writes"], "reads": sizes["reads"], "generate_s": gen_s,
-        "spark": {k: v for k, v in spark.items() if k != "stdout"}
-        | {"checker_seconds": results["checker"]["seconds"],
-           "phases": results["checker"].get("phases"), "error": results.get("error")},
+        "engines": sides,
         "duckdb": {k: v for k, v in duck.items() if k != "stdout"}
         | {"query_seconds": baseline["seconds"]},
-        "ratio": round(spark["seconds"] / max(duck["seconds"], 1e-9), 2),
-        "cpu_ratio": round(spark["cpu_seconds"] / max(duck["cpu_seconds"], 1e-9), 2),
-        "counts_agree": spark_counts == baseline["counts"],
-        "counts": spark_counts, "baseline_counts": baseline["counts"],
+        "baseline_counts": baseline["counts"],
+        "counts_agree": all(e["counts_agree"] for e in sides.values()),
     }
 
 
-def _row(r: dict[str, Any]) -> str:
-    s, d = r["spark"], r["duckdb"]
-    return (f"{r['writes']:>11,} {r['reads']:>11,} | spark {s['seconds']:7.1f}s "
-            f"{r['writes'] / s['seconds']:>10,.0f} w/s {s['peak_rss_mb']:7.0f} MB | "
-            f"duckdb {d['seconds']:6.1f}s {r['writes'] / d['seconds']:>10,.0f} w/s "
-            f"{d['peak_rss_mb']:6.0f} MB | x{r['ratio']:.2f} (cpu x{r['cpu_ratio']:.2f}, "
-            f"load {s['load_avg']}/{d['load_avg']}) | agree={r['counts_agree']}")
+def _rows(r: dict[str, Any]) -> list[str]:
+    d = r["duckdb"]
+    out = [f"{r['writes']:>11,} writes {r['reads']:>11,} reads | duckdb {d['seconds']:6.1f}s "
+           f"{r['writes'] / d['seconds']:>10,.0f} w/s {d['peak_rss_mb']:6.0f} MB "
+           f"(load {d['load_avg']})"]
+    for master, s in r["engines"].items():
+        out.append(f"{'':>11} {master:>18} | {s['seconds']:7.1f}s "
+                   f"{r['writes'] / s['seconds']:>10,.0f} w/s {s['peak_rss_mb']:7.0f} MB | "
+                   f"x{s['ratio']:.2f} (cpu x{s['cpu_ratio']:.2f}, load {s['load_avg']}) | "
+                   f"agree={s['counts_agree']}")
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sizes", default="1000000,10000000")
     ap.add_argument("--dir", default="/tmp/kc-checker-bench")
-    ap.add_argument("--master", default="local[2]")
+    ap.add_argument("--master", default=None,
+                    help="the Spark master of the classic side (default local[2])")
+    ap.add_argument("--engines", default="local[2],sail",
+                    help="comma-separated checker masters to compare (sail: Sail)")
     ap.add_argument("--out", default=str(ROOT / ".cache" / "bench" / "checker_bench.json"))
     args = ap.parse_args(argv)
+    engines = [e for e in args.engines.split(",") if e]
+    if args.master:
+        engines = [args.master if e.startswith("local") else e for e in engines]
     rows = []
     for n in (int(x) for x in args.sizes.split(",")):
-        r = bench_size(n, Path(args.dir), args.master)
+        r = bench_size(n, Path(args.dir), engines)
         rows.append(r)
-        print(_row(r), flush=True)
+        print("\n".join(_rows(r)), flush=True)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({"master": args.master, "cores": os.cpu_count(),
+    out.write_text(json.dumps({"engines": engines, "cores": os.cpu_count(),
                                "results": rows}, indent=2))
     print(f"written {out}")
-    return 0 if all(r["counts_agree"] and not r["spark"]["error"] for r in rows) else 1
+    return 0 if all(r["counts_agree"] and not any(e["error"] for e in r["engines"].values())
+                    for r in rows) else 1
 
 
 if __name__ == "__main__":

@@ -10,18 +10,18 @@ import traceback
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 
 from contract.anomalies import ANOMALY_KINDS, DEFINITIONS, UNITS
 from contract.results import RESULTS_FILE
-from contract.settings import Settings
+from contract.settings import SAIL_MASTER, Settings
 
 from . import guarantees
 from .checks import CHECKS, STATS_ORDER
 from .collect import Findings, collect_findings
 from .combine import Check, Combined
 from .context import CheckContext, Drain, drain_state, load_context
+from .engines import keep, master_of, release, release_shared, sail_version
 from .identity import IdentityInputs, identity_anomalies, identity_table, reorder_anomalies
 from .known import EXPLAINS, KnownInputs, known_bug_column
 from .known import entries as known_entries
@@ -56,7 +56,7 @@ def find_anomalies(writes: DataFrame, reads: DataFrame, inputs: IdentityInputs,
     """
     # The identity table feeds two consumers (the flags and the reorder window); caching it
     # keeps Spark from computing the identity exchange and aggregations twice.
-    ident = identity_table(writes, reads, inputs).persist(StorageLevel.MEMORY_AND_DISK)
+    ident = keep(identity_table(writes, reads, inputs))
     try:
         return collect_findings([
             identity_anomalies(ident, inputs), reorder_anomalies(ident, inputs),
@@ -66,7 +66,8 @@ def find_anomalies(writes: DataFrame, reads: DataFrame, inputs: IdentityInputs,
         ], known_bug_column(known or KnownInputs(inputs.settings)),
             inputs.settings.accept_known)
     finally:
-        ident.unpersist()
+        release(ident)
+        release_shared()
 
 
 class _Clock:
@@ -117,7 +118,8 @@ def _analyse(spark: SparkSession, run: RunDir, master: str) -> dict[str, Any]:
         "known_bugs": known_entries({b for a in anomalies.values() for b in a["known_bugs"]}
                                     | set(settings.accept_known)),
         "checker": {"engine": "pyspark", "master": master, "seconds": 0.0,
-                    "spark_version": spark.version},
+                    "spark_version": spark.version,
+                    **({"sail_version": sail_version()} if master == SAIL_MASTER else {})},
     }
     if found.unknown:
         results["unknown_reasons"] = found.unknown
@@ -225,7 +227,7 @@ def check_run(run_dir: str | os.PathLike[str], spark_master: str | None = None,
         size = _history_bytes(run)
         spark = build_session(spark_master,
                               small_input=size is not None and size < SMALL_HISTORY_BYTES)
-        master = str(spark.sparkContext.master)
+        master = master_of(spark)
         with _session_conf(spark, small_check_conf(size, master)):
             results = _analyse(spark, run, master)
     except Exception as exc:  # the judge reports its own failure instead of crashing a run

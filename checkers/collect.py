@@ -9,12 +9,13 @@ from dataclasses import dataclass, field
 from functools import reduce
 from typing import Any
 
-from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.window import Window
 
 from contract.anomalies import MAX_EXAMPLES, RECORD, SUBJECTS, WRITE
+
+from .engines import keep, release
 
 READS_PER_EXAMPLE = 8
 #: Kinds about one write: their examples' reads are looked up by (producer, seq).
@@ -49,7 +50,7 @@ def collect_findings(frames: list[DataFrame], known: Column | None = None,
     union = reduce(DataFrame.unionByName, frames)
     union = union.withColumn("known_bug", known if known is not None
                              else F.lit(None).cast("string"))
-    rows = union.persist(StorageLevel.MEMORY_AND_DISK)
+    rows = keep(union)
     try:
         agg = rows.groupBy("kind", "known_bug").agg(
             F.sum("n").alias("n"),
@@ -82,7 +83,7 @@ def collect_findings(frames: list[DataFrame], known: Column | None = None,
                 examples[d["kind"]].append(d)
         return Findings(dict(counts), dict(excused), dict(examples), dict(by_bug))
     finally:
-        rows.unpersist()
+        release(rows)
 
 
 def _packed(producer: F.Column, seq: F.Column) -> F.Column:

@@ -9,12 +9,12 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 
 from contract.settings import Settings, settings_from_run
 
 from .collect import Findings, attach_reads, collect_findings
+from .engines import keep, release, release_shared
 from .epochs import epoch_bumps
 from .fresh_ids import client_starts, first_offset_acks, state_cuts
 from .history import (
@@ -101,8 +101,7 @@ class CheckContext:
         """The identity table, persisted on first use: the identity and reorder checks
         both read it, so Spark computes the identity exchange and aggregations once."""
         if self._ident is None:
-            self._ident = identity_table(self.writes, self.reads, self.inputs).persist(
-                StorageLevel.MEMORY_AND_DISK)
+            self._ident = keep(identity_table(self.writes, self.reads, self.inputs))
         return self._ident
 
     def findings(self) -> Findings:
@@ -133,11 +132,11 @@ class CheckContext:
 
     def release(self) -> None:
         """Drop the persisted identity table and epoch bumps (idempotent)."""
+        release_shared()
         if self._ident is not None:
-            self._ident.unpersist()
+            release(self._ident)
             self._ident = None
-        if self.inputs.epoch_bumps is not None:
-            self.inputs.epoch_bumps.unpersist()
+        release(self.inputs.epoch_bumps)
 
 
 def load_context(spark: SparkSession, run: RunDir) -> CheckContext:
@@ -190,5 +189,5 @@ def load_context(spark: SparkSession, run: RunDir) -> CheckContext:
                                 starts, firsts, cuts))
     except BaseException:
         for df in persisted:
-            df.unpersist()
+            release(df)
         raise

@@ -18,6 +18,8 @@ from pyspark.sql import functions as F
 
 from contract.events import PRODUCER_EPOCH, Event
 
+from .engines import keep, release
+
 #: librdkafka errors after which an idempotent producer may bump its epoch and resend.
 EPOCH_BUMP_ERRORS: frozenset[str] = frozenset(
     {
@@ -58,9 +60,9 @@ def epoch_bumps(writes: DataFrame, events: Sequence[Event] = ()) -> DataFrame | 
     if spans:
         from_writes = from_writes.unionByName(spark.createDataFrame(
             spans, "producer int, _t long, _bump_hi long")).distinct()
-    bumps = from_writes.persist()
+    bumps = keep(from_writes)
     if bumps.count() == 0:
-        bumps.unpersist()
+        release(bumps)
         return None
     return bumps
 

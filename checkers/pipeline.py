@@ -35,6 +35,7 @@ from contract.schemas import DRAIN_READER
 
 from .combine import UNKNOWN, CheckResult, Validity
 from .context import CheckContext
+from .engines import keep, release
 
 DELIVERIES = ("exactly-once", "at-least-once")
 
@@ -82,7 +83,7 @@ def check_pipeline(reads: DataFrame, p: Pipeline, complete: list[str],
     key = ((F.col("i.producer") == F.col("s.src_producer"))
            & (F.col("i.seq") == F.col("s.src_seq")))
     joined = inputs.alias("i").join(per_src.alias("s"), key, "full_outer")
-    flagged = joined.select(
+    flagged = keep(joined.select(
         F.coalesce("i.producer", "s.src_producer").alias("producer"),
         F.coalesce("i.seq", "s.src_seq").alias("seq"),
         F.col("i.in_partition").alias("input_partition"),
@@ -90,7 +91,7 @@ def check_pipeline(reads: DataFrame, p: Pipeline, complete: list[str],
         F.coalesce(F.col("s.outputs"), F.lit(0)).alias("outputs"),
         F.col("s.output_records").alias("output_records"),
         F.col("i.producer").isNotNull().alias("is_input"),
-    ).cache()
+    ))
     try:
         c = flagged.agg(
             F.sum(F.col("is_input").cast("int")).alias("inputs"),
@@ -111,7 +112,7 @@ def check_pipeline(reads: DataFrame, p: Pipeline, complete: list[str],
             if counts["orphaned"] else [],
         }
     finally:
-        flagged.unpersist()
+        release(flagged)
     totals = out.agg(F.count(F.lit(1)).alias("n"),
                      F.sum(F.when(F.col("src_producer").isNull(), 1).otherwise(0))
                      .alias("unsourced")).collect()[0]

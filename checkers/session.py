@@ -18,6 +18,9 @@ from pyspark import SparkContext
 from pyspark.sql import SparkSession
 
 from contract.owners import owned_dir, sweep_owned_dirs
+from contract.settings import SAIL_MASTER
+
+from .engines import sail_running, sail_session
 
 DEFAULT_MASTER = "local[2]"
 
@@ -212,7 +215,15 @@ def build_session(master: str | None = None, shuffle_partitions: int | None = No
     small check, as the CLI starts) stops the JIT at C1: a short-lived driver then spends
     its 2 cores checking instead of optimising code it runs once (~15% of a cold check).
     A JVM that died since the last call (``jvm_gone``) is replaced by a new one.
+
+    ``sail`` (or no master in a process that runs Sail already) gives this process's Sail
+    session instead (checkers/engines.py): one engine per process, since PySpark switches
+    its functions to Spark Connect for the whole process once a Connect session exists.
     """
+    if master == SAIL_MASTER or (master is None and sail_running()):
+        return sail_session()
+    if sail_running():
+        raise RuntimeError(f"this process checks with Sail; it cannot also start Spark {master}")
     with _LOCK:
         if jvm_gone() is not None:
             _forget_dead_jvm()

@@ -26,6 +26,7 @@ import pyarrow.parquet as pq
 from contract.owners import owned_dir, sweep_owned_dirs
 from contract.schemas import DRAIN_READER, READS_SCHEMA, WRITES_SCHEMA
 
+from .engines import master_of, sail_running
 from .session import build_session, session_running
 
 _BASE = 1_700_000_000_000_000_000
@@ -142,10 +143,11 @@ class WarmUp(threading.Thread):
     def run(self) -> None:
         # A failure is the run's check to report: it builds the session again.
         with contextlib.suppress(Exception):
-            warm = session_running()  # an earlier check in this process warmed it already
+            # an earlier check in this process warmed it already
+            warm = session_running() or sail_running()
             spark = build_session(self.master)
             # a cluster's executors may not see this machine's temp directory
-            local = str(spark.sparkContext.master).startswith("local")
+            local = master_of(spark).startswith("local")
             if self.check and not warm and local:
                 self.results = warm_check(self.master, self.run_cfg)
 

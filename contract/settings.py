@@ -215,14 +215,18 @@ def settings_from_run(run: dict[str, Any]) -> Settings:
 #: Spark master URLs the checker can run on (a SparkContext is needed: no Spark Connect).
 SPARK_MASTER = re.compile(r"^(local(\[(\*|\d+)(,\d+)?\])?|local-cluster\[\d+,\d+,\d+\]"
                           r"|spark://[\w.:,-]+|yarn|k8s://\S+)$")
+#: The checker's other engine: Sail, a native single-node engine run inside the checker's
+#: process and driven through Spark Connect (checkers/engines.py).
+SAIL_MASTER = "sail"
 
 
 def spark_master_problem(master: str | None) -> str | None:
     """Why the checker cannot use ``master`` (a one-line message), or None."""
-    if master is None or SPARK_MASTER.match(master):
+    if master is None or master == SAIL_MASTER or SPARK_MASTER.match(master):
         return None
     if master.startswith("sc://"):
-        return (f"--spark-master {master}: Spark Connect is not supported (the checker needs a "
-                "SparkContext); give the cluster's spark:// master")
-    return (f"--spark-master must be local[N], spark://HOST:PORT, yarn or k8s://..., "
+        return (f"--spark-master {master}: a remote Spark Connect server is not supported (the "
+                "checker needs a SparkContext, or its own Sail engine: --spark-master sail); "
+                "give the cluster's spark:// master")
+    return (f"--spark-master must be local[N], spark://HOST:PORT, yarn, k8s://... or sail, "
             f"got {master!r}")

@@ -33,7 +33,7 @@ from tests.run.cli import CLI, start
     (["run", "--targets", "leader:x"], "--targets"),
     (["run", "--broker-config", "novalue"], "key=value"),
     (["run", "--accept-known", "librdkafka#4953,nope#1"], "unknown known-bug id 'nope#1'"),
-    (["run", "--spark-master", "sc://spark:15002"], "Spark Connect is not supported"),
+    (["run", "--spark-master", "sc://spark:15002"], "remote Spark Connect server is not supported"),
     (["run", "--spark-master", "spark:/x"], "--spark-master must be local[N], spark://"),
     (["run", "--nodes", "nodes.toml"], "--nodes needs --bootstrap-servers"),
     (["run", "--bootstrap-servers", "broker1"], "--bootstrap-servers must be host:port"),
@@ -129,5 +129,6 @@ def test_check_refuses_spark_connect_before_starting_spark(tmp_path):
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2, proc.stderr
     lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1 and "Spark Connect is not supported" in lines[0], proc.stderr
+    assert len(lines) == 1, proc.stderr
+    assert "remote Spark Connect server is not supported" in lines[0], proc.stderr
     assert not (tmp_path / "results.json").exists()
