@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import os
 import shutil
 import threading
 import uuid
@@ -51,6 +52,9 @@ def sail_session() -> SparkSession:
             return _SAIL[1]
         from pysail.spark import SparkConnectServer
 
+        # Sail logs through env_logger: its INFO/WARN lines (a session's start, "persist is a
+        # no-op") would fill a check's output, as Spark's would without our log4j settings
+        os.environ.setdefault("RUST_LOG", "error")
         sweep_owned_dirs("sail")
         scratch = owned_dir("sail")
         server = SparkConnectServer(ip="127.0.0.1", port=0)
@@ -100,7 +104,7 @@ def keep(df: DataFrame) -> DataFrame:
         return df
     path = str(scratch / f"kept-{uuid.uuid4().hex}")
     _write(df, path)
-    kept = spark.read.parquet(path)
+    kept = spark.read.schema(df.schema).parquet(path)
     _KEPT[id(kept)] = path
     return kept
 
@@ -122,11 +126,12 @@ def shared(df: DataFrame) -> DataFrame:
     path = str(_SAIL[2] / f"shared-{uuid.uuid4().hex}")
     _write(df, path)
     _SHARED.append(path)
-    return spark.read.parquet(path)
+    return spark.read.schema(df.schema).parquet(path)
 
 
 def _write(df: DataFrame, path: str) -> None:
-    # read back once or twice, soon: compressing it would cost more than it saves
+    # read back once or twice, soon: compressing it would cost more than it saves. (Read
+    # back with its schema: an empty table leaves no file to take one from.)
     df.write.option("compression", "uncompressed").parquet(path)
 
 

@@ -17,7 +17,7 @@ from pyspark.sql.window import Window
 
 from contract.schemas import DRAIN_READER
 
-from .engines import shared
+from .engines import is_connect
 from .history import Event
 from .identity import topic_id, topic_name
 from .rows import anomaly_rows, flag_kinds
@@ -117,122 +117,119 @@ def position_anomalies(reads: DataFrame, partitions: int, topics: list[str],
     never is. A step back is also excused when it lands on a reused offset (a reset to the
     truncation point). ``excuse`` says which.
 
-    Offset-level facts come from one aggregation by offset (not windows over every read):
-    what each offset holds, its first read and the drain's records; the few offsets read as
-    two records get their "moved"/"vanished" facts from the reads at them alone. The
-    consumers' steps need the offsets' dense rank (a window over the distinct offsets) and
-    one window over the reads of readers other than the drain (the drain's reads, most of
-    a history, are in no step). Topics and readers travel as ints.
+    On classic Spark one chain of windows (below); on Sail the same definitions by
+    aggregation (positions_by_offset.py).
+    """
+    if is_connect(reads.sparkSession):
+        from .positions_by_offset import position_anomalies_by_offset
+
+        return position_anomalies_by_offset(reads, partitions, topics, readers, rebalances,
+                                            power_loss_until)
+    return _by_windows(reads, partitions, topics, readers, rebalances, power_loss_until)
+
+
+def _by_windows(reads: DataFrame, partitions: int, topics: list[str], readers: list[str],
+                rebalances: Rebalances | None,
+                power_loss_until: dict[str, int] | None) -> DataFrame:
+    """position_anomalies on classic Spark.
+
+    One chain without branches (a branch would repeat the exchange): windows by offset
+    (sharing one sort), then the per-reader window, then one projection that lists each
+    row's kinds. Topics and readers travel as ints so that sorted rows are fixed-width.
     """
     consumer = ((F.col("reader") != DRAIN_READER)
                 & (F.coalesce(F.col("mode"), F.lit("")) != DRAIN_READER))
     r = reads.select(
         _id(readers, F.col("reader")).alias("rid"),
-        (F.col("reader") != DRAIN_READER).alias("stepping"),
         consumer.alias("consumer"),
         (F.col("mode") == "subscribe").alias("subscribe"),
         (F.col("mode") == "restart").alias("restart"),
         "poll", "read_ns", topic_id(topics, F.col("topic")).alias("tid"), "partition",
         "offset", _record_key().alias("rec"),
     ).repartition(partitions, "tid", "partition")
+    by_offset = Window.partitionBy("tid", "partition").orderBy("offset")
+    at_offset = Window.partitionBy("tid", "partition", "offset")
+    in_partition = Window.partitionBy("tid", "partition")
+    by_rec = Window.partitionBy("tid", "partition", "rec")
     drain_rec = F.when(~F.col("consumer"), F.col("rec"))
-    offs = r.groupBy("tid", "partition", "offset").agg(
-        F.min("rec").alias("lo"), F.max("rec").alias("hi"),
-        F.min("read_ns").alias("first_ns"),
-        F.min(drain_rec).alias("d_lo"), F.max(drain_rec).alias("d_hi"))
-    key = ["tid", "partition", "offset"]
+    # was this record read by the drain anywhere in the partition (still in the log)?
+    r1 = r.select("*", F.max((~F.col("consumer")).cast("int")).over(by_rec).alias("drained"))
+    r2a = r1.select(
+        "*",
+        F.dense_rank().over(by_offset).alias("rank"),
+        F.lag("offset").over(by_offset).alias("offset_before"),
+        F.min("rec").over(at_offset).alias("lo"),
+        F.max("rec").over(at_offset).alias("hi"),
+        F.min("read_ns").over(at_offset).alias("first_ns"),
+        F.min(drain_rec).over(at_offset).alias("d_lo"),
+        F.max(drain_rec).over(at_offset).alias("d_hi"),
+    )
     # UNDECODABLE is the least key: lo is it exactly when some read there did not decode
-    odd = shared(offs.where((F.col("lo") != F.col("hi")) | (F.col("lo") == UNDECODABLE)))
-    two = shared(_two_records(r, odd.where(F.col("lo") != F.col("hi"))))
-    at_offset = odd.join(two.select(*key, "reused"), key, "left")
-    offset_rows = flag_kinds(at_offset, [
-        (F.col("lo") != F.col("hi"),
-         F.when(F.col("reused"), "reused-offset").otherwise("inconsistent-offset")),
-        (F.col("lo") == UNDECODABLE, "unexpected"),
-    ])
-    # the consumers' steps: rank and previous read of every read by a reader but the drain
-    ranks = offs.select(*key, F.dense_rank().over(
-        Window.partitionBy("tid", "partition").orderBy("offset")).alias("rank"))
+    one_drained = (F.col("d_lo").isNotNull() & (F.col("d_lo") == F.col("d_hi"))
+                   & (F.col("lo") != UNDECODABLE))
+    # a record at this offset other than the drain's that the log still holds elsewhere
+    elsewhere = (F.col("rec") != F.col("d_lo")) & (F.col("drained") == 1)
+    r2 = r2a.select("*", F.max(elsewhere.cast("int")).over(at_offset).alias("moved"))
+    vanished = one_drained & (F.col("lo") != F.col("hi")) & (F.col("moved") == 0)
+    # ``truncated`` (the partition shows a vanished record) is computed on the flagged rows
+    # only: a window over a whole partition of the reads would hold all of it in memory
+    reused = one_drained & ((F.col("moved") == 0) | (F.col("truncated") == 1))
     by_reader = Window.partitionBy("rid", "tid", "partition").orderBy(
-        "poll", "read_ns", "offset")
-    # (left: a read without an offset keeps its place in its reader's order, as before)
-    steps = r.where(F.col("stepping")).join(ranks, key, "left").select(
+        "poll", "read_ns", "offset"
+    )
+    r3 = r2.select(
         "*",
         F.lag("offset").over(by_reader).alias("prev_offset"),
         F.lag("rank").over(by_reader).alias("prev_rank"),
         F.lag("poll").over(by_reader).alias("prev_poll"),
     )
+    first_here = F.col("offset_before").isNull() | (F.col("offset_before") != F.col("offset"))
     step = F.col("consumer") & F.col("prev_offset").isNotNull()
-    poll_rows = flag_kinds(steps, [
+    two = "two-records"  # reused-offset or inconsistent-offset, decided below
+    flagged = flag_kinds(r3, [
+        (first_here & (F.col("lo") != F.col("hi")), two),
+        (first_here & (F.col("lo") == UNDECODABLE), "unexpected"),
         (step & (F.col("offset") <= F.col("prev_offset")), "nonmonotonic-poll"),
         (step & (F.col("offset") > F.col("prev_offset"))
          & (F.col("rank") - F.col("prev_rank") > 1), "poll-skip"),
-    ]).join(two.select(*key, F.col("reused").alias("reused_here")), key, "left")
+    ])
+    # every offset read as two records has its flagged row: the partition's truncation proof
+    flagged = flagged.select("*", F.max(F.when(F.col("kind") == two, vanished.cast("int")))
+                             .over(in_partition).alias("truncated"))
+    flagged = flagged.withColumn("kind", F.when(
+        F.col("kind") == two,
+        F.when(reused, "reused-offset").otherwise("inconsistent-offset")).otherwise(
+        F.col("kind")))
     kind = F.col("kind")
+    poll_kind = kind.isin("nonmonotonic-poll", "poll-skip")
+    reuse = kind == "reused-offset"
     # A reader's step back onto an offset a truncation reused: the client found the log
     # truncated and reset its position to the truncation point (KIP-320; librdkafka does it
     # silently). The truncation itself is reported, and judged, as reused-offset.
-    reset = (kind == "nonmonotonic-poll") & F.coalesce(F.col("reused_here"), F.lit(False))
-    across = (((F.col("subscribe")) | ((kind == "nonmonotonic-poll") & F.col("restart")))
+    reset = ((kind == "nonmonotonic-poll") & (F.col("lo") != F.col("hi")) & reused)
+    across = (((poll_kind & F.col("subscribe"))
+               | ((kind == "nonmonotonic-poll") & F.col("restart")))
               & _crossed(rebalances or {}, topics, readers))
-    polls = anomaly_rows(
-        poll_rows, kind,
-        topic=topic_name(topics, F.col("tid")), partition=F.col("partition"),
-        offset=F.col("offset"), read_offset=F.col("offset"),
-        producer=_producer(F.col("rec")), seq=_seq(F.col("rec")),
-        reader=_name(readers, F.col("rid")), poll=F.col("poll"),
-        prev_offset=F.col("prev_offset"), prev_poll=F.col("prev_poll"),
-        event_ns=F.col("read_ns"),
-        excused=across | reset,
-        excuse=F.when(across, "rebalance").when(reset, "truncation"),
-    )
-    reuse = kind == "reused-offset"
-    incons = kind == "inconsistent-offset"
     power = reuse & _power_loss_after(power_loss_until or {}, topics)
+    incons = kind == "inconsistent-offset"
     # reused-offset: the record the log holds now, and one the live readers saw before
     old = F.when(F.col("lo") == F.col("d_lo"), F.col("hi")).otherwise(F.col("lo"))
-    rec = F.when(incons, F.col("lo")).when(reuse, F.col("d_lo"))
-    other = F.when(incons, F.col("hi")).when(reuse, old)
-    at = anomaly_rows(
-        offset_rows, kind,
+    key = F.when(poll_kind, F.col("rec")).when(incons, F.col("lo")).when(reuse, F.col("d_lo"))
+    return anomaly_rows(
+        flagged, kind,
         topic=topic_name(topics, F.col("tid")), partition=F.col("partition"),
         offset=F.col("offset"), read_offset=F.col("offset"),
-        producer=_producer(rec), seq=_seq(rec),
-        other_producer=_producer(other), other_seq=_seq(other),
-        event_ns=F.col("first_ns"),
-        excused=power, excuse=F.when(power, "power-loss"),
+        producer=_producer(key), seq=_seq(key),
+        other_producer=F.when(incons, _producer(F.col("hi"))).when(reuse, _producer(old)),
+        other_seq=F.when(incons, _seq(F.col("hi"))).when(reuse, _seq(old)),
+        reader=F.when(poll_kind, _name(readers, F.col("rid"))),
+        poll=F.when(poll_kind, F.col("poll")),
+        prev_offset=F.when(poll_kind, F.col("prev_offset")),
+        prev_poll=F.when(poll_kind, F.col("prev_poll")),
+        event_ns=F.when(poll_kind, F.col("read_ns")).otherwise(F.col("first_ns")),
+        excused=across | reset | power,
+        excuse=F.when(across, "rebalance").when(reset, "truncation").when(power, "power-loss"),
     )
-    return at.unionByName(polls)
-
-
-def _two_records(r: DataFrame, two: DataFrame) -> DataFrame:
-    """The offsets read as two records (``two``: key, lo, hi, d_lo, d_hi), with ``reused``.
-
-    ``moved``: a record read there other than the drain's is still in the log at another
-    offset of the partition (the drain read it there). ``vanished``: the drain read exactly
-    one decodable record there and every other record read there is in the log nowhere
-    (the truncated tail's record). An offset is reused when the drain read one decodable
-    record there and either its other records vanished or the partition shows a vanished
-    record elsewhere (the proof that the log was truncated)."""
-    key = ["tid", "partition", "offset"]
-    one_drained = (F.col("d_lo").isNotNull() & (F.col("d_lo") == F.col("d_hi"))
-                   & (F.col("lo") != UNDECODABLE))
-    there = shared(r.select(*key, "rec").join(F.broadcast(two.select(*key, "d_lo")), key))
-    drained = (r.where(~F.col("consumer")).select("tid", "partition", "rec")
-               .join(F.broadcast(there.select("tid", "partition", "rec").distinct()),
-                     ["tid", "partition", "rec"], "left_semi")
-               .distinct().select("tid", "partition", "rec", F.lit(1).alias("drained")))
-    moved = there.join(drained, ["tid", "partition", "rec"], "left").groupBy(*key).agg(
-        F.max(((F.col("rec") != F.col("d_lo")) & (F.col("drained") == 1)).cast("int"))
-        .alias("moved"))
-    flags = shared(two.join(moved, key, "left").select(
-        "*", one_drained.alias("one_drained"),
-        (one_drained & (F.coalesce(F.col("moved"), F.lit(0)) == 0)).alias("vanished")))
-    truncated = flags.groupBy("tid", "partition").agg(
-        F.max(F.col("vanished").cast("int")).alias("truncated"))
-    return flags.join(truncated, ["tid", "partition"]).select(
-        *key, (F.col("one_drained") & (F.col("vanished") | (F.col("truncated") == 1)))
-        .alias("reused"))
 
 
 def _power_loss_after(until: dict[str, int], topics: list[str]) -> F.Column:

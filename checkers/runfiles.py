@@ -15,6 +15,8 @@ from urllib.parse import urlparse
 
 from pyspark.sql import SparkSession
 
+from .engines import is_connect
+
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 
 
@@ -52,6 +54,9 @@ class RunDir:
 
     @staticmethod
     def _hadoop(spark: SparkSession, uri: str) -> tuple[Any, Any]:
+        if is_connect(spark):
+            raise ValueError(f"{uri}: the Sail engine reads local run directories only; "
+                             "check a run behind a URI on a Spark master")
         jvm = spark.sparkContext._jvm  # noqa: SLF001 - py4j gateway, the only way to Hadoop FS
         conf = spark.sparkContext._jsc.hadoopConfiguration()  # noqa: SLF001
         assert jvm is not None

@@ -1,21 +1,36 @@
-"""Checker test fixtures: one SparkSession for the whole test session."""
+"""Checker test fixtures: one SparkSession for the whole test session.
+
+``KAFKA_CHAOS_TEST_SPARK_MASTER=sail`` runs the session's checks on Sail instead of a local
+Spark JVM (tests/checkers/test_sail_engine.py runs the checker's answer tests that way, in
+a pytest session of their own: a process has one engine)."""
 
 from __future__ import annotations
 
+import os
 import shutil
 from collections.abc import Iterator
 
 import pytest
 
+#: The engine of this session's checker tests: local[2], or sail.
+MASTER = os.environ.get("KAFKA_CHAOS_TEST_SPARK_MASTER", "local[2]")
+
 
 @pytest.fixture(scope="session")
 def spark() -> Iterator[object]:
-    """The shared local[2] session. Without Java/PySpark this fails (never skips)."""
+    """The shared local[2] session (or Sail's). Without Java/PySpark this fails (never
+    skips)."""
+    if MASTER == "sail":
+        from checkers.engines import sail_session, stop_sail
+
+        yield sail_session()
+        stop_sail()
+        return
     if shutil.which("java") is None:
         pytest.fail("Java is required for the Spark checker tests and was not found")
     from checkers.session import build_session, jvm_gone
 
-    session = build_session("local[2]", shuffle_partitions=2)
+    session = build_session(MASTER, shuffle_partitions=2)
     yield session
     if jvm_gone() is None:  # a dead JVM cannot be stopped (its tests failed saying why)
         session.stop()
@@ -25,7 +40,7 @@ def spark() -> Iterator[object]:
 def _spark_jvm_alive(request: pytest.FixtureRequest) -> None:
     """A test on the shared session whose JVM died fails at once, saying how it died, instead
     of with a connection error like every test after it."""
-    if "spark" in request.fixturenames:
+    if "spark" in request.fixturenames and MASTER != "sail":
         from checkers.session import jvm_gone
 
         gone = jvm_gone()

@@ -1,0 +1,154 @@
+"""The position checks of positions.py on Sail (checkers/engines.py), the same definitions
+in another shape.
+
+Spark's JVM runs them best as one chain of windows sharing one sort and one exchange.
+Sail's windows are slow over many small partitions (by offset: ~15 s for one at 10M
+writes) and it computes a part of a plan shared by two branches twice; its aggregations
+and hash joins are fast. So here the offset-level facts come from one aggregation by
+offset; the few offsets read as two records get their "moved"/"vanished" facts from the
+reads at them alone; the consumers' steps need the offsets' dense rank (a window over the
+distinct offsets) and one window over the reads of readers other than the drain (the
+drain's reads, most of a history, are in no step). What two branches read is written once
+(``engines.shared``). tests/checkers/test_sail_engine.py holds both shapes to the same
+answers.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql.window import Window
+
+from contract.schemas import DRAIN_READER
+
+from .engines import shared
+from .identity import topic_id, topic_name
+from .positions import (
+    UNDECODABLE,
+    Rebalances,
+    _crossed,
+    _id,
+    _name,
+    _power_loss_after,
+    _producer,
+    _record_key,
+    _seq,
+)
+from .rows import anomaly_rows, flag_kinds
+
+
+def position_anomalies_by_offset(reads: DataFrame, partitions: int, topics: list[str],
+                                 readers: list[str], rebalances: Rebalances | None = None,
+                                 power_loss_until: dict[str, int] | None = None) -> DataFrame:
+    """positions.position_anomalies, by aggregation (see the module's docstring)."""
+    consumer = ((F.col("reader") != DRAIN_READER)
+                & (F.coalesce(F.col("mode"), F.lit("")) != DRAIN_READER))
+    r = reads.select(
+        _id(readers, F.col("reader")).alias("rid"),
+        (F.col("reader") != DRAIN_READER).alias("stepping"),
+        consumer.alias("consumer"),
+        (F.col("mode") == "subscribe").alias("subscribe"),
+        (F.col("mode") == "restart").alias("restart"),
+        "poll", "read_ns", topic_id(topics, F.col("topic")).alias("tid"), "partition",
+        "offset", _record_key().alias("rec"),
+    ).repartition(partitions, "tid", "partition")
+    drain_rec = F.when(~F.col("consumer"), F.col("rec"))
+    offs = r.groupBy("tid", "partition", "offset").agg(
+        F.min("rec").alias("lo"), F.max("rec").alias("hi"),
+        F.min("read_ns").alias("first_ns"),
+        F.min(drain_rec).alias("d_lo"), F.max(drain_rec).alias("d_hi"))
+    key = ["tid", "partition", "offset"]
+    # UNDECODABLE is the least key: lo is it exactly when some read there did not decode
+    odd = shared(offs.where((F.col("lo") != F.col("hi")) | (F.col("lo") == UNDECODABLE)))
+    two = shared(_two_records(r, odd.where(F.col("lo") != F.col("hi"))))
+    at_offset = odd.join(two.select(*key, "reused"), key, "left")
+    offset_rows = flag_kinds(at_offset, [
+        (F.col("lo") != F.col("hi"),
+         F.when(F.col("reused"), "reused-offset").otherwise("inconsistent-offset")),
+        (F.col("lo") == UNDECODABLE, "unexpected"),
+    ])
+    # the consumers' steps: rank and previous read of every read by a reader but the drain
+    ranks = offs.select(*key, F.dense_rank().over(
+        Window.partitionBy("tid", "partition").orderBy("offset")).alias("rank"))
+    by_reader = Window.partitionBy("rid", "tid", "partition").orderBy(
+        "poll", "read_ns", "offset")
+    # (left: a read without an offset keeps its place in its reader's order, as before)
+    steps = r.where(F.col("stepping")).join(ranks, key, "left").select(
+        "*",
+        F.lag("offset").over(by_reader).alias("prev_offset"),
+        F.lag("rank").over(by_reader).alias("prev_rank"),
+        F.lag("poll").over(by_reader).alias("prev_poll"),
+    )
+    step = F.col("consumer") & F.col("prev_offset").isNotNull()
+    poll_rows = flag_kinds(steps, [
+        (step & (F.col("offset") <= F.col("prev_offset")), "nonmonotonic-poll"),
+        (step & (F.col("offset") > F.col("prev_offset"))
+         & (F.col("rank") - F.col("prev_rank") > 1), "poll-skip"),
+    ]).join(two.select(*key, F.col("reused").alias("reused_here")), key, "left")
+    kind = F.col("kind")
+    # A reader's step back onto an offset a truncation reused: the client found the log
+    # truncated and reset its position to the truncation point (KIP-320; librdkafka does it
+    # silently). The truncation itself is reported, and judged, as reused-offset.
+    reset = (kind == "nonmonotonic-poll") & F.coalesce(F.col("reused_here"), F.lit(False))
+    across = (((F.col("subscribe")) | ((kind == "nonmonotonic-poll") & F.col("restart")))
+              & _crossed(rebalances or {}, topics, readers))
+    polls = anomaly_rows(
+        poll_rows, kind,
+        topic=topic_name(topics, F.col("tid")), partition=F.col("partition"),
+        offset=F.col("offset"), read_offset=F.col("offset"),
+        producer=_producer(F.col("rec")), seq=_seq(F.col("rec")),
+        reader=_name(readers, F.col("rid")), poll=F.col("poll"),
+        prev_offset=F.col("prev_offset"), prev_poll=F.col("prev_poll"),
+        event_ns=F.col("read_ns"),
+        excused=across | reset,
+        excuse=F.when(across, "rebalance").when(reset, "truncation"),
+    )
+    reuse = kind == "reused-offset"
+    incons = kind == "inconsistent-offset"
+    power = reuse & _power_loss_after(power_loss_until or {}, topics)
+    # reused-offset: the record the log holds now, and one the live readers saw before
+    old = F.when(F.col("lo") == F.col("d_lo"), F.col("hi")).otherwise(F.col("lo"))
+    rec = F.when(incons, F.col("lo")).when(reuse, F.col("d_lo"))
+    other = F.when(incons, F.col("hi")).when(reuse, old)
+    at = anomaly_rows(
+        offset_rows, kind,
+        topic=topic_name(topics, F.col("tid")), partition=F.col("partition"),
+        offset=F.col("offset"), read_offset=F.col("offset"),
+        producer=_producer(rec), seq=_seq(rec),
+        other_producer=_producer(other), other_seq=_seq(other),
+        event_ns=F.col("first_ns"),
+        excused=power, excuse=F.when(power, "power-loss"),
+    )
+    return at.unionByName(polls)
+
+
+def _two_records(r: DataFrame, two: DataFrame) -> DataFrame:
+    """The offsets read as two records (``two``: key, lo, hi, d_lo, d_hi), with ``reused``.
+
+    ``moved``: a record read there other than the drain's is still in the log at another
+    offset of the partition (the drain read it there). ``vanished``: the drain read exactly
+    one decodable record there and every other record read there is in the log nowhere
+    (the truncated tail's record). An offset is reused when the drain read one decodable
+    record there and either its other records vanished or the partition shows a vanished
+    record elsewhere (the proof that the log was truncated)."""
+    key = ["tid", "partition", "offset"]
+    one_drained = (F.col("d_lo").isNotNull() & (F.col("d_lo") == F.col("d_hi"))
+                   & (F.col("lo") != UNDECODABLE))
+    there = shared(r.select(*key, "rec").join(F.broadcast(two.select(*key, "d_lo")), key))
+    drained = (r.where(~F.col("consumer")).select("tid", "partition", "rec")
+               .join(F.broadcast(there.select("tid", "partition", "rec").distinct()),
+                     ["tid", "partition", "rec"], "left_semi")
+               .distinct().select("tid", "partition", "rec", F.lit(1).alias("drained")))
+    moved = there.join(drained, ["tid", "partition", "rec"], "left").groupBy(*key).agg(
+        F.max(((F.col("rec") != F.col("d_lo")) & (F.col("drained") == 1)).cast("int"))
+        .alias("moved"))
+    flags = shared(two.join(moved, key, "left").select(
+        "*", one_drained.alias("one_drained"),
+        (one_drained & (F.coalesce(F.col("moved"), F.lit(0)) == 0)).alias("vanished")))
+    truncated = flags.groupBy("tid", "partition").agg(
+        F.max(F.col("vanished").cast("int")).alias("truncated"))
+    return flags.join(truncated, ["tid", "partition"]).select(
+        *key, (F.col("one_drained") & (F.col("vanished") | (F.col("truncated") == 1)))
+        .alias("reused"))
+
+
