@@ -137,16 +137,7 @@ def _by_windows(reads: DataFrame, partitions: int, topics: list[str], readers: l
     (sharing one sort), then the per-reader window, then one projection that lists each
     row's kinds. Topics and readers travel as ints so that sorted rows are fixed-width.
     """
-    consumer = ((F.col("reader") != DRAIN_READER)
-                & (F.coalesce(F.col("mode"), F.lit("")) != DRAIN_READER))
-    r = reads.select(
-        _id(readers, F.col("reader")).alias("rid"),
-        consumer.alias("consumer"),
-        (F.col("mode") == "subscribe").alias("subscribe"),
-        (F.col("mode") == "restart").alias("restart"),
-        "poll", "read_ns", topic_id(topics, F.col("topic")).alias("tid"), "partition",
-        "offset", _record_key().alias("rec"),
-    ).repartition(partitions, "tid", "partition")
+    r = position_reads(reads, partitions, topics, readers)
     by_offset = Window.partitionBy("tid", "partition").orderBy("offset")
     at_offset = Window.partitionBy("tid", "partition", "offset")
     in_partition = Window.partitionBy("tid", "partition")
@@ -230,6 +221,24 @@ def _by_windows(reads: DataFrame, partitions: int, topics: list[str], readers: l
         excused=across | reset | power,
         excuse=F.when(across, "rebalance").when(reset, "truncation").when(power, "power-loss"),
     )
+
+
+def position_reads(reads: DataFrame, partitions: int, topics: list[str],
+                   readers: list[str]) -> DataFrame:
+    """The reads as the position checks need them, shuffled by (topic, partition): reader and
+    topic as ints, the record as one long, whether the reader is a consumer (not the drain
+    by name or mode) and whether its reads are steps at all (any reader but the drain)."""
+    consumer = ((F.col("reader") != DRAIN_READER)
+                & (F.coalesce(F.col("mode"), F.lit("")) != DRAIN_READER))
+    return reads.select(
+        _id(readers, F.col("reader")).alias("rid"),
+        (F.col("reader") != DRAIN_READER).alias("stepping"),
+        consumer.alias("consumer"),
+        (F.col("mode") == "subscribe").alias("subscribe"),
+        (F.col("mode") == "restart").alias("restart"),
+        "poll", "read_ns", topic_id(topics, F.col("topic")).alias("tid"), "partition",
+        "offset", _record_key().alias("rec"),
+    ).repartition(partitions, "tid", "partition")
 
 
 def _power_loss_after(until: dict[str, int], topics: list[str]) -> F.Column:

@@ -19,20 +19,17 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.window import Window
 
-from contract.schemas import DRAIN_READER
-
 from .engines import shared
-from .identity import topic_id, topic_name
+from .identity import topic_name
 from .positions import (
     UNDECODABLE,
     Rebalances,
     _crossed,
-    _id,
     _name,
     _power_loss_after,
     _producer,
-    _record_key,
     _seq,
+    position_reads,
 )
 from .rows import anomaly_rows, flag_kinds
 
@@ -41,17 +38,7 @@ def position_anomalies_by_offset(reads: DataFrame, partitions: int, topics: list
                                  readers: list[str], rebalances: Rebalances | None = None,
                                  power_loss_until: dict[str, int] | None = None) -> DataFrame:
     """positions.position_anomalies, by aggregation (see the module's docstring)."""
-    consumer = ((F.col("reader") != DRAIN_READER)
-                & (F.coalesce(F.col("mode"), F.lit("")) != DRAIN_READER))
-    r = reads.select(
-        _id(readers, F.col("reader")).alias("rid"),
-        (F.col("reader") != DRAIN_READER).alias("stepping"),
-        consumer.alias("consumer"),
-        (F.col("mode") == "subscribe").alias("subscribe"),
-        (F.col("mode") == "restart").alias("restart"),
-        "poll", "read_ns", topic_id(topics, F.col("topic")).alias("tid"), "partition",
-        "offset", _record_key().alias("rec"),
-    ).repartition(partitions, "tid", "partition")
+    r = position_reads(reads, partitions, topics, readers)
     drain_rec = F.when(~F.col("consumer"), F.col("rec"))
     offs = r.groupBy("tid", "partition", "offset").agg(
         F.min("rec").alias("lo"), F.max("rec").alias("hi"),
