@@ -25,8 +25,9 @@ import pyarrow.parquet as pq
 
 from contract.owners import owned_dir, sweep_owned_dirs
 from contract.schemas import DRAIN_READER, READS_SCHEMA, WRITES_SCHEMA
+from contract.settings import SAIL_MASTER
 
-from .engines import master_of, sail_running
+from .engines import master_of
 from .session import build_session, session_running
 
 _BASE = 1_700_000_000_000_000_000
@@ -141,10 +142,14 @@ class WarmUp(threading.Thread):
         self.results: dict[str, Any] | None = None
 
     def run(self) -> None:
+        if self.master == SAIL_MASTER:
+            # Nothing to warm (no JVM, no code generation: a session starts in under a
+            # second), and starting one here would set PySpark's Connect-mode variables in
+            # os.environ from this thread while the run's own threads may be copying it.
+            return
         # A failure is the run's check to report: it builds the session again.
         with contextlib.suppress(Exception):
-            # an earlier check in this process warmed it already
-            warm = session_running() or sail_running()
+            warm = session_running()  # an earlier check in this process warmed it already
             spark = build_session(self.master)
             # a cluster's executors may not see this machine's temp directory
             local = master_of(spark).startswith("local")
