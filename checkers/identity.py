@@ -85,10 +85,24 @@ def _map(pairs: Mapping[Any, Any]) -> Column | None:
     return F.create_map(*items) if items else None
 
 
+#: Up to this many names an index is a CASE over them; beyond it, a map lookup.
+_CASE_NAMES = 64
+
+
 def topic_id(topics: list[str], col: Column) -> Column:
-    """A topic's index in ``topics`` (an int, for hash aggregation)."""
-    m = _map({t: i for i, t in enumerate(topics)})
-    return m[col] if m is not None else F.lit(None).cast("int")
+    """A topic's (or any name's) index in ``topics`` (an int, for hash aggregation).
+
+    A CASE over a few names: Sail looks a string up in a literal map about a hundred times
+    slower (3 s per scan of 11M reads), and the id is computed for every row."""
+    if not topics:
+        return F.lit(None).cast("int")
+    if len(topics) > _CASE_NAMES:
+        m = _map({t: i for i, t in enumerate(topics)})
+        return m[col] if m is not None else F.lit(None).cast("int")
+    expr = F.when(col == topics[0], F.lit(0))
+    for i, t in enumerate(topics[1:], 1):
+        expr = expr.when(col == t, F.lit(i))
+    return expr
 
 
 def topic_name(topics: list[str], col: Column) -> Column:

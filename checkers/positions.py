@@ -230,7 +230,7 @@ def position_reads(reads: DataFrame, partitions: int, topics: list[str],
     by name or mode) and whether its reads are steps at all (any reader but the drain)."""
     consumer = ((F.col("reader") != DRAIN_READER)
                 & (F.coalesce(F.col("mode"), F.lit("")) != DRAIN_READER))
-    return reads.select(
+    r = reads.select(
         _id(readers, F.col("reader")).alias("rid"),
         (F.col("reader") != DRAIN_READER).alias("stepping"),
         consumer.alias("consumer"),
@@ -238,7 +238,10 @@ def position_reads(reads: DataFrame, partitions: int, topics: list[str],
         (F.col("mode") == "restart").alias("restart"),
         "poll", "read_ns", topic_id(topics, F.col("topic")).alias("tid"), "partition",
         "offset", _record_key().alias("rec"),
-    ).repartition(partitions, "tid", "partition")
+    )
+    if is_connect(reads.sparkSession):
+        return r
+    return r.repartition(partitions, "tid", "partition")
 
 
 def _power_loss_after(until: dict[str, int], topics: list[str]) -> F.Column:

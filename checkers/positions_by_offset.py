@@ -2,15 +2,17 @@
 in another shape.
 
 Spark's JVM runs them best as one chain of windows sharing one sort and one exchange.
-Sail's windows are slow over many small partitions (by offset: ~15 s for one at 10M
-writes) and it computes a part of a plan shared by two branches twice; its aggregations
-and hash joins are fast. So here the offset-level facts come from one aggregation by
-offset; the few offsets read as two records get their "moved"/"vanished" facts from the
-reads at them alone; the consumers' steps need the offsets' dense rank (a window over the
-distinct offsets) and one window over the reads of readers other than the drain (the
-drain's reads, most of a history, are in no step). What two branches read is written once
-(``engines.shared``). tests/checkers/test_sail_engine.py holds both shapes to the same
-answers.
+Sail's windows are slow over many small partitions (by offset: ~15 s for one at 10M writes)
+and it computes a part of a plan shared by two branches twice; its aggregations and hash
+joins are fast. So here the offset-level facts come from one aggregation by offset; the few
+offsets read as two records get their "moved"/"vanished" facts from the reads at them
+alone; the consumers' steps come from one window over the reads of readers other than the
+drain (the drain's reads, most of a history, are in no step), and the steps forward over
+more than one offset are poll-skips when some reader read an offset inside them (a dense
+rank of every offset, a window over all of them, is not needed). The reads are not shuffled
+by partition first: that exchange would keep the filters of each branch from reaching the
+scan. What two branches read is written once (``engines.shared``).
+tests/checkers/test_sail_engine.py holds both shapes to the same answers.
 """
 
 from __future__ import annotations
@@ -54,24 +56,26 @@ def position_anomalies_by_offset(reads: DataFrame, partitions: int, topics: list
          F.when(F.col("reused"), "reused-offset").otherwise("inconsistent-offset")),
         (F.col("lo") == UNDECODABLE, "unexpected"),
     ])
-    # the consumers' steps: rank and previous read of every read by a reader but the drain
-    ranks = offs.select(*key, F.dense_rank().over(
-        Window.partitionBy("tid", "partition").orderBy("offset")).alias("rank"))
+    # the consumers' steps: the previous read of every read by a reader but the drain
     by_reader = Window.partitionBy("rid", "tid", "partition").orderBy(
         "poll", "read_ns", "offset")
-    # (left: a read without an offset keeps its place in its reader's order, as before)
-    steps = r.where(F.col("stepping")).join(ranks, key, "left").select(
+    steps = r.where(F.col("stepping")).select(
         "*",
         F.lag("offset").over(by_reader).alias("prev_offset"),
-        F.lag("rank").over(by_reader).alias("prev_rank"),
         F.lag("poll").over(by_reader).alias("prev_poll"),
     )
     step = F.col("consumer") & F.col("prev_offset").isNotNull()
-    poll_rows = flag_kinds(steps, [
+    wide = "wide-step"  # forward over more than one offset: a poll-skip if one existed between
+    stepped = shared(flag_kinds(steps, [
         (step & (F.col("offset") <= F.col("prev_offset")), "nonmonotonic-poll"),
-        (step & (F.col("offset") > F.col("prev_offset"))
-         & (F.col("rank") - F.col("prev_rank") > 1), "poll-skip"),
-    ]).join(two.select(*key, F.col("reused").alias("reused_here")), key, "left")
+        (step & (F.col("offset") > F.col("prev_offset") + 1), wide),
+    ]))
+    skipped = _skipped(r, stepped.where(F.col("kind") == wide))
+    poll_rows = (stepped.join(skipped, [*key, "prev_offset"], "left")
+                 .where((F.col("kind") != wide) | F.col("skipped").isNotNull())
+                 .withColumn("kind", F.when(F.col("kind") == wide, "poll-skip")
+                             .otherwise(F.col("kind")))
+                 .join(two.select(*key, F.col("reused").alias("reused_here")), key, "left"))
     kind = F.col("kind")
     # A reader's step back onto an offset a truncation reused: the client found the log
     # truncated and reset its position to the truncation point (KIP-320; librdkafka does it
@@ -107,6 +111,20 @@ def position_anomalies_by_offset(reads: DataFrame, partitions: int, topics: list
         excused=power, excuse=F.when(power, "power-loss"),
     )
     return at.unionByName(polls)
+
+
+def _skipped(r: DataFrame, wide: DataFrame) -> DataFrame:
+    """The wide steps' intervals (tid, partition, prev_offset, offset) with an existing
+    offset (one some reader read) strictly inside: those steps skipped it. A dense rank of
+    every offset would say the same (rank grew by more than one) for a window over all of
+    them; the offsets inside the few wide steps are a small table to join the reads with."""
+    key = ["tid", "partition", "offset"]
+    spans = wide.select("tid", "partition", "prev_offset", F.col("offset").alias("to")).distinct()
+    inside = spans.select("*", F.explode(F.sequence(F.col("prev_offset") + 1, F.col("to") - 1))
+                          .alias("offset"))
+    return (r.select(*key).join(F.broadcast(inside), key)
+            .select("tid", "partition", "prev_offset", F.col("to").alias("offset"))
+            .distinct().withColumn("skipped", F.lit(True)))
 
 
 def _two_records(r: DataFrame, two: DataFrame) -> DataFrame:
