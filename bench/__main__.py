@@ -22,6 +22,16 @@ def main(argv: list[str] | None = None) -> int:
         cut = names.index("--")
         names, extra = names[:cut], names[cut + 1:]
     benches = sorted(HERE.glob("*_bench.py"))
+    known = [b.stem.removesuffix("_bench") for b in benches]
+    if any(n in ("-h", "--help") for n in names):
+        print(__doc__.strip() + "\n\nbenchmarks: " + " ".join(known))
+        return 0
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        # a typo or an option meant for a benchmark must not start every benchmark
+        print(f"bench: no benchmark {unknown[0]!r} (there are: {' '.join(known)}; "
+              "a benchmark's options go after --)", file=sys.stderr)
+        return 2
     if names:
         benches = [b for b in benches if b.stem.removesuffix("_bench") in names]
     failed = 0
