@@ -13,6 +13,7 @@ from typing import Any
 from chaos.faults.base import Fault, FaultContext, FaultError
 from chaos.faults.factory import draw_params, make_fault
 from compose.admin import ClusterError
+from compose.stop_signals import lost_stop, stop_request, stops_raised
 from contract.events import FAULT_ERROR, INSTANT, NEMESIS_ERROR
 
 log = logging.getLogger("kafka_chaos.nemesis")
@@ -36,6 +37,7 @@ class Nemesis:
         self.errors: list[str] = []
         self.deadline = float("inf")  # monotonic time the workload phase ends
         self._lock = threading.Lock()
+        self._stops = stops_raised()  # a stop raised later must end the schedules
 
     # ------------------------------------------------------------------ primitives
     def start_fault(self, fault: Fault) -> Fault:
@@ -48,6 +50,10 @@ class Nemesis:
         try:
             fault.start(self.ctx)
         except Exception as e:  # noqa: BLE001 - any failed start is recorded, never lost
+            if (stop := stop_request(e)) is not None:
+                # a stop signal, not a failed start: no fault-error; it stays active for
+                # heal_all, as after a start the signal interrupts
+                raise stop from None
             error = f"{type(e).__name__}: {e}"
             self.errors.append(f"{fault.kind}: could not start: {error}")
             self.ctx.events.emit(FAULT_ERROR, INSTANT, list(getattr(fault, "targets", [])),
@@ -98,8 +104,18 @@ class Nemesis:
         self.ctx.events.emit(NEMESIS_ERROR, INSTANT, [], {"message": msg})
 
     def wait(self, seconds: float) -> bool:
-        """Waits up to ``seconds``; True if the run was told to stop meanwhile."""
-        return self.stop.wait(max(0.0, seconds))
+        """Waits up to ``seconds``; True if the run was told to stop meanwhile. A stop
+        signal whose exception some call swallowed is raised again here: the schedules
+        wait between every two faults, so a run never goes on for its whole duration after
+        a SIGTERM (compose.stop_signals.lost_stop)."""
+        self._raise_lost_stop()
+        stopped = self.stop.wait(max(0.0, seconds))
+        self._raise_lost_stop()
+        return stopped
+
+    def _raise_lost_stop(self) -> None:
+        if (stop := lost_stop(self._stops)) is not None:
+            raise stop
 
     # ------------------------------------------------------------------ schedules
     def run_random(self, kinds: list[str], target_specs: list[str], interval_s: float,
@@ -124,6 +140,8 @@ class Nemesis:
             try:
                 self.end_fault(fault)
             except Exception as e:  # noqa: BLE001 - keep the schedule going; heal retries
+                if (stop := stop_request(e)) is not None:
+                    raise stop from None  # the fault stays active: heal_all ends it
                 self.note(f"end of {fault.kind} failed: {e}")
 
     def run_script(self, script: Callable[[Nemesis], Any]) -> None:

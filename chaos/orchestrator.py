@@ -26,7 +26,7 @@ from compose.cluster import CollectFailure, KafkaCluster
 from compose.config import FAST_FAULTS, ClusterConfig
 from compose.nodes_file import load_nodes
 from compose.remote import ExternalCluster
-from compose.stop_signals import signals_raise
+from compose.stop_signals import signals_raise, stop_request
 from contract.events import COLLECT_ERROR, INSTANT, INTERRUPTED, RUN_ERROR, parse_events
 from workloads import (
     ChildInterpreter,
@@ -310,6 +310,11 @@ class Run:
         self.events.close()
 
 
+def _interrupted(r: Run, exc: BaseException) -> None:
+    r.events.emit(INTERRUPTED, INSTANT, [], {"signal": type(exc).__name__})
+    r.step("interrupted: healing and cleaning up (history so far is kept)")
+
+
 def run(cfg: RunConfig, scenario: Scenario | None = None,
         progress: Progress = print) -> RunOutcome:
     """Runs one chaos run and returns its outcome (results when checked).
@@ -333,15 +338,19 @@ def run(cfg: RunConfig, scenario: Scenario | None = None,
                 # From here to the end of the teardown signals are only counted: one that
                 # lands just before this line raises (and disarms) and is handled below.
                 stop.disarm()
+        except Exception as e:  # noqa: BLE001 - recorded; the run dir stays checkable
+            if (signalled := stop_request(e)) is not None:
+                # a stop signal that C code handed on as a SystemError (stop_request)
+                out.interrupted = True
+                _interrupted(r, signalled)
+            else:
+                out.error = f"{type(e).__name__}: {e}"
+                log.exception("run failed")
+                r.events.emit(RUN_ERROR, INSTANT, [], {"error": out.error})
+                r.step(f"run failed: {out.error}")
         except (KeyboardInterrupt, SystemExit) as e:
             out.interrupted = True
-            r.events.emit(INTERRUPTED, INSTANT, [], {"signal": type(e).__name__})
-            r.step("interrupted: healing and cleaning up (history so far is kept)")
-        except Exception as e:  # noqa: BLE001 - recorded; the run dir stays checkable
-            out.error = f"{type(e).__name__}: {e}"
-            log.exception("run failed")
-            r.events.emit(RUN_ERROR, INSTANT, [], {"error": out.error})
-            r.step(f"run failed: {out.error}")
+            _interrupted(r, e)
         finally:
             r.phase("teardown")
             r.teardown(interrupted=out.interrupted or stop.caught > 0)

@@ -30,6 +30,38 @@ def stopped_blocks() -> int:
     return _STOPPED_BLOCKS[0]
 
 
+#: Every exception a guard raised in this process, oldest first (see ``lost_stop``).
+_RAISED: list[BaseException] = []
+
+
+def stops_raised() -> int:
+    """How many stop exceptions guards of this process raised so far."""
+    return len(_RAISED)
+
+
+def stop_request(exc: BaseException) -> BaseException | None:
+    """The KeyboardInterrupt or SystemExit behind ``exc``: itself, or one in its cause or
+    context chain. A handler's exception raised while C code runs can come out of that call
+    as a SystemError ("<class 'list'> returned a result with an exception set", seen in a
+    suite: the run took it for a fault that failed to start and went on), with the signal's
+    exception as its cause; an ``except Exception`` must not swallow it."""
+    seen: set[int] = set()
+    cur: BaseException | None = exc
+    while cur is not None and id(cur) not in seen:
+        if isinstance(cur, KeyboardInterrupt | SystemExit):
+            return cur
+        seen.add(id(cur))
+        cur = cur.__cause__ or cur.__context__
+    return None
+
+
+def lost_stop(since: int) -> BaseException | None:
+    """A stop exception a guard raised after ``since`` (a ``stops_raised()`` value) that
+    did not end the code still running: the newest, to raise again. C code may clear a
+    handler's exception altogether; a loop that outlives the signal asks here."""
+    return _RAISED[-1] if len(_RAISED) > since else None
+
+
 class StopSignals:
     """SIGINT, SIGTERM and SIGHUP while something must be cleaned up (``signals_raise``).
 
@@ -98,11 +130,15 @@ class StopSignals:
             os.write(2, message.encode())
 
     def _raise(self, signum: int) -> None:
+        exc: BaseException
         if self.interrupt:
-            raise KeyboardInterrupt(f"signal {signal.Signals(signum).name}")
-        if signum == signal.SIGINT:
-            raise KeyboardInterrupt
-        raise SystemExit(128 + signum)
+            exc = KeyboardInterrupt(f"signal {signal.Signals(signum).name}")
+        elif signum == signal.SIGINT:
+            exc = KeyboardInterrupt()
+        else:
+            exc = SystemExit(128 + signum)
+        _RAISED.append(exc)
+        raise exc
 
 
 def install(stop: StopSignals,

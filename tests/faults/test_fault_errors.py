@@ -73,3 +73,71 @@ def test_a_script_whose_fault_fails_ends_without_ending_the_run(tmp_path: Path) 
     kinds = [e["kind"] for e in _events(tmp_path)]
     assert kinds.count("fault-error") == 1 and not ran_after
     assert any("scenario script stopped" in e for e in nem.errors)
+
+
+def _wrapped_stop() -> SystemError:
+    """What CPython makes of a stop signal's exception raised while C code runs that then
+    returns a result anyway ("<class 'list'> returned a result with an exception set"):
+    a SystemError whose cause is the handler's SystemExit (seen in a suite, 2026-12-01)."""
+    try:
+        try:
+            raise SystemExit(143)
+        except SystemExit as stop:
+            raise SystemError("<class 'list'> returned a result with an exception set") \
+                from stop
+    except SystemError as wrapped:
+        return wrapped
+
+
+def test_a_stop_signal_wrapped_by_c_code_is_no_fault_error(tmp_path: Path) -> None:
+    """The run took such a SIGTERM for a fault that failed to start and went on with its
+    schedule for minutes; the nemesis raises the signal's exception instead, no event."""
+    nem, events = _nemesis(tmp_path)
+    fault = _Refused(_wrapped_stop())
+    with pytest.raises(SystemExit) as got:
+        nem.start_fault(fault)
+    assert got.value.code == 143
+    events.close()
+    assert [e for e in _events(tmp_path) if e["kind"] == "fault-error"] == []
+    assert nem.active == [fault]  # heal_all ends it, as after any interrupted start
+    nem.heal_all(settle=False)
+    assert nem.active == [] and fault.stopped == 1
+
+
+def test_a_swallowed_stop_signal_ends_the_schedule_at_its_next_wait(tmp_path: Path) -> None:
+    """C code may clear a handler's exception altogether: the guard records what it raised,
+    and the schedule raises it again at its next wait instead of running to its end. (The
+    guard's handler is called as Python calls it; a real signal in a guarded block would
+    end this pytest session, as the plugin does for a run a signal stopped.)"""
+    import signal
+    import time
+
+    from compose.stop_signals import StopSignals
+
+    nem, events = _nemesis(tmp_path)
+    guard = StopSignals()
+    with pytest.raises(SystemExit):
+        guard.handle(signal.SIGTERM, None)  # raised, then swallowed as C code did
+    started = time.monotonic()
+    with pytest.raises(SystemExit) as got:
+        nem.run_random(["pause"], ["random"], 3.0, time.monotonic() + 300)
+    assert got.value.code == 128 + signal.SIGTERM
+    assert time.monotonic() - started < 1.0  # at its first wait, not after 300 s
+    assert nem.active == []  # no fault started
+    events.close()
+
+
+def test_a_stop_raised_before_the_nemesis_existed_is_not_its_own() -> None:
+    """Only stops raised after the nemesis began end it: one a finished run (or a test)
+    handled earlier in this process does not stop the next run's schedule."""
+    import signal
+
+    from compose.stop_signals import StopSignals, lost_stop, stops_raised
+
+    with pytest.raises(KeyboardInterrupt):
+        StopSignals().handle(signal.SIGINT, None)
+    since = stops_raised()
+    assert lost_stop(since) is None
+    with pytest.raises(SystemExit):
+        StopSignals().handle(signal.SIGTERM, None)
+    assert isinstance(lost_stop(since), SystemExit)
