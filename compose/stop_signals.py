@@ -44,7 +44,9 @@ def stop_request(exc: BaseException) -> BaseException | None:
     context chain. A handler's exception raised while C code runs can come out of that call
     as a SystemError ("<class 'list'> returned a result with an exception set", seen in a
     suite: the run took it for a fault that failed to start and went on), with the signal's
-    exception as its cause; an ``except Exception`` must not swallow it."""
+    exception as its cause; an ``except Exception`` must not swallow it. (confluent-kafka's
+    log callback calls Python's logging without checking for a pending error,
+    confluent-kafka-python#1708: a signal while an admin client logs comes out so.)"""
     seen: set[int] = set()
     cur: BaseException | None = exc
     while cur is not None and id(cur) not in seen:
