@@ -97,8 +97,7 @@ def topic_id(topics: list[str], col: Column) -> Column:
     if not topics:
         return F.lit(None).cast("int")
     if len(topics) > _CASE_NAMES:
-        m = _map({t: i for i, t in enumerate(topics)})
-        return m[col] if m is not None else F.lit(None).cast("int")
+        return F.create_map(*[F.lit(x) for i, t in enumerate(topics) for x in (t, i)])[col]
     expr = F.when(col == topics[0], F.lit(0))
     for i, t in enumerate(topics[1:], 1):
         expr = expr.when(col == t, F.lit(i))
