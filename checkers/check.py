@@ -11,18 +11,26 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 
 from contract.anomalies import ANOMALY_KINDS, DEFINITIONS, UNITS
 from contract.results import RESULTS_FILE
 from contract.settings import SAIL_MASTER, Settings
 
 from . import guarantees
+from .append_bound import acknowledged
 from .checks import CHECKS, STATS_ORDER
 from .collect import Findings, collect_findings
 from .combine import Check, Combined
 from .context import CheckContext, Drain, drain_state, load_context
 from .engines import keep, master_of, release, release_shared, sail_version
-from .identity import IdentityInputs, identity_anomalies, identity_table, reorder_anomalies
+from .identity import (
+    IdentityInputs,
+    identity_anomalies,
+    identity_table,
+    reorder_anomalies,
+    topic_id,
+)
 from .known import EXPLAINS, KnownInputs, known_bug_column
 from .known import entries as known_entries
 from .positions import Rebalances, position_anomalies
@@ -57,11 +65,12 @@ def find_anomalies(writes: DataFrame, reads: DataFrame, inputs: IdentityInputs,
     # The identity table feeds two consumers (the flags and the reorder window); caching it
     # keeps Spark from computing the identity exchange and aggregations twice.
     ident = keep(identity_table(writes, reads, inputs))
+    acks = acknowledged(writes, topic_id(inputs.topics, F.col("topic")))
     try:
         return collect_findings([
-            identity_anomalies(ident, inputs), reorder_anomalies(ident, inputs),
+            identity_anomalies(ident, inputs, acks), reorder_anomalies(ident, inputs, acks),
             position_anomalies(reads, inputs.partitions, inputs.topics, inputs.readers,
-                               rebalances, inputs.power_loss_until),
+                               rebalances),
             *([torn_transactions(ident, writes, inputs)] if examinable(inputs) else []),
         ], known_bug_column(known or KnownInputs(inputs.settings)),
             inputs.settings.accept_known)

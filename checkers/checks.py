@@ -84,7 +84,8 @@ class IdentityCheck:
     name: str = "identity"
 
     def run(self, ctx: CheckContext) -> CheckResult:
-        return CheckResult(rows=[identity_anomalies(ctx.identity_table(), ctx.inputs)])
+        return CheckResult(rows=[identity_anomalies(ctx.identity_table(), ctx.inputs,
+                                                    ctx.acks())])
 
 
 @dataclass
@@ -94,7 +95,8 @@ class ReorderCheck:
     name: str = "reorder"
 
     def run(self, ctx: CheckContext) -> CheckResult:
-        return CheckResult(rows=[reorder_anomalies(ctx.identity_table(), ctx.inputs)])
+        return CheckResult(rows=[reorder_anomalies(ctx.identity_table(), ctx.inputs,
+                                                   ctx.acks())])
 
 
 @dataclass
@@ -119,8 +121,7 @@ class PositionsCheck:
     def run(self, ctx: CheckContext) -> CheckResult:
         inp = ctx.inputs
         return CheckResult(rows=[position_anomalies(ctx.reads, inp.partitions, inp.topics,
-                                                    inp.readers, rebalance_polls(ctx.events),
-                                                    inp.power_loss_until)])
+                                                    inp.readers, rebalance_polls(ctx.events))])
 
 
 @dataclass

@@ -40,14 +40,21 @@ class Findings:
 
 
 def collect_findings(frames: list[DataFrame], known: Column | None = None,
-                     accepted: tuple[str, ...] = ()) -> Findings:
+                     accepted: tuple[str, ...] = (),
+                     power_lost: Column | None = None) -> Findings:
     """Counts and examples of the union of all anomaly rows (materialised once).
 
     ``known`` (checkers/known.py) names the known bug explaining each row; counts are
-    split by it exactly, in the same aggregation. Examples come forbidden first: records
+    split by it exactly, in the same aggregation. ``power_lost`` excuses the rows a power
+    loss is proven to have lost (checkers/power_proof.py). Examples come forbidden first: records
     neither excused nor explained, then those a known bug explains, then those of an
     ``accepted`` known bug, then excused ones."""
     union = reduce(DataFrame.unionByName, frames)
+    if power_lost is not None:  # the per-record power-loss proof (checkers/power_proof.py)
+        proven = power_lost & ~F.col("excused")
+        union = union.withColumns({
+            "excuse": F.when(proven, F.lit("power-loss")).otherwise(F.col("excuse")),
+            "excused": F.col("excused") | proven})
     union = union.withColumn("known_bug", known if known is not None
                              else F.lit(None).cast("string"))
     rows = keep(union)

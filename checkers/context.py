@@ -10,9 +10,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 
 from contract.settings import Settings, settings_from_run
 
+from .append_bound import acknowledged
 from .collect import Findings, attach_reads, collect_findings
 from .engines import keep, release, release_shared
 from .epochs import epoch_bumps
@@ -27,14 +29,10 @@ from .history import (
     parse_events,
     phase_window,
 )
-from .identity import IdentityInputs, identity_table
+from .identity import IdentityInputs, identity_table, topic_id
 from .known import KnownInputs, delaying_windows, known_bug_column
-from .observations import (
-    PartitionHistory,
-    collect_changes,
-    power_loss_coverage,
-    single_replica_power_losses,
-)
+from .observations import PartitionHistory, collect_changes, power_loss_coverage
+from .power_proof import Term, covered, crash_isr_terms, crashes, proof_terms
 from .runfiles import RunDir
 from .stats import ReadSummary, WriteSummary, read_summary, timeseries, write_summary
 from .together import together
@@ -92,6 +90,7 @@ class CheckContext:
     power: dict[str, int]
     inputs: IdentityInputs
     known: KnownInputs
+    power_proof: list[Term] = field(default_factory=list)
     rows: list[DataFrame] = field(default_factory=list)
     _ident: DataFrame | None = None
     _findings: Findings | None = None
@@ -109,10 +108,15 @@ class CheckContext:
         once (one aggregation, one example window, one read of the example reads)."""
         if self._findings is None:
             self._findings = collect_findings(self.rows, known_bug_column(self.known),
-                                              self.settings.accept_known)
+                                              self.settings.accept_known,
+                                              covered(self.power_proof))
             self.release()
             attach_reads(self.spark, self.reads, self._findings)
         return self._findings
+
+    def acks(self) -> DataFrame:
+        """The writes acknowledged with an offset (append_bound.acknowledged)."""
+        return acknowledged(self.writes, topic_id(self.inputs.topics, F.col("topic")))
 
     def workload_window(self) -> tuple[int | None, int | None]:
         """(t0, t1) ns of the workload phase; the first and last write where not recorded."""
@@ -174,19 +178,21 @@ def load_context(spark: SparkSession, run: RunDir) -> CheckContext:
                                     settings.brokers)
 
         topics = sorted(set(ws.topics) | set(rs.topics))
-        single = single_replica_power_losses(events, history, sorted(power), settings.brokers)
+        crash_list = crashes(events)
         # only a history with offset-less acknowledgements needs the clients' first acks
         implicit = settings.idempotence and not settings.transactional and ws.ok_without_offset
         starts = client_starts(events) if implicit else {}
         cuts = state_cuts(events) if implicit else {}
         firsts = first_offset_acks(writes, starts, cuts)
-        inputs = IdentityInputs(settings, drain.complete, power, parts_n, topics,
+        inputs = IdentityInputs(settings, drain.complete, parts_n, topics,
                                 sorted(rs.per_reader), bumps)
         return CheckContext(spark, run, bool(text), run_cfg, settings, events, bad_lines, writes,
                             reads, ws, rs, drain, history, n_changes, power, inputs,
-                            KnownInputs(settings, single, delaying_windows(
-                                events, max((e.ts_ns for e in events), default=0)),
-                                starts, firsts, cuts))
+                            KnownInputs(settings, crash_isr_terms(crash_list, history),
+                                        delaying_windows(
+                                            events, max((e.ts_ns for e in events), default=0)),
+                                        starts, firsts, cuts),
+                            proof_terms(crash_list, history))
     except BaseException:
         for df in persisted:
             release(df)

@@ -29,6 +29,13 @@ def summary(kind: str, e: dict[str, Any]) -> str:
     at = f" at offset {off}" if off is not None else " (no offset reported)"
     if kind == "lost":
         return f"{rec} was acknowledged{at} of {tp} but no reader ever read it"
+    if kind == "vanished":
+        text = f"{rec} was read at offset {e.get('read_offset')} of {tp}, and the drain, " \
+               f"which read {tp} completely, no longer finds it"
+        if e.get("excuse") == "power-loss":
+            text += "; excused: a power loss cut it from every replica that was in sync " \
+                    "since it was read"
+        return text
     if kind == "unseen":
         return f"{rec} was acknowledged{at} of {tp}; the drain did not finish {tp}, so it is " \
                "unknown whether it survived"
@@ -120,8 +127,12 @@ def build_example(kind: str, row: dict[str, Any], attributor: Attributor,
         seen = {(r.get("producer"), r.get("seq"), r.get("valid")) for r in reads}
         e["records"] = [{"producer": p, "seq": s, "valid": v} for p, s, v in sorted(
             seen, key=lambda t: (t[0] is None, t[0] or 0, t[1] or 0))]
-    if kind in ("lost", "unseen"):
+    if kind == "vanished":
+        e["read_offset"] = row.get("read_offset")
+    if kind in ("lost", "unseen", "vanished"):
         e["excused"] = bool(row.get("excused"))
+    if kind in ("lost", "vanished", "reused-offset") and row.get("excused"):
+        e["excuse"] = row.get("excuse")
     if SUBJECTS.get(kind) != STEP:
         e["read_offsets"] = sorted({r["offset"] for r in reads})
         e["reads"] = [

@@ -25,31 +25,57 @@ def _config_line(s: Settings) -> str:
     )
 
 
+#: The per-record power-loss proof, in the words of the rules below.
+POWER_PROOF = ("only a power loss of every replica in the partition's ISR from the record's "
+               "acknowledgement (or first read) until the crash, with the record at or above "
+               "each one's recovery point, excuses one")
+
+
+def _unclean(s: Settings) -> Rule | None:
+    if not s.unclean:
+        return None
+    note = "" if s.unclean_honoured else (
+        f" (note: Kafka {s.kafka_version} in KRaft mode ignores this setting before 3.9)")
+    return Rule(True, "allowed: unclean.leader.election.enable=true — a replica that is not "
+                "in sync may become leader and truncate records the others held" + note)
+
+
 def lost_rule(s: Settings) -> Rule:
+    """``lost`` (acknowledged, never read by anyone): allowed by acks=0/1 or unclean election
+    only. min.insync.replicas=1 allows nothing by itself: with clean election a record a
+    lone in-sync leader acknowledged goes only with that leader's power loss, which is the
+    per-record rule."""
     if s.acks in ("0", "1"):
         return Rule(True, f"allowed: acks={s.acks} — the leader acknowledges before any follower "
-                    "has the record, so a leader failover can drop acknowledged writes")
-    if s.unclean:
-        note = "" if s.unclean_honoured else (
-            f" (note: Kafka {s.kafka_version} in KRaft mode ignores this setting before 3.9)")
-        return Rule(True, "allowed: unclean.leader.election.enable=true — a replica that is not "
-                    "in sync may become leader and truncate acknowledged writes" + note)
-    if s.min_insync < 2:
-        return Rule(True, f"allowed: min.insync.replicas={s.min_insync} — when the ISR shrinks to "
-                    "the leader alone, it acknowledges writes no other replica has")
-    return Rule(False, f"forbidden: {_config_line(s)} — every acknowledged write is on at least "
-                f"{s.min_insync} in-sync replicas and only in-sync replicas become leader; "
-                "only a power loss of every in-sync replica excuses a loss")
+                    "has the record, so a leader failover can drop acknowledged writes no "
+                    "reader saw")
+    unclean = _unclean(s)
+    if unclean is not None:
+        return unclean
+    return Rule(False, f"forbidden: {_config_line(s)} — every acknowledged write is on every "
+                "in-sync replica and only in-sync replicas become leader; " + POWER_PROOF)
 
 
-def reused_rule(lost: Rule) -> Rule:
-    """Exactly where ``lost`` is allowed: a truncated tail's offsets are reused by new
-    records, so a live reader that saw the old record there saw a log that no longer is."""
-    if lost.allowed:
-        return Rule(True, "allowed where lost is: after a truncation the vanished tail's "
-                    "offsets are reused by new records; " + lost.why)
-    return Rule(False, "forbidden where lost is: acknowledged, consumed records are never "
-                "truncated; only a power loss of the partition's whole ISR excuses it")
+def vanished_rule(s: Settings) -> Rule:
+    """``vanished`` (a record a reader returned, gone from the drained log): whatever acks
+    is, a reader is served only records below the high watermark, which every in-sync
+    replica holds; so only unclean election allows it."""
+    unclean = _unclean(s)
+    if unclean is not None:
+        return unclean
+    return Rule(False, "forbidden: unclean.leader.election.enable=false — a record a reader "
+                "was served lay below the high watermark, on every in-sync replica, and only "
+                "in-sync replicas become leader, whatever acks is; " + POWER_PROOF)
+
+
+def reused_rule(s: Settings) -> Rule:
+    """``reused-offset`` is a vanished record whose offset another record took: the same
+    rule as ``vanished``."""
+    rule = vanished_rule(s)
+    if rule.allowed:
+        return Rule(True, rule.why + "; the vanished tail's offsets are then reused by new "
+                    "records")
+    return rule
 
 
 def duplicate_rule(s: Settings) -> Rule:
@@ -97,10 +123,10 @@ NEVER: dict[str, str] = {
 
 def rules(s: Settings) -> dict[str, Rule]:
     """The rule for every kind under settings ``s``."""
-    lost = lost_rule(s)
     out: dict[str, Rule] = {
-        "lost": lost,
-        "reused-offset": reused_rule(lost),
+        "lost": lost_rule(s),
+        "vanished": vanished_rule(s),
+        "reused-offset": reused_rule(s),
         "duplicate": duplicate_rule(s),
         "reorder": reorder_rule(s),
         "poll-skip": POLL_RULE,
@@ -146,15 +172,20 @@ def decide(kind: str, count: int, excused: int, rule: Rule,
 
 #: Why single records of a forbidden kind are excused (checkers/README.md).
 EXCUSES: dict[str, str] = {
-    "lost": "was acknowledged before a power loss hit every in-sync replica of its partition "
-    "(Kafka promises durability only while one in-sync replica survives)",
+    "lost": "was proven lost to a power loss: every replica in its partition's ISR from its "
+    "acknowledgement until the crash lost power, and it lay at or above each one's recovery "
+    "point (Kafka promises durability only while one in-sync replica keeps it)",
+    "vanished": "was proven lost to a power loss: every replica in its partition's ISR from "
+    "its first read until the crash lost power, and it lay at or above each one's recovery "
+    "point",
     "poll-skip": "was by a subscribe-mode reader across a recorded rebalance that moved its "
     "partition",
     "nonmonotonic-poll": "was by a subscribe-mode reader across a recorded rebalance that "
     "moved its partition, a step back of a restart-mode reader across its restart, or a "
     "reset onto offsets a truncation reused (judged as reused-offset)",
-    "reused-offset": "was first read before a power loss hit every in-sync replica of its "
-    "partition (the truncated tail's offset was reused)",
+    "reused-offset": "was proven truncated by a power loss: every replica in the partition's "
+    "ISR from the offset's first read until the crash lost power, and the offset lay at or "
+    "above each one's recovery point",
 }
 
 

@@ -22,6 +22,7 @@ from contract.anomalies import READ_BEFORE_WRITE_SLACK_NS
 from contract.schemas import DRAIN_READER
 from contract.settings import READ_COMMITTED, Settings
 
+from .append_bound import with_append_bound
 from .epochs import with_bump
 from .rows import anomaly_rows, flag_kinds
 
@@ -53,7 +54,6 @@ class IdentityInputs:
 
     settings: Settings
     complete_partitions: list[str]  # "topic:partition" keys the drain read completely
-    power_loss_until: dict[str, int]  # "topic:partition" -> latest covering power loss (ns)
     partitions: int  # shuffle partitions for the identity exchange
     topics: list[str] = field(default_factory=list)  # every topic in the history
     readers: list[str] = field(default_factory=list)  # every reader in the history
@@ -172,6 +172,7 @@ def identity_table(writes: DataFrame, reads: DataFrame, inp: IdentityInputs) -> 
         F.min("read_ns").alias("read_ns"),
         # first read of the copy stored last (highest offset read): the latest copy
         F.max_by("read_ns", F.when(read_here, F.col("offset"))).alias("last_copy_ns"),
+        F.max(F.when(read_here, F.col("offset"))).alias("last_copy_off"),
     )
     has_w = F.col("has_w") == 1
     read_there = F.col("n_pos") > 0
@@ -202,6 +203,12 @@ def identity_table(writes: DataFrame, reads: DataFrame, inp: IdentityInputs) -> 
         F.min(F.when(read_there, F.col("min_read_off"))).alias("r_offset"),
         F.min("read_ns").alias("read_ns"),
         F.max("last_copy_ns").alias("last_copy_ns"),
+        F.max("last_copy_off").alias("last_copy_off"),
+        # where a reader read it in a partition the drain read completely without it: a
+        # vanished record (the drain's complete read holds every record the log still has)
+        F.min(F.when(read_there & F.col("min_drain_off").isNull()
+                     & complete_tp(inp, F.col("tid"), F.col("partition")),
+                     F.col("min_read_off"))).alias("van_off"),
     )
 
 
@@ -217,24 +224,20 @@ def complete_tp(inp: IdentityInputs, tid: Column, partition: Column) -> Column:
     return _tp_key(topic_name(inp.topics, tid), partition).isin(inp.complete_partitions)
 
 
-def identity_anomalies(ident: DataFrame, inp: IdentityInputs) -> DataFrame:
+def identity_anomalies(ident: DataFrame, inp: IdentityInputs, acks: DataFrame) -> DataFrame:
     """Anomaly rows of the identity checks: one projection of the identity table that lists
-    the kinds each identity shows, exploded (an identity can be several kinds at once)."""
+    the kinds each identity shows, exploded (an identity can be several kinds at once).
+    ``acks``: append_bound.acknowledged of the writes."""
     ok = F.col("w_rank") == OK
     has_write = F.col("n_w") > 0
     visible = ok & (F.col("txn").isNull() | (F.col("txn") == TXN_CODES["committed"]))
     read = F.col("n_r") > 0
     topic = topic_name(inp.topics, F.col("w_tid"))
-    tp = _tp_key(topic, F.col("w_partition"))
     complete = complete_tp(inp, F.col("w_tid"), F.col("w_partition"))
-    until_map = _map(dict(inp.power_loss_until))
-    if until_map is not None:
-        until_col = until_map[tp]
-        excused_loss = until_col.isNotNull() & (F.col("complete_ns") <= until_col)
-    else:
-        excused_loss = F.lit(False)
     kinds: list[tuple[Column, Column | str]] = [
         (visible & ~read, F.when(complete, "lost").otherwise("unseen")),
+        (has_write & (F.col("w_rank") != FAIL) & F.col("van_off").isNotNull()
+         & (F.col("txn").isNull() | (F.col("txn") == TXN_CODES["committed"])), "vanished"),
         (has_write & (F.col("n_pos") >= 2), "duplicate"),
         (ok & F.col("w_offset").isNotNull() & read & (F.col("at_acked") == 0),
          "offset-mismatch"),
@@ -244,8 +247,18 @@ def identity_anomalies(ident: DataFrame, inp: IdentityInputs) -> DataFrame:
         (has_write & read & (F.col("read_ns") < F.col("invoke_ns")
                              - F.lit(READ_BEFORE_WRITE_SLACK_NS)), "read-before-write"),
     ]
-    flagged = _with_bump(flag_kinds(ident, kinds), inp,
-                         F.col("invoke_ns"), F.col("last_copy_ns"), F.col("kind") == "duplicate")
+    # librdkafka#4953 resends only batches in flight at the bump: the bump lies after the
+    # first attempt, before the acknowledgement (the resend's, so the acknowledged offset is
+    # the later copy's) and before the later copy's append
+    flagged = flag_kinds(ident, kinds).withColumn("tid", F.col("w_tid")).withColumn(
+        "partition", F.col("w_partition"))
+    dup = F.col("kind") == "duplicate"
+    flagged = with_append_bound(flagged, acks, F.when(dup, F.col("last_copy_off")))
+    resent_ack = (F.col("w_rank") != OK) | F.col("w_offset").eqNullSafe(F.col("last_copy_off"))
+    flagged = _with_bump(flagged, inp, F.col("invoke_ns"),
+                         F.least(F.when(F.col("w_rank") == OK, F.col("complete_ns")),
+                                 F.col("last_copy_ns"), F.col("append_bound_ns")),
+                         dup & resent_ack)
     kind = F.col("kind")
     no_write = kind == "unexpected"
     outcome = outcome_name(F.col("w_rank"))
@@ -255,11 +268,11 @@ def identity_anomalies(ident: DataFrame, inp: IdentityInputs) -> DataFrame:
         topic=F.when(no_write, topic_name(inp.topics, F.col("r_tid"))).otherwise(topic),
         partition=F.when(no_write, F.col("r_partition")).otherwise(F.col("w_partition")),
         offset=F.when(no_write, F.col("r_offset")).otherwise(F.col("w_offset")),
-        read_offset=F.when(no_write, F.col("r_offset")).otherwise(F.col("stored_off")),
+        read_offset=F.when(no_write, F.col("r_offset"))
+        .when(kind == "vanished", F.col("van_off")).otherwise(F.col("stored_off")),
         complete_ns=F.col("complete_ns"), event_ns=F.col("read_ns"), outcome=outcome,
         n=F.when(no_write, F.col("n_pos")).when(kind == "aborted-read", F.col("rc_r"))
         .otherwise(F.lit(1)),
-        excused=(kind == "lost") & excused_loss,
         epoch_bump_ns=F.col("epoch_bump_ns"),
         invoke_ns=F.when(kind == "read-before-write", F.col("invoke_ns")),
     )
@@ -272,10 +285,11 @@ def _with_bump(df: DataFrame, inp: IdentityInputs, lo: Column, hi: Column,
     return with_bump(df, inp.epoch_bumps if inp.settings.idempotence else None, lo, hi, ask)
 
 
-def reorder_anomalies(ident: DataFrame, inp: IdentityInputs) -> DataFrame:
+def reorder_anomalies(ident: DataFrame, inp: IdentityInputs, acks: DataFrame) -> DataFrame:
     """Acknowledged writes stored (first read in their partition) after a write of the same
     producer with a higher seq; one window per (producer, topic, partition). An epoch bump
-    of the producer between the write's first attempt and its first read is noted.
+    of the producer after the write's first attempt and before both its acknowledgement (at
+    the stored offset) and that offset's append is noted (librdkafka#4953).
 
     The window sorts every stored write, so it carries only its keys; the writes it finds
     (few) get their times back from the identity table, in a hash join built on them that
@@ -304,7 +318,12 @@ def reorder_anomalies(ident: DataFrame, inp: IdentityInputs) -> DataFrame:
     found = prev.join(found.hint("shuffle_hash"), ["producer", "prev_seq", "tid", "partition"])
     times = ident.select("producer", "seq", "w_offset", "complete_ns", "read_ns", "invoke_ns")
     found = times.join(found.hint("shuffle_hash"), ["producer", "seq"])
-    found = _with_bump(found, inp, F.col("invoke_ns"), F.col("read_ns"), F.lit(True))
+    # as for a duplicate: the bump after the first attempt, before the acknowledgement of
+    # the copy that is stored (the resend's) and before that copy's append
+    found = with_append_bound(found, acks, F.col("stored_off"))
+    found = _with_bump(found, inp, F.col("invoke_ns"),
+                       F.least(F.col("complete_ns"), F.col("read_ns"), F.col("append_bound_ns")),
+                       F.col("w_offset").eqNullSafe(F.col("stored_off")))
     return anomaly_rows(
         found, "reorder", producer=F.col("producer"), seq=F.col("seq"),
         topic=topic_name(topics, F.col("tid")),

@@ -18,6 +18,7 @@ from contract.settings import Settings
 from contract.windows import fault_windows
 
 from .fresh_ids import fresh_head
+from .power_proof import Term, covered
 
 #: Known-bug id -> the anomaly kinds it explains.
 EXPLAINS: dict[str, tuple[str, ...]] = {b.id: b.kinds for b in KNOWN_BUGS}
@@ -28,7 +29,8 @@ class KnownInputs:
     """What the facts need besides the anomaly rows."""
 
     settings: Settings
-    single_replica_isr: set[str] = field(default_factory=set)  # "topic:partition" keys
+    # power_proof.crash_isr_terms: the whole ISR at a crash lost the record
+    crash_isr: list[Term] = field(default_factory=list)
     # windows (start_ns, end_ns) of faults that can deliver requests late, merged
     delaying_windows: list[tuple[int, int]] = field(default_factory=list)
     # fresh_producer_id_head (checkers/fresh_ids.py): producer -> its clients' first seqs,
@@ -57,8 +59,6 @@ def fact_columns(inp: KnownInputs) -> dict[str, Column]:
     eof: Column = F.lit(s.partition_eof)
     for reader, on in s.reader_partition_eof.items():
         eof = F.when(F.col("reader") == reader, F.lit(on)).otherwise(eof)
-    tp = F.concat_ws(":", F.col("topic"), F.col("partition").cast("string"))
-    single = tp.isin(sorted(inp.single_replica_isr)) if inp.single_replica_isr else F.lit(False)
     return {
         "idempotent_producer": F.lit(s.idempotence),
         "non_transactional_producer": F.lit(not s.transactional),
@@ -66,10 +66,9 @@ def fact_columns(inp: KnownInputs) -> dict[str, Column]:
         "partition_eof": eof,
         "skipped_one_offset": (kind == "poll-skip")
         & (F.col("offset") - F.col("prev_offset") == 2),
-        # lost / reused-offset rows are excused exactly by a power loss of the whole ISR
-        "power_loss_of_isr": kind.isin("lost", "reused-offset")
-        & F.coalesce(F.col("excused"), F.lit(False)),
-        "single_replica_isr": single,
+        # a record the full power-loss proof excuses needs no design limitation's name
+        "crash_isr_power_loss": covered(inp.crash_isr)
+        & ~F.coalesce(F.col("excused"), F.lit(False)),
         "fresh_producer_id_head": (kind == "lost")
         & fresh_head(inp.client_starts, inp.first_offset_acks, inp.state_cuts),
         "transactional_producer": F.lit(s.transactional),

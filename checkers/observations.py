@@ -134,7 +134,7 @@ def collect_changes(obs: DataFrame) -> tuple[PartitionHistory, int]:
     return PartitionHistory(changes), len(rows)
 
 
-def _node_ids(targets: tuple[Any, ...]) -> set[int]:
+def node_ids(targets: tuple[Any, ...]) -> set[int]:
     out: set[int] = set()
     for t in targets:
         try:
@@ -159,7 +159,7 @@ def _covering_crashes(
         group = [c for c in crashes if e.ts_ns - POWER_LOSS_WINDOW_NS <= c.ts_ns <= e.ts_ns]
         hit: set[int] = set()
         for c in group:
-            hit |= _node_ids(c.targets)
+            hit |= node_ids(c.targets)
         first = min(group, key=lambda c: c.ts_ns)
         recorded = first.detail.get("isr_before") or {}
         for key in partitions:
@@ -183,12 +183,3 @@ def power_loss_coverage(
     for key, ts, _ in _covering_crashes(events, parts, partitions, brokers):
         out[key] = max(out.get(key, 0), ts)
     return out
-
-
-def single_replica_power_losses(
-    events: list[Event], parts: PartitionHistory, partitions: list[str], brokers: int | None
-) -> set[str]:
-    """Partitions a covering power loss hit while their ISR was one replica (KIP-966's
-    "last replica standing")."""
-    return {key for key, _, isr in _covering_crashes(events, parts, partitions, brokers)
-            if len(isr) == 1}

@@ -41,6 +41,14 @@ ANOMALIES: dict[str, AnomalyKind] = {a.kind: a for a in (
         "acknowledged writes",
         "acknowledged write never read, in a partition the drain read completely"),
     AnomalyKind(
+        "vanished",
+        "a record a reader returned that is gone from a partition the final drain read "
+        "completely: a reader is served only records below the high watermark, which every "
+        "in-sync replica holds, so only an unclean election or a power loss of every replica "
+        "that held it can remove it (a reused offset's old record is one)",
+        "records (identities) read, then gone from the completely drained log",
+        "a record a reader returned is gone from the completely drained log"),
+    AnomalyKind(
         "unseen",
         "an acknowledged write never read, in a partition the drain could not read "
         "completely",
@@ -134,7 +142,8 @@ ANOMALY_KINDS: tuple[str, ...] = tuple(ANOMALIES)
 
 #: The order a report reader cares about: losses and broken logs first.
 REPORT_ORDER: tuple[str, ...] = (
-    "lost", "unseen", "divergence", "reused-offset", "inconsistent-offset", "offset-mismatch",
+    "lost", "vanished", "unseen", "divergence", "reused-offset", "inconsistent-offset",
+    "offset-mismatch",
     "failed-visible", "aborted-read", "torn-transaction", "unexpected", "read-before-write",
     "duplicate", "reorder", "poll-skip", "nonmonotonic-poll",
 )

@@ -29,9 +29,9 @@ FACTS: dict[str, str] = {
     "before its later copy (duplicate) or its out-of-order copy (reorder) was first read",
     "partition_eof": "the reader ran with enable.partition.eof=true",
     "skipped_one_offset": "the reader's jump went from offset o to o + 2 (one offset skipped)",
-    "power_loss_of_isr": "a power loss hit every in-sync replica of the record's partition "
-    "after the record was acknowledged",
-    "single_replica_isr": "that partition's ISR was a single replica when the power loss hit",
+    "crash_isr_power_loss": "every replica in the record's partition's ISR at a power loss "
+    "lost power in it, the record lay at or above each one's recovery point (the power-loss "
+    "event's ``lost``), and the record was acknowledged or read before it",
     "transactional_producer": "the run's producers have a transactional.id",
     "fresh_producer_id_head": "the record was acknowledged without an offset, and the "
     "client that sent it (a new producer id: its first ``producer-epoch`` event names its "
@@ -173,8 +173,8 @@ KNOWN_BUGS: tuple[KnownBug, ...] = (
         component="kafka",
         affected_from=None,
         fixed_in="4.1.0",
-        kinds=("lost", "reused-offset"),
-        facts=frozenset({"power_loss_of_isr", "single_replica_isr"}),
+        kinds=("lost", "vanished", "reused-offset"),
+        facts=frozenset({"crash_isr_power_loss"}),
         note="without Eligible Leader Replicas the last ISR member is re-elected after an "
         "unclean restart and the others truncate to it; ELR is opt-in in 4.0 and on by default "
         "only for clusters created on 4.1 or later",

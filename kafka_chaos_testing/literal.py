@@ -41,12 +41,16 @@ class History:
     def write(self, producer: int, seq: int, partition: int = 0, outcome: str = "ok",
               offset: int | None = None, at_ms: int | None = None, topic: str | None = None,
               error: str | None = None, txn: str | None = None,
-              txn_outcome: str | None = None, complete: bool = True) -> History:
+              txn_outcome: str | None = None, complete: bool = True,
+              complete_ms: int | None = None) -> History:
+        """One produce attempt, invoked at ``at_ms`` and complete 2 ms later (or at
+        ``complete_ms``; never with ``complete=False``)."""
         t = BASE_NS + (at_ms if at_ms is not None else len(self.writes)) * MS
+        done = BASE_NS + complete_ms * MS if complete_ms is not None else t + 2 * MS
         self.writes.append({
             "op_id": len(self.writes), "producer": producer, "seq": seq,
             "topic": topic or self.topic, "partition": partition, "invoke_ns": t,
-            "complete_ns": t + 2 * MS if complete else None, "outcome": outcome,
+            "complete_ns": done if complete else None, "outcome": outcome,
             "offset": offset, "error": error, "txn": txn, "txn_outcome": txn_outcome,
         })
         return self

@@ -23,10 +23,11 @@ def _idempotence() -> History:
     h.run["versions"] = {"librdkafka": "2.12.0"}  # inside librdkafka#4844's range
     h.run["workload"] = {"consumers": [
         {"id": "c4", "mode": "assign", "consumer_config": {"enable.partition.eof": "true"}}]}
-    # producer 1: a duplicate whose later copy was first read after producer 1's own write
-    # ended with _MSG_TIMED_OUT (an epoch bump): tagged librdkafka#4953, still forbidden
+    # producer 1: seq 0's first copy appended (offset 0), its answer lost; seq 1 ended with
+    # _MSG_TIMED_OUT at 7 ms (an epoch bump); the resend was appended at offset 1 and
+    # acknowledged there at 9 ms: tagged librdkafka#4953, still forbidden
     t = "dupbump"
-    h.write(1, 0, offset=0, at_ms=0, topic=t)
+    h.write(1, 0, offset=1, at_ms=0, complete_ms=9, topic=t)
     h.write(1, 1, outcome="info", error=TIMEOUT, at_ms=5, topic=t)
     h.drain(0, 0, 1, 0, topic=t).drain(0, 1, 1, 0, topic=t)
     # producer 2: a duplicate, no epoch bump of producer 2 (producer 3 timed out elsewhere)
@@ -40,9 +41,10 @@ def _idempotence() -> History:
     h.read("c0", 0, 1, 4, 0, at_ms=10, topic=t)
     h.write(4, 1, outcome="info", error=TIMEOUT, at_ms=50, topic=t)
     h.drain(0, 0, 4, 0, topic=t).drain(0, 1, 4, 0, topic=t)
-    # producer 5: seq 0 stored after seq 2, with an epoch bump (seq 1 timed out) in between
+    # producer 5: seq 0 stored after seq 2, with an epoch bump (seq 1 failed at 5 ms) after
+    # seq 0's first attempt and before its resend's acknowledgement (9 ms, at offset 1)
     t = "reorderbump"
-    h.write(5, 0, offset=1, at_ms=0, topic=t)
+    h.write(5, 0, offset=1, at_ms=0, complete_ms=9, topic=t)
     h.write(5, 1, outcome="info", error="OUT_OF_ORDER_SEQUENCE_NUMBER", at_ms=3, topic=t)
     h.write(5, 2, offset=0, at_ms=6, topic=t)
     h.drain(0, 0, 5, 2, topic=t).drain(0, 1, 5, 0, topic=t)
@@ -65,9 +67,10 @@ def _epoch(producer: int, epoch: int, since_ms: int | None) -> dict[str, Any]:
 
 def _silent_bumps(h: History) -> None:
     """Duplicates with no failed write; the clients' statistics showed epoch changes."""
-    # producer 6: its epoch went 0 -> 1 between the snapshots at 2 and 4 ms: tagged
+    # producer 6: its epoch went 0 -> 1 between the snapshots at 2 and 4 ms, before the
+    # later copy's acknowledgement at 6 ms: tagged
     t = "dupsilent"
-    h.write(6, 0, offset=0, at_ms=0, topic=t)
+    h.write(6, 0, offset=1, at_ms=0, complete_ms=6, topic=t)
     h.drain(0, 0, 6, 0, topic=t).drain(0, 1, 6, 0, topic=t)
     h.event("producer-epoch", at_ms=4, targets=[6], **_epoch(6, 1, since_ms=2))
     # producer 7: a client's first id (not a bump), and a bump after the later copy was read
@@ -148,7 +151,7 @@ def test_duplicate_after_epoch_bump_names_the_known_bug(idem) -> None:  # type: 
     bumped = ex["dupbump"]
     assert bumped["known_bug"]["id"] == "librdkafka#4953"
     assert bumped["known_bug"]["status"] == "open"
-    assert bumped["epoch_bump_ns"] == bumped["complete_ns"] + 5_000_000  # seq 1 ended at 7 ms
+    assert bumped["epoch_bump_ns"] == bumped["complete_ns"] - 2 * MS  # seq 1 ended at 7 ms
     assert "epoch bump of producer 1" in bumped["summary"]
     # no write failed; the statistics showed the bump between 2 and 4 ms: its latest moment
     silent = ex["dupsilent"]
@@ -181,9 +184,10 @@ def _many_bumped_duplicates(n: int, accept: list[str], stray: bool) -> History:
     of producer 2, which never had an epoch-bump error."""
     h = History()
     h.run["accept_known"] = accept
+    # each resend acknowledged at its later copy's offset, after the bump at n + 5 ms
     for s in range(n):
-        h.write(1, s, offset=2 * s, at_ms=s)
-    h.write(1, n, outcome="info", error=TIMEOUT, at_ms=n + 5)
+        h.write(1, s, offset=2 * s + 1, at_ms=s, complete_ms=n + 10)
+    h.write(1, n, outcome="info", error=TIMEOUT, at_ms=n + 3)
     for s in range(n):
         h.drain(0, 2 * s, 1, s).drain(0, 2 * s + 1, 1, s)
     if stray:
@@ -266,31 +270,58 @@ def test_reused_offset_after_truncation_is_forbidden_where_loss_is(idem) -> None
     assert copy["vanished"] == {"producer": 30, "seq": 0} and copy["excused"] is False
     incons = idem["anomalies"]["inconsistent-offset"]
     assert incons["count"] == 1 and incons["examples"][0]["topic"] == "moved"
-    assert idem["anomalies"]["lost"]["count"] == 0  # c0 read (30, 1): not lost
+    assert idem["anomalies"]["lost"]["count"] == 0  # c0 read (30, 1): not lost, vanished
+    van = idem["anomalies"]["vanished"]
+    assert van["count"] == 1 and van["allowed"] is False
+    assert (van["examples"][0]["producer"], van["examples"][0]["seq"]) == (30, 1)
 
 
-def test_reused_offset_allowed_where_loss_is(check) -> None:  # type: ignore[no-untyped-def]
+def _acks1_truncation(unclean: bool) -> History:
+    """acks=1: c0 read seqs 0-2; after a leader failover the tail 1..2 is gone and seq 3
+    took offset 1."""
     h = History()
     h.run["producer_config"] = {"acks": "1", "enable.idempotence": False}
+    if unclean:
+        h.config("topic_config", unclean_leader_election_enable=True)
     h.write(0, 0, offset=0).write(0, 1, offset=1).write(0, 2, offset=2)
     h.read("c0", 0, 0, 0, 0).read("c0", 0, 1, 0, 1).read("c0", 0, 2, 0, 2)
-    h.write(0, 3, offset=1)  # after the leader failover the tail 1..2 is gone
+    h.write(0, 3, offset=1)
     h.drain(0, 0, 0, 0).drain(0, 1, 0, 3)
     h.drain_end(complete=True)
-    r = check(h)
+    return h
+
+
+def test_consumed_records_never_vanish_with_clean_election_whatever_acks(check) -> None:  # type: ignore[no-untyped-def]
+    """acks=1 allows losing what no reader saw, not what a reader was served: that lay below
+    the high watermark, on every in-sync replica (was allowed by acks=1 before)."""
+    r = check(_acks1_truncation(unclean=False))
     a = r["anomalies"]["reused-offset"]
-    assert a["count"] == 1 and a["allowed"] is True
-    assert a["why"].startswith("allowed where lost is") and "acks=1" in a["why"]
+    assert a["count"] == 1 and a["allowed"] is False
+    assert a["why"].startswith("forbidden: unclean.leader.election.enable=false")
+    v = r["anomalies"]["vanished"]
+    assert v["count"] == 2 and v["allowed"] is False
+    assert {(e["seq"], e["read_offset"]) for e in v["examples"]} == {(1, 1), (2, 2)}
+    assert r["anomalies"]["lost"]["count"] == 0 and r["anomalies"]["lost"]["allowed"] is True
     assert r["anomalies"]["inconsistent-offset"]["count"] == 0
+    assert r["valid"] is False
+
+
+def test_vanished_and_reused_offsets_allowed_with_unclean_election(check) -> None:  # type: ignore[no-untyped-def]
+    r = check(_acks1_truncation(unclean=True))
+    for kind, n in (("reused-offset", 1), ("vanished", 2)):
+        a = r["anomalies"][kind]
+        assert a["count"] == n and a["allowed"] is True, kind
+        assert a["why"].startswith("allowed: unclean.leader.election.enable=true"), kind
     assert r["valid"] is True
 
 
 def test_truncated_tail_read_live_is_no_reorder(check) -> None:  # type: ignore[no-untyped-def]
-    """min.insync.replicas=1 with idempotence (the unclean-election shape): a live reader read
-    seqs 1-2 at offsets 1-2; the tail vanished and seqs 3-4 took those offsets. The order of
-    the log that is (the drain's) is fine: reused offsets, allowed where loss is, no reorder
-    (which idempotence forbids) from the vanished records' old offsets."""
-    h = History().config("topic_config", min_insync_replicas=1)
+    """Unclean election with idempotence: a live reader read seqs 1-2 at offsets 1-2; the
+    tail vanished and seqs 3-4 took those offsets. The order of the log that is (the
+    drain's) is fine: reused offsets, allowed by unclean election, no reorder (which
+    idempotence forbids) from the vanished records' old offsets."""
+    h = History().config("topic_config", min_insync_replicas=1,
+                         unclean_leader_election_enable=True)
     for s in range(3):
         h.write(0, s, offset=s).read("c0", 0, s, 0, s)
     h.write(0, 3, offset=1).write(0, 4, offset=2)

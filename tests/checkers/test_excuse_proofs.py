@@ -1,0 +1,171 @@
+"""Every excuse is a proof (issue 44): literal histories where the checker said VALID while
+the broker broke its promise. Each one failed on the checker before the change (noted per
+test); the counts are exact.
+
+The rules (checkers/README.md): librdkafka#4953 names a duplicate or reorder only when the
+producer's epoch bump lies after the record's first attempt and before both its
+acknowledgement (at the later copy's offset) and that copy's append; a power loss excuses a
+record only when every replica in its ISR from the acknowledgement to the crash lost power
+and the record lay at or above each one's recovery point; a record a reader returned that is
+gone from the drained log is ``vanished``; min.insync.replicas=1 alone allows nothing.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from kafka_chaos_testing.literal import History
+
+pytestmark = pytest.mark.spark
+
+TIMEOUT = "_MSG_TIMED_OUT"
+
+
+def _power_loss(h: History, at_ms: int, nodes: list[int], topic: str,
+                recovery: dict[int, int], isr: list[int]) -> None:
+    """A power loss of ``nodes`` that cut ``topic``-0 back to ``recovery`` (node -> recovery
+    point) and a restart; the ISR just before it was ``isr``."""
+    lost = {str(n): {f"{topic}-0": {"recovery_point": rp, "removed_batches": 3,
+                                    "removed_bytes": 300}} for n, rp in recovery.items()}
+    h.event("power-loss", "start", at_ms, targets=[f"kafka-{n}" for n in nodes], lost=lost,
+            isr_before={f"{topic}:0": isr})
+    h.event("power-loss", "end", at_ms + 2000, targets=[f"kafka-{n}" for n in nodes])
+
+
+def _broken_promises(version: str, accept: list[str]) -> History:
+    h = History()  # acks=all, min.insync.replicas=2, clean election, idempotence on
+    h.run["versions"] = {"kafka": version, "librdkafka": "2.12.0"}
+    h.run["accept_known"] = accept
+    # producer 1: the later copy (offset 1) was appended and acknowledged at 2 ms; producer
+    # 1 timed out on another topic at 52 ms; the drain read the copy at 100 s. The old
+    # window (first attempt .. first read of the later copy) named librdkafka#4953
+    t = "dupafter"
+    h.write(1, 0, offset=1, at_ms=0, topic=t)
+    h.write(1, 1, outcome="info", error=TIMEOUT, at_ms=50, topic="other")
+    h.drain(0, 0, 1, 0, topic=t).drain(0, 1, 1, 0, topic=t)
+    # producer 2: seq 0 never answered, its copies at offsets 0 and 1; seq 1 acknowledged at
+    # offset 2 at 10 ms, so offset 1 was appended before 10 ms; the bump (seq 2 timed out)
+    # came at 30 ms: it cannot have made the copy
+    t = "dupappend"
+    h.write(2, 0, outcome="info", at_ms=0, complete=False, topic=t)
+    h.write(2, 1, offset=2, at_ms=8, topic=t)
+    h.write(2, 2, outcome="info", error=TIMEOUT, at_ms=28, topic="other")
+    h.drain(0, 0, 2, 0, topic=t).drain(0, 1, 2, 0, topic=t).drain(0, 2, 2, 1, topic=t)
+    # producer 3: c0 read seqs 0-4; the drain, complete, finds offsets 0-2 only: the tail a
+    # reader was served vanished after the last write (zero anomalies before)
+    t = "tail"
+    for s in range(5):
+        h.write(3, s, offset=s, at_ms=100 + s, topic=t).read("c0", 0, s, 3, s, topic=t)
+    for s in range(3):
+        h.drain(0, s, 3, s, topic=t)
+    # producer 4: seqs 0-3 acknowledged while replicas 1-3 were in sync; the ISR shrank to
+    # 1, which lost power and everything from offset 1: KIP-966's last replica standing.
+    # Replicas 2 and 3 held the records and never lost power: no excuse (was excused by the
+    # ISR at the crash alone)
+    t = "kip"
+    h.observe(150, 0, 1, [1, 2, 3], topic=t).observe(300, 0, 1, [1], topic=t)
+    for s in range(4):
+        h.write(4, s, offset=s, at_ms=200 + s, topic=t)
+    _power_loss(h, 400, [1], t, {1: 1}, [1])
+    h.drain(0, 0, 4, 0, topic=t)
+    # producer 5: all three replicas in sync throughout lost power; replicas 1 and 2 kept
+    # offsets below 2, replica 3 below 3: only offset 3 is gone from every one of them
+    t = "whole"
+    h.observe(150, 0, 1, [1, 2, 3], topic=t)
+    for s in range(4):
+        h.write(5, s, offset=s, at_ms=200 + s, topic=t)
+    _power_loss(h, 450, [1, 2, 3], t, {1: 2, 2: 2, 3: 3}, [1, 2, 3])
+    h.drain(0, 0, 5, 0, topic=t).drain(0, 1, 5, 1, topic=t)
+    h.drain_end(complete=True, end_offsets={"tail:0": 3})
+    return h
+
+
+@pytest.fixture(scope="module")
+def broken(spark, tmp_path_factory) -> dict[str, Any]:  # type: ignore[no-untyped-def]
+    from checkers import check_run
+
+    results = check_run(_broken_promises("3.9.1", []).save(
+        tmp_path_factory.mktemp("broken") / "run"))
+    assert "error" not in results, results.get("traceback")
+    return results
+
+
+def _by_topic(results: dict[str, Any], kind: str) -> dict[str, list[dict[str, Any]]]:
+    out: dict[str, list[dict[str, Any]]] = {}
+    for e in results["anomalies"][kind]["examples"]:
+        out.setdefault(e["topic"], []).append(e)
+    return out
+
+
+def test_a_bump_after_the_copy_was_acknowledged_or_appended_names_no_client_bug(broken) -> None:  # type: ignore[no-untyped-def]
+    """Old checker: {"librdkafka#4953": 2}."""
+    dup = broken["anomalies"]["duplicate"]
+    assert dup["count"] == 2 and dup["known_bugs"] == {}
+    assert set(_by_topic(broken, "duplicate")) == {"dupafter", "dupappend"}
+    assert all("epoch_bump_ns" not in e for e in dup["examples"])
+
+
+def test_records_a_reader_was_served_that_vanish_are_counted(broken) -> None:  # type: ignore[no-untyped-def]
+    """Old checker: no kind held them (zero anomalies for the tail topic)."""
+    van = broken["anomalies"]["vanished"]
+    assert van["count"] == 2 and van["allowed"] is False
+    assert sorted((e["seq"], e["read_offset"]) for e in van["examples"]) == [(3, 3), (4, 4)]
+    assert all(e["topic"] == "tail" for e in van["examples"])
+    assert "tail" not in _by_topic(broken, "lost")
+
+
+def test_power_loss_excuses_only_records_every_isr_member_since_the_ack_lost(broken) -> None:  # type: ignore[no-untyped-def]
+    """Old checker: all five lost records excused (count 5, excused 5, VALID but for the
+    others)."""
+    lost = broken["anomalies"]["lost"]
+    assert lost["count"] == 5 and lost["excused"] == 1 and lost["allowed"] is False
+    got = _by_topic(broken, "lost")
+    assert sorted(e["acked_offset"] for e in got["kip"]) == [1, 2, 3]
+    whole = sorted(got["whole"], key=lambda e: e["acked_offset"])
+    assert [(e["acked_offset"], e["excused"]) for e in whole] == [(2, False), (3, True)]
+    assert next(e for e in got["whole"] if e["excused"])["excuse"] == "power-loss"
+    # the ISR at the crash lost them, replicas out of it kept them: KIP-966 on 3.9
+    assert lost["known_bugs"] == {"KIP-966": 3}
+    assert all(e["known_bug"]["id"] == "KIP-966" for e in got["kip"])
+    assert broken["valid"] is False
+
+
+def test_kip966_losses_pass_only_when_the_run_accepts_them(check) -> None:  # type: ignore[no-untyped-def]
+    h = History()
+    h.run["versions"] = {"kafka": "3.9.1"}
+    h.run["accept_known"] = ["KIP-966"]
+    t = "kip"
+    h.observe(150, 0, 1, [1, 2, 3], topic=t).observe(300, 0, 1, [1], topic=t)
+    for s in range(4):
+        h.write(4, s, offset=s, at_ms=200 + s, topic=t)
+    _power_loss(h, 400, [1], t, {1: 1}, [1])
+    h.drain(0, 0, 4, 0, topic=t).drain_end(complete=True)
+    r = check(h)
+    lost = r["anomalies"]["lost"]
+    assert (lost["count"], lost["accepted"], lost["allowed"]) == (3, 3, True)
+    assert r["valid"] is True
+    # the same losses on a version with Eligible Leader Replicas are Kafka's
+    h.run["versions"] = {"kafka": "4.1.1"}
+    r = check(h)
+    assert r["anomalies"]["lost"]["known_bugs"] == {} and r["valid"] is False
+
+
+def test_min_insync_one_allows_only_the_lone_leaders_own_power_loss(check) -> None:  # type: ignore[no-untyped-def]
+    """acks=all, min.insync.replicas=1, clean election: a lost write with no power loss is
+    Kafka's (old checker: allowed wholesale by min.insync.replicas=1)."""
+    h = History().config("topic_config", min_insync_replicas=1)
+    h.write(1, 0, offset=0, topic="lone").drain(0, 1, 1, 1, topic="lone")
+    h.write(1, 1, offset=1, topic="lone")
+    t = "lonepower"  # acknowledged by the lone in-sync leader, which lost power
+    h.observe(150, 0, 1, [1], topic=t)
+    h.write(2, 0, offset=0, at_ms=200, topic=t).write(2, 1, offset=1, at_ms=201, topic=t)
+    _power_loss(h, 400, [1], t, {1: 0}, [1])
+    h.drain_end(complete=True)
+    r = check(h)
+    lost = r["anomalies"]["lost"]
+    assert lost["count"] == 3 and lost["excused"] == 2 and lost["allowed"] is False
+    assert lost["why"].startswith("forbidden: acks=all, min.insync.replicas=1")
+    assert [e["topic"] for e in lost["examples"] if not e["excused"]] == ["lone"]
+    assert r["valid"] is False
