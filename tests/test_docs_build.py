@@ -86,3 +86,23 @@ def test_the_readmes_links_into_the_repository_resolve() -> None:
     assert local, "the README links into the guide"
     missing = [t for t in local if t and not (ROOT / t).exists()]
     assert missing == []
+
+
+_DATE = re.compile(r"\b20\d\d-\d\d-\d\d\b")
+_COMMIT = re.compile(r"\b(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{7,40}\b")
+_DIARY = re.compile(r"\bsuite \d+\b|\bfixed in [0-9a-f]{7}|\bCI run \d+", re.I)
+
+
+def test_the_readme_and_the_guide_stay_for_users() -> None:
+    """No development diary: the README stays short, and neither it nor a guide page carries
+    dates, commit hashes or suite-run stories (dates belong to CHANGELOG.md and to the
+    figures, which their commands write; docs/CONVENTIONS.md is the contributors')."""
+    readme = ROOT / "README.md"
+    assert len(readme.read_text().splitlines()) <= 250
+    pages = [readme, *(p for p in DOCS.rglob("*.md")
+                       if p.parent.name != "figures" and p.name != "CONVENTIONS.md")]
+    for page in pages:
+        text = page.read_text()
+        for pattern in (_DATE, _COMMIT, _DIARY):
+            found = pattern.findall(text)
+            assert found == [], (page.relative_to(ROOT), found)
