@@ -32,6 +32,7 @@ FIGURES = ROOT / "docs" / "figures"
 #: Python distributions whose versions every figure names when they are installed.
 DISTRIBUTIONS = ("kafka-chaos", "pyspark", "pysail", "duckdb", "confluent-kafka")
 
+_SECTION_ID = re.compile(r"[\w.#:-]+")
 _SECTION = re.compile(r"<!-- figure: (?P<id>[\w.#:-]+) -->\n.*?<!-- /figure -->\n?", re.S)
 
 
@@ -129,6 +130,9 @@ def write_figure(path: Path | str, section: str, *, title: str, command: str,
     machine that measured. A new file starts with ``heading`` (default: its name as a
     title) and a line saying that its sections are written by commands.
     """
+    if not _SECTION_ID.fullmatch(section):
+        # an id the markers cannot hold would be appended anew on every run
+        raise ValueError(f"a figure section id is letters, digits and .#:-_, got {section!r}")
     path = Path(path)
     block = render_section(section, title=title, command=command, columns=columns, rows=rows,
                            notes=notes, when=when, version_info=versions(versions_extra))

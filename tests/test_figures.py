@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from bench import checker_bench
 from bench.figures import FIGURES, sections, write_bug_rate, write_figure
 from bench.suite_times import pytest_counts
@@ -33,6 +35,13 @@ def test_a_section_is_rewritten_in_place_and_the_others_stay(tmp_path: Path) -> 
     large = before[before.index("<!-- figure: large -->"):]
     assert text.endswith(large)
     assert "| x\\|y |" in text  # a pipe in a cell does not split it
+
+
+def test_a_section_id_the_markers_cannot_hold_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="section id"):
+        write_figure(tmp_path / "f.md", "two words", title="T", command="c", columns=["c"],
+                     rows=[])
+    assert not (tmp_path / "f.md").exists()
 
 
 def test_a_section_names_its_command_machine_versions_and_date(tmp_path: Path) -> None:
