@@ -7,7 +7,7 @@ KAFKA_VERSIONS ?= 4.3.1 3.9.1
 PYTEST_ARGS ?=
 NIGHTLY_ARGS ?=
 
-.PHONY: setup host venv image demo test unit lint bench nightly clean-docker
+.PHONY: setup host venv image demo test unit lint docs bench nightly clean-docker
 
 setup: host venv image
 
@@ -81,6 +81,11 @@ unit: setup
 lint: venv
 	$(BIN)/ruff check .
 	$(BIN)/mypy contract chaos workloads checkers reports compose bench kafka_chaos_testing
+
+# The user guide (docs/, mkdocs.yml) into site/; strict: a broken link or a page missing from
+# the nav fails, as it does in make test (tests/test_docs_build.py).
+docs: venv
+	$(BIN)/python -m mkdocs build --strict
 
 bench: setup
 	$(BIN)/python -m bench

@@ -4,6 +4,7 @@ definitions, on synthetic histories of 1M and 10M writes (and about as many read
     python bench/checker_bench.py [--sizes 1000000,10000000] [--dir /tmp/kc-checker-bench]
                                   [--master local[2]] [--engines local[2],sail]
                                   [--out .cache/bench/checker_bench.json]
+                                  [--figures docs/figures/checker-bench.md | --no-figures]
 
 The checker runs once per engine (``--engines``: Spark masters, and ``sail`` for the same
 PySpark code on Sail), the DuckDB baseline once; the ratio of each engine is against that
@@ -11,7 +12,8 @@ baseline, all in the same run on the same history.
 Each side runs as its own process, timed from launch to exit (Spark's start included); peak
 memory is the largest resident set of that process tree (python + JVM), sampled every
 0.1 s. Both must report the same counts. Synthetic histories are generated once per size
-and reused until the generator's source changes.
+and reused until the generator's source changes. Each size's table, with the machine, the
+versions and the date, replaces that size's section of ``--figures`` (bench/figures.py).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench.figures import FIGURES, write_figure  # noqa: E402
 from kafka_chaos_testing import bench_data  # noqa: E402
 from kafka_chaos_testing.bench_data import Spec, generate  # noqa: E402
 
@@ -162,6 +165,25 @@ def _rows(r: dict[str, Any]) -> list[str]:
     return out
 
 
+def write_size_figure(path: Path, r: dict[str, Any], command: str) -> Path:
+    """One size's measurements as its section (``<writes>-writes``) of the figure file."""
+    d = r["duckdb"]
+    rows: list[list[object]] = [["DuckDB (baseline, counts only)", f"{d['seconds']:.1f}", "1.00x",
+                                 "1.00x", f"{d['peak_rss_mb']:.0f}", "-"]]
+    for master, s in r["engines"].items():
+        rows.append([f"checker on `{master}`", f"{s['seconds']:.1f}", f"{s['ratio']:.2f}x",
+                     f"{s['cpu_ratio']:.2f}x", f"{s['peak_rss_mb']:.0f}",
+                     "yes" if s["counts_agree"] else "**no**"])
+    notes = (f"{r['writes']:,} writes and {r['reads']:,} reads (a synthetic history, "
+             "`kafka_chaos_testing.bench_data`). Each side is its own process, timed from "
+             "launch to exit; peak RSS is the largest resident set of its process tree; the "
+             "ratios are against DuckDB's query of the same definitions in the same run.")
+    return write_figure(path, f"{r['writes']}-writes", title=f"{r['writes']:,} writes",
+                        command=command, heading="Checker benchmark",
+                        columns=["engine", "seconds", "vs DuckDB", "CPU vs DuckDB",
+                                 "peak RSS (MiB)", "counts agree"], rows=rows, notes=notes)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sizes", default="1000000,10000000")
@@ -171,6 +193,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--engines", default="local[2],sail",
                     help="comma-separated checker masters to compare (sail: Sail)")
     ap.add_argument("--out", default=str(ROOT / ".cache" / "bench" / "checker_bench.json"))
+    ap.add_argument("--figures", type=Path, default=FIGURES / "checker-bench.md",
+                    help="the figure file whose sections this rewrites, one per size")
+    ap.add_argument("--no-figures", action="store_true", help="write no figure file")
     args = ap.parse_args(argv)
     engines = [e for e in args.engines.split(",") if e]
     if args.master:
@@ -180,6 +205,11 @@ def main(argv: list[str] | None = None) -> int:
         r = bench_size(n, Path(args.dir), engines)
         rows.append(r)
         print("\n".join(_rows(r)), flush=True)
+        if any(e["error"] for e in r["engines"].values()):
+            print("a checker failed: no figure written", flush=True)
+        elif not args.no_figures:
+            command = f"python -m bench checker -- --sizes {n} --engines {','.join(engines)}"
+            print(f"written {write_size_figure(args.figures, r, command)}", flush=True)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps({"engines": engines, "cores": os.cpu_count(),

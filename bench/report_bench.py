@@ -1,10 +1,12 @@
 """Benchmark: the report of a 10M-write synthetic run — its size and the time to render it.
 
     python bench/report_bench.py [--writes 10000000] [--dir /tmp/kc-report-bench] [--browser]
+                                 [--figures docs/figures/report-bench.md | --no-figures]
 
 The synthetic run (``kafka_chaos_testing.synthetic``) is written once and reused while its
 spec is the same; rendering is timed separately (best of ``--repeat``), and ``--browser`` also times
-opening the report in headless Chromium.
+opening the report in headless Chromium. The figures, with the machine, the versions and the
+date, replace that size's section of ``--figures`` (bench/figures.py).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench.figures import FIGURES, write_figure  # noqa: E402
 from kafka_chaos_testing.synthetic import PlannedFault, SyntheticSpec, write_synthetic_run  # noqa: E402
 from reports import render_run  # noqa: E402
 
@@ -53,6 +56,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--dir", type=Path, default=Path("/tmp/kc-report-bench"))
     ap.add_argument("--repeat", type=int, default=2)
     ap.add_argument("--browser", action="store_true", help="also time opening it in Chromium")
+    ap.add_argument("--figures", type=Path, default=FIGURES / "report-bench.md",
+                    help="the figure file whose section for this size this rewrites")
+    ap.add_argument("--no-figures", action="store_true", help="write no figure file")
     args = ap.parse_args(argv)
     run_dir = args.dir / f"run-{args.writes}"
     spec = bench_spec(args.writes)
@@ -73,7 +79,15 @@ def main(argv: list[str] | None = None) -> int:
     print(f"render time:  {min(times):.2f} s (best of {len(times)}: "
           + ", ".join(f"{x:.2f}" for x in times) + f"); CPU {min(cpu):.2f} s, "
           f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
-    print(f"junit.xml:    {(run_dir / 'junit.xml').stat().st_size:,} bytes")
+    junit = (run_dir / 'junit.xml').stat().st_size
+    print(f"junit.xml:    {junit:,} bytes")
+    rows: list[list[object]] = [
+        ["history", f"{history_mb:,.0f} MB"],
+        ["report.html", f"{size / 1e6:.2f} MB"],
+        [f"render time (best of {len(times)})", f"{min(times):.2f} s"],
+        ["render CPU", f"{min(cpu):.2f} s"],
+        ["junit.xml", f"{junit:,} bytes"],
+    ]
     if args.browser:
         from tests.reports.browser import Chromium
 
@@ -81,6 +95,20 @@ def main(argv: list[str] | None = None) -> int:
             load = browser.open(report)
             print(f"browser load: {load.load_seconds:.2f} s, console errors "
                   f"{len(load.errors)}, network requests {len(load.foreign_requests)}")
+            rows.append(["load in headless Chromium", f"{load.load_seconds:.2f} s "
+                         f"({len(load.errors)} console errors, "
+                         f"{len(load.foreign_requests)} network requests)"])
+    if not args.no_figures:
+        command = (f"python -m bench report -- --writes {args.writes} --repeat {args.repeat}"
+                   + (" --browser" if args.browser else ""))
+        written = write_figure(args.figures, f"{args.writes}-writes",
+                               title=f"The report of a {args.writes:,}-write run",
+                               command=command, heading="Report benchmark",
+                               columns=["what", "measured"], rows=rows,
+                               notes="A synthetic acks=1 run (`kafka_chaos_testing.synthetic`) "
+                                     "over 12 partitions with 8 producers and a fault every "
+                                     "100 s; rendering is `reports.render_run`.")
+        print(f"written {written}")
     return 0
 
 

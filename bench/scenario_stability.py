@@ -3,12 +3,15 @@ to see whether the scripted mechanisms are reached reliably and the outcomes rep
 
     .venv/bin/python -m bench.scenario_stability [--runs 3] [--kafka-version 3.9.1]
         [--scenario NAME ...] [--out /tmp/stability]
+        [--figures docs/figures/scenario-stability.md | --no-figures]
 
 One run at a time (the machine is shared). Each cell: valid / expectations met / mechanism
 observed, then lost count, the longest stretch without acknowledgements and the wall time
 of the whole run (cluster start to report). A row is ``stable`` when every run gave the same
 (valid, expectations, mechanism) triple and it was the expected one; the exit code is 1 if
-any row is not, or if any run took longer than --budget seconds.
+any row is not, or if any run took longer than --budget seconds. The table, with the machine,
+the versions and the date, replaces its section of ``--figures`` (one section per Kafka
+version and set of scenarios; bench/figures.py).
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from bench.figures import FIGURES, write_figure
 from chaos.orchestrator import run
 from chaos.scenarios import SCENARIOS
 
@@ -63,6 +67,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=Path("/tmp/scenario-stability"))
     ap.add_argument("--budget", type=float, default=180.0,
                     help="seconds a run may take, cluster start to report (default 180)")
+    ap.add_argument("--figures", type=Path, default=FIGURES / "scenario-stability.md",
+                    help="the figure file whose section this rewrites")
+    ap.add_argument("--no-figures", action="store_true", help="write no figure file")
     args = ap.parse_args(argv)
     names = args.scenario or sorted(SCENARIOS)
     unknown = [n for n in names if n not in SCENARIOS]
@@ -88,7 +95,32 @@ def main(argv: list[str] | None = None) -> int:
     for lab, verdict, cells in rows:
         print(f"{lab:<{width}}  {verdict:<8}  " + "  |  ".join(cells))
     ok = all(v == "stable" for _, v, _ in rows) and slowest <= args.budget
+    if not args.no_figures:
+        print(f"written {write_stability_figure(args, names, rows, slowest)}")
     return 0 if ok else 1
+
+
+def write_stability_figure(args: argparse.Namespace, names: list[str],
+                           rows: list[tuple[str, str, list[str]]], slowest: float) -> Path:
+    """The table as its section of the figure file: one section per Kafka version, plus the
+    scenarios when only some were run."""
+    version = args.kafka_version or "default"
+    every = sorted(SCENARIOS)
+    section = f"kafka-{version}" + ("" if names == every else "-" + "-".join(names))
+    command = "python -m bench.scenario_stability" + "".join(
+        [f" --runs {args.runs}" if args.runs != 3 else "",
+         f" --kafka-version {args.kafka_version}" if args.kafka_version else "",
+         *[f" --scenario {n}" for n in names if names != every]])
+    return write_figure(
+        args.figures, section, heading="Scenario stability",
+        title=f"Kafka {version}, {args.runs} runs of each",
+        command=command, versions_extra={"kafka": version},
+        columns=["scenario", "row", "runs: verdict, expectations, mechanism, lost, "
+                 "longest unavailability (wall time)"],
+        rows=[(f"`{lab}`", verdict, " / ".join(cells)) for lab, verdict, cells in rows],
+        notes=f"One run at a time; the slowest took {slowest:.0f} s end to end (budget "
+              f"{args.budget:.0f} s). A row is stable when its runs agree on verdict, "
+              "expectations and mechanism and these are the expected ones.")
 
 
 if __name__ == "__main__":

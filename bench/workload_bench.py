@@ -7,21 +7,29 @@ Runs on one 3-broker cluster, topic RF=3, min.insync.replicas=2, acks=all, 100-b
 (c) the same producers without recording (``record_history=False``).
 
 Prints acknowledged records/s side by side with the ratios the project aims at: (b)/(a) ≥ 0.5
-and a recording overhead 1 - (b)/(c) ≤ 15 %. Usage: ``python -m bench.workload_bench``.
+and a recording overhead 1 - (b)/(c) ≤ 15 %. Usage: ``python -m bench.workload_bench``
+(or ``python -m bench workload``). The figures, with the machine, the versions and the date,
+replace their section of ``--figures`` (bench/figures.py; ``--no-figures`` writes none).
 """
 
 from __future__ import annotations
 
 import argparse
 import re
+import sys
 import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from compose.cluster import KafkaCluster
-from compose.config import ClusterConfig
-from workloads import ProducerConfig, start_producers
+# `python -m bench workload` runs this file as a script: bench/ itself is not a package the
+# project installs, so the repository's root goes on the path (as in checker_bench.py).
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.figures import FIGURES, write_figure  # noqa: E402
+from compose.cluster import KafkaCluster  # noqa: E402
+from compose.config import ClusterConfig  # noqa: E402
+from workloads import ProducerConfig, start_producers  # noqa: E402
 
 _PERF_LINE = re.compile(r"(\d+) records sent, ([\d.]+) records/sec")
 
@@ -80,6 +88,9 @@ def main() -> int:
     ap.add_argument("--batch-size", type=int, default=1_000_000)
     ap.add_argument("--rounds", type=int, default=2,
                     help="rounds of all three; each figure is the best of its rounds")
+    ap.add_argument("--figures", type=Path, default=FIGURES / "workload-bench.md",
+                    help="the figure file whose section this rewrites")
+    ap.add_argument("--no-figures", action="store_true", help="write no figure file")
     args = ap.parse_args()
 
     with KafkaCluster(ClusterConfig(brokers=3)) as c:
@@ -121,6 +132,21 @@ def main() -> int:
     c_rec, c_norec = cpu("ours, recording"), cpu("ours, no recording")
     print(f"CPU per record: {c_rec:.1f} µs recording, {c_norec:.1f} µs without "
           f"(+{100 * (c_rec / c_norec - 1):.0f} %)")
+    if not args.no_figures:
+        rows = [("kafka-producer-perf-test", f"{perf:,.0f}", "1.00x", "-"),
+                ("ours, recording", f"{rec:,.0f}", f"{rec / perf:.2f}x", f"{c_rec:.1f}"),
+                ("ours, no recording", f"{norec:,.0f}", f"{norec / perf:.2f}x", f"{c_norec:.1f}")]
+        command = (f"python -m bench workload -- --records {args.records} --size {args.size} "
+                   f"--producers {args.producers} --rounds {args.rounds}")
+        written = write_figure(
+            args.figures, f"{args.producers}-producers-{args.size}-bytes",
+            heading="Workload benchmark", command=command,
+            title=f"{args.producers} producer processes, {args.size}-byte records",
+            columns=["producer", "records/s (best round)", "vs Kafka's tool", "CPU µs/record"],
+            rows=rows,
+            notes=f"One 3-broker cluster, RF=3, min.insync.replicas=2, acks=all; "
+                  f"recording overhead {100 * (1 - rec / norec):.1f} % (goal <= 15 %).")
+        print(f"written {written}")
     return 0
 
 

@@ -3,7 +3,7 @@ producer and consumer through random faults, check what they did.
 
     python examples/user_chaos.py            # about two minutes; prints the verdict
 
-The same API is the ``chaos`` pytest fixture (README, "Chaos in your own tests").
+The same API is the ``chaos`` pytest fixture (the user guide, docs/your-code.md).
 """
 
 from __future__ import annotations
