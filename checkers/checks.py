@@ -143,6 +143,8 @@ class RowAnomalies:
                                             findings.excused.get(kind, 0), examples, ctx,
                                             findings.by_bug.get(kind),
                                             findings.known_bugs(kind))
+            if findings.findings.get(kind):  # the broker's findings (batch_ids.py)
+                anomalies[kind]["findings"] = dict(sorted(findings.findings[kind].items()))
         if ctx.settings.transactional and not examinable(ctx.inputs):
             # no read_committed drain: its reads cannot show what a transaction exposed, so
             # the count is a lower bound (an expectation of 0 is not met on it)

@@ -15,6 +15,7 @@ from pyspark.sql.window import Window
 
 from contract.anomalies import MAX_EXAMPLES, RECORD, SUBJECTS, WRITE
 
+from .batch_ids import finding, with_batch_ids
 from .engines import keep, release
 
 READS_PER_EXAMPLE = 8
@@ -32,6 +33,8 @@ class Findings:
     excused: dict[str, int]
     examples: dict[str, list[dict[str, Any]]]
     by_bug: dict[str, dict[str | None, tuple[int, int]]] = field(default_factory=dict)
+    # kind -> the broker's finding (batch_ids.py) -> exact count of its records
+    findings: dict[str, dict[str, int]] = field(default_factory=dict)
 
     def known_bugs(self, kind: str) -> dict[str, int]:
         """Known-bug id -> exact count of the kind's records it explains."""
@@ -41,7 +44,8 @@ class Findings:
 
 def collect_findings(frames: list[DataFrame], known: Column | None = None,
                      accepted: tuple[str, ...] = (),
-                     power_lost: Column | None = None) -> Findings:
+                     power_lost: Column | None = None,
+                     batches: DataFrame | None = None) -> Findings:
     """Counts and examples of the union of all anomaly rows (materialised once).
 
     ``known`` (checkers/known.py) names the known bug explaining each row; counts are
@@ -55,22 +59,29 @@ def collect_findings(frames: list[DataFrame], known: Column | None = None,
         union = union.withColumns({
             "excuse": F.when(proven, F.lit("power-loss")).otherwise(F.col("excuse")),
             "excused": F.col("excused") | proven})
+    # the copies' batch ids (batch_ids.py): evidence for a known bug's facts, and the
+    # broker's findings
+    union = with_batch_ids(union, batches).withColumn("finding", finding())
     union = union.withColumn("known_bug", known if known is not None
                              else F.lit(None).cast("string"))
     rows = keep(union)
     try:
-        agg = rows.groupBy("kind", "known_bug").agg(
+        agg = rows.groupBy("kind", "known_bug", "finding").agg(
             F.sum("n").alias("n"),
             F.sum(F.when(F.col("excused"), F.col("n")).otherwise(0)).alias("excused"),
         ).collect()
         counts: dict[str, int] = defaultdict(int)
         excused: dict[str, int] = defaultdict(int)
         by_bug: dict[str, dict[str | None, tuple[int, int]]] = defaultdict(dict)
+        found: dict[str, dict[str, int]] = defaultdict(dict)
         for r in agg:
             n, ex = int(r["n"] or 0), int(r["excused"] or 0)
             counts[r["kind"]] += n
             excused[r["kind"]] += ex
-            by_bug[r["kind"]][r["known_bug"]] = (n, ex)
+            was = by_bug[r["kind"]].get(r["known_bug"], (0, 0))
+            by_bug[r["kind"]][r["known_bug"]] = (was[0] + n, was[1] + ex)
+            if r["finding"] is not None:
+                found[r["kind"]][r["finding"]] = found[r["kind"]].get(r["finding"], 0) + n
         examples: dict[str, list[dict[str, Any]]] = defaultdict(list)
         if counts:
             is_accepted = (F.col("known_bug").isin(list(accepted)) if accepted
@@ -88,7 +99,8 @@ def collect_findings(frames: list[DataFrame], known: Column | None = None,
                 d = r.asDict()
                 d.pop("rn", None)
                 examples[d["kind"]].append(d)
-        return Findings(dict(counts), dict(excused), dict(examples), dict(by_bug))
+        return Findings(dict(counts), dict(excused), dict(examples), dict(by_bug),
+                        dict(found))
     finally:
         release(rows)
 

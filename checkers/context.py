@@ -15,10 +15,11 @@ from pyspark.sql import functions as F
 from contract.settings import Settings, settings_from_run
 
 from .append_bound import acknowledged
+from .batch_ids import batch_table
 from .collect import Findings, attach_reads, collect_findings
 from .engines import keep, release, release_shared
 from .epochs import epoch_bumps
-from .fresh_ids import client_starts, first_offset_acks, state_cuts
+from .fresh_ids import client_starts, first_offset_acks, leader_moves, state_cuts
 from .history import (
     OBSERVATIONS_SCHEMA,
     READS_SCHEMA,
@@ -109,10 +110,18 @@ class CheckContext:
         if self._findings is None:
             self._findings = collect_findings(self.rows, known_bug_column(self.known),
                                               self.settings.accept_known,
-                                              covered(self.power_proof))
+                                              covered(self.power_proof),
+                                              batch_table(self.spark, self.run,
+                                                          self.inputs.topics)
+                                              if self._bumped() else None)
             self.release()
             attach_reads(self.spark, self.reads, self._findings)
         return self._findings
+
+    def _bumped(self) -> bool:
+        """Whether a duplicate or reorder can carry a client bug's tag (the copies' batch
+        ids are read from the segments only then)."""
+        return self.settings.idempotence and self.inputs.epoch_bumps is not None
 
     def acks(self) -> DataFrame:
         """The writes acknowledged with an offset (append_bound.acknowledged)."""
@@ -182,7 +191,7 @@ def load_context(spark: SparkSession, run: RunDir) -> CheckContext:
         # only a history with offset-less acknowledgements needs the clients' first acks
         implicit = settings.idempotence and not settings.transactional and ws.ok_without_offset
         starts = client_starts(events) if implicit else {}
-        cuts = state_cuts(events) if implicit else {}
+        cuts = state_cuts(events, history) if implicit else {}
         firsts = first_offset_acks(writes, starts, cuts)
         inputs = IdentityInputs(settings, drain.complete, parts_n, topics,
                                 sorted(rs.per_reader), bumps)
@@ -191,7 +200,8 @@ def load_context(spark: SparkSession, run: RunDir) -> CheckContext:
                             KnownInputs(settings, crash_isr_terms(crash_list, history),
                                         delaying_windows(
                                             events, max((e.ts_ns for e in events), default=0)),
-                                        starts, firsts, cuts),
+                                        starts, firsts, cuts,
+                                        leader_moves(history) if implicit else {}),
                             proof_terms(crash_list, history))
     except BaseException:
         for df in persisted:

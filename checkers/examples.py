@@ -13,6 +13,15 @@ from .positions import across
 
 READS_PER_EXAMPLE = 8
 
+#: What a broker's finding (batch_ids.py) adds to an example's summary.
+FINDING_SENTENCES = {
+    "broker-deduplication-failure": "; both copies are in batches of the same producer id, "
+    "epoch and base sequence: the broker appended one batch twice (a deduplication failure, "
+    "not a client bug)",
+    "broker-sequence-failure": "; both records are in batches of the same producer id and "
+    "epoch: the broker accepted them out of sequence (not a client bug)",
+}
+
 
 def _rec(p: Any, s: Any) -> str:
     return "an undecodable record" if p is None else f"record producer={p} seq={s}"
@@ -148,6 +157,12 @@ def build_example(kind: str, row: dict[str, Any], attributor: Attributor,
         e["txn_invoke_ns"] = row.get("invoke_ns")  # the transaction's first attempt
     if kind in ("duplicate", "reorder") and row.get("epoch_bump_ns") is not None:
         e["epoch_bump_ns"] = row.get("epoch_bump_ns")
+    if kind in ("duplicate", "reorder") and row.get("lo_pid") is not None:
+        e["batches"] = [{"producer_id": row.get(f"{p}_pid"),
+                         "producer_epoch": row.get(f"{p}_pepoch"),
+                         "base_sequence": row.get(f"{p}_bseq")} for p in ("lo", "hi")]
+    if row.get("finding"):
+        e["finding"] = row.get("finding")
     if row.get("invoke_ns") is not None and kind != "torn-transaction":
         # only kinds about the write's first attempt set it
         e["invoke_ns"] = row.get("invoke_ns")
@@ -161,6 +176,8 @@ def build_example(kind: str, row: dict[str, Any], attributor: Attributor,
         e["summary"] += (f" (after an epoch bump of producer {e.get('producer')}: a write "
                          "ended with an epoch-bump error such as _MSG_TIMED_OUT, or the "
                          "client's statistics showed a new epoch)")
+    if e.get("finding"):
+        e["summary"] += FINDING_SENTENCES.get(str(e["finding"]), f" ({e['finding']})")
     if bug is not None:
         e["summary"] += f"; matches known bug {describe(bug['id'])}" + (
             ", accepted by this run" if bug["accepted"] else "")

@@ -32,6 +32,8 @@ from pyspark.sql import functions as F
 from contract.events import PRODUCER_EPOCH, Event
 from contract.faults import POWER_LOSS
 
+from .observations import PartitionHistory
+
 #: Clients per producer beyond which the starts are not matched at all: each start is a
 #: term of one expression (a run recreates a client only after a fatal client error).
 MAX_STARTS = 64
@@ -55,24 +57,74 @@ def client_starts(events: Sequence[Event]) -> dict[int, list[int]]:
     return {p: sorted(s) for p, s in out.items() if len(s) <= MAX_STARTS}
 
 
-def state_cuts(events: Sequence[Event]) -> dict[str, list[int]]:
+def state_cuts(events: Sequence[Event],
+               history: PartitionHistory | None = None) -> dict[str, list[int]]:
     """``"topic:partition"`` -> the sorted times of power losses that removed batches of that
-    partition's log on some node (the power-loss event's ``lost``: node -> partition
-    directory ``topic-partition`` -> what was cut); none at all beyond :data:`MAX_CUTS`."""
+    partition's log on the node that led it at recovery (the power-loss event's ``lost``:
+    node -> partition directory ``topic-partition`` -> what was cut; the leader: the first
+    one observed after the crash). A cut of a follower leaves the leader's producer state
+    whole, so it cannot explain the bug. None at all beyond :data:`MAX_CUTS`."""
     out: dict[str, set[int]] = {}
     for e in events:
         if e.kind != POWER_LOSS or e.phase != "start":
             continue
         lost = e.detail.get("lost")
-        for parts in (lost.values() if isinstance(lost, dict) else ()):
+        for node, parts in (lost.items() if isinstance(lost, dict) else ()):
             for name, cut in (parts.items() if isinstance(parts, dict) else ()):
                 topic, _, part = str(name).rpartition("-")
-                if topic and part.isdigit() and isinstance(cut, dict) \
-                        and int(cut.get("removed_batches") or 0) > 0:
-                    out.setdefault(f"{topic}:{int(part)}", set()).add(e.ts_ns)
+                if not (topic and part.isdigit() and isinstance(cut, dict)
+                        and int(cut.get("removed_batches") or 0) > 0):
+                    continue
+                key = f"{topic}:{int(part)}"
+                if history is not None and _leader_after(history, key, e.ts_ns) != str(node):
+                    continue
+                out.setdefault(key, set()).add(e.ts_ns)
     if sum(len(ts) for ts in out.values()) > MAX_CUTS:
         return {}
     return {tp: sorted(ts) for tp, ts in out.items()}
+
+
+def _leader_after(history: PartitionHistory, key: str, ts_ns: int) -> str | None:
+    """The first leader observed for the partition after ``ts_ns`` (None: none observed)."""
+    for c in history.between(key, ts_ns + 1, 2**63 - 1):
+        if c.leader >= 0:
+            return str(c.leader)
+    return None
+
+
+#: How long after a leader change the observer may first show it (it samples a few times a
+#: second; an answer can take a request timeout while the old leader is gone).
+OBSERVER_LAG_NS = 2_000_000_000
+#: Leader changes beyond which none is matched (each is a term of one expression).
+MAX_MOVES = 2048
+
+
+def leader_moves(history: PartitionHistory) -> dict[str, list[int]]:
+    """``"topic:partition"`` -> the times the observer first showed a new leader or leader
+    epoch; none at all beyond :data:`MAX_MOVES`."""
+    out: dict[str, list[int]] = {}
+    for key, changes in history.by_tp.items():
+        for c in changes:
+            if c.prev_leader is not None and (
+                    c.leader != c.prev_leader
+                    or (c.prev_epoch is not None and c.leader_epoch != c.prev_epoch)):
+                out.setdefault(key, []).append(c.ts_ns)
+    if sum(len(v) for v in out.values()) > MAX_MOVES:
+        return {}
+    return out
+
+
+def moved_during(moves: dict[str, list[int]]) -> Column:
+    """True on rows whose partition's leader changed after the record's first attempt and
+    before its acknowledgement (as observed: up to :data:`OBSERVER_LAG_NS` later): the batch
+    failed across a leader move, which is how the bug starts."""
+    tp = F.concat_ws(":", F.col("topic"), F.col("partition").cast("string"))
+    out: Column = F.lit(False)
+    for key, times in sorted(moves.items()):
+        for ts in times:
+            out = out | ((tp == key) & (F.col("invoke_ns") < F.lit(ts))
+                         & (F.col("complete_ns") + F.lit(OBSERVER_LAG_NS) >= F.lit(ts)))
+    return F.coalesce(out, F.lit(False))
 
 
 def _latest(thresholds: dict[Any, list[int]], key: Column, value: Column) -> Column:

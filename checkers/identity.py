@@ -274,7 +274,10 @@ def identity_anomalies(ident: DataFrame, inp: IdentityInputs, acks: DataFrame) -
         n=F.when(no_write, F.col("n_pos")).when(kind == "aborted-read", F.col("rc_r"))
         .otherwise(F.lit(1)),
         epoch_bump_ns=F.col("epoch_bump_ns"),
-        invoke_ns=F.when(kind == "read-before-write", F.col("invoke_ns")),
+        copy_offset=F.when(kind == "duplicate", F.col("last_copy_off")),
+        # the write's first attempt: read-before-write's evidence, and lost's (a leader
+        # change while it was in flight, confluent-kafka-go#921)
+        invoke_ns=F.when(kind.isin("read-before-write", "lost"), F.col("invoke_ns")),
     )
 
 

@@ -17,7 +17,8 @@ from contract.known_bugs import KNOWN_BUGS, KnownBug, known_bug
 from contract.settings import Settings
 from contract.windows import fault_windows
 
-from .fresh_ids import fresh_head
+from .batch_ids import same_ids
+from .fresh_ids import fresh_head, moved_during
 from .power_proof import Term, covered
 
 #: Known-bug id -> the anomaly kinds it explains.
@@ -40,6 +41,8 @@ class KnownInputs:
     # ... and "topic:partition" -> times of power losses that cut its log (the keys
     # "producer:topic:partition:cut<ns>" of first_offset_acks count from those)
     state_cuts: dict[str, list[int]] = field(default_factory=dict)
+    # fresh_ids.leader_moves: "topic:partition" -> when a new leader was first observed
+    leader_moves: dict[str, list[int]] = field(default_factory=dict)
 
 
 def _version(settings: Settings, component: str) -> str | None:
@@ -63,6 +66,9 @@ def fact_columns(inp: KnownInputs) -> dict[str, Column]:
         "idempotent_producer": F.lit(s.idempotence),
         "non_transactional_producer": F.lit(not s.transactional),
         "epoch_bump_before": F.col("epoch_bump_ns").isNotNull(),
+        # the segments show the copies in batches of one producer id and epoch: no resend
+        "copies_in_new_epoch": F.col("kind").isin("duplicate", "reorder")
+        & ~F.coalesce(same_ids(), F.lit(False)),
         "partition_eof": eof,
         "skipped_one_offset": (kind == "poll-skip")
         & (F.col("offset") - F.col("prev_offset") == 2),
@@ -71,6 +77,7 @@ def fact_columns(inp: KnownInputs) -> dict[str, Column]:
         & ~F.coalesce(F.col("excused"), F.lit(False)),
         "fresh_producer_id_head": (kind == "lost")
         & fresh_head(inp.client_starts, inp.first_offset_acks, inp.state_cuts),
+        "leader_moved_in_flight": (kind == "lost") & moved_during(inp.leader_moves),
         "transactional_producer": F.lit(s.transactional),
         "delayed_requests_before": _overlaps_any(
             inp.delaying_windows,

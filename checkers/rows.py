@@ -31,6 +31,7 @@ ANOMALY_COLUMNS: tuple[tuple[str, DataType], ...] = (
     ("excuse", StringType()),  # why an excused row is: rebalance, truncation, power-loss
     ("invoke_ns", LongType()),  # the write's first produce attempt, where the kind is about it
     ("txn", StringType()),  # torn-transaction: the transaction's id
+    ("copy_offset", LongType()),  # duplicate: the later copy's offset (the highest read)
 )
 _ANOMALY_NAMES = frozenset(name for name, _ in ANOMALY_COLUMNS)
 

@@ -27,6 +27,9 @@ FACTS: dict[str, str] = {
     "epoch_bump_before": "a write of the record's producer ended with an epoch-bump error "
     "(_MSG_TIMED_OUT, OUT_OF_ORDER_SEQUENCE_NUMBER, ...) after the record's first attempt and "
     "before its later copy (duplicate) or its out-of-order copy (reorder) was first read",
+    "copies_in_new_epoch": "where the replicas' segments were collected, the batches holding "
+    "the duplicate's two copies (the reorder's two records) differ in producer id or epoch "
+    "(a resend under a bumped epoch); without segments, no evidence against",
     "partition_eof": "the reader ran with enable.partition.eof=true",
     "skipped_one_offset": "the reader's jump went from offset o to o + 2 (one offset skipped)",
     "crash_isr_power_loss": "every replica in the record's partition's ISR at a power loss "
@@ -37,10 +40,15 @@ FACTS: dict[str, str] = {
     "client that sent it (a new producer id: its first ``producer-epoch`` event names its "
     "first seq) had acknowledged nothing in the record's partition with an offset at a lower "
     "seq, and acknowledged a record there with an offset at a higher seq; or, counted from "
-    "the latest power loss that cut the partition's log before the record's acknowledgement "
+    "the latest power loss that cut the log of the partition's leader at recovery before the "
+    "record's acknowledgement "
     "(the leader then has no state for any producer id either), the client acknowledged "
     "nothing there with an offset at a lower seq since that cut, and a record at a higher "
     "seq",
+    "leader_moved_in_flight": "the partition's leader (or leader epoch) changed after the "
+    "record's first attempt and before its acknowledgement (observed up to 2 s later: the "
+    "observer's sampling); with ``fresh_producer_id_head``'s cut, that cut was of the node "
+    "that led the partition at recovery",
     "delayed_requests_before": "a fault that can deliver a request late (contract.faults "
     "DELAYING_FAULT_KINDS: pause, partition, slow, cpu-throttle, hold) was active between "
     "10 s before the record's transaction began (its first attempt; else the record's "
@@ -126,7 +134,7 @@ KNOWN_BUGS: tuple[KnownBug, ...] = (
         fixed_in=None,
         kinds=("duplicate", "reorder"),
         facts=frozenset({"idempotent_producer", "non_transactional_producer",
-                         "epoch_bump_before"}),
+                         "epoch_bump_before", "copies_in_new_epoch"}),
         note="after a message timeout or an out-of-order sequence the producer bumps its "
         "epoch and resends in-flight batches under the new epoch, which the broker cannot "
         "deduplicate; only transactions avoid it (maintainer, 2025-05-16)",
@@ -142,7 +150,7 @@ KNOWN_BUGS: tuple[KnownBug, ...] = (
         fixed_in=None,
         kinds=("lost",),
         facts=frozenset({"idempotent_producer", "non_transactional_producer",
-                         "fresh_producer_id_head"}),
+                         "fresh_producer_id_head", "leader_moved_in_flight"}),
         note="a partition leader that has no state for a producer id accepts its first batch "
         "at any sequence; when a new producer's first batch in a partition fails across a "
         "leader move and a later batch reaches the new leader first, the log holds the later "

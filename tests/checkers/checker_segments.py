@@ -42,11 +42,12 @@ def record(offset_delta: int, value: bytes | None, key: bytes | None = None) -> 
     return varint(len(body)) + body
 
 
-def batch(base_offset: int, values: list[bytes], epoch: int = 0, control: bool = False) -> bytes:
+def batch(base_offset: int, values: list[bytes], epoch: int = 0, control: bool = False,
+          producer_id: int = -1, producer_epoch: int = -1, base_sequence: int = -1) -> bytes:
     attrs = 0x20 | 0x10 if control else 0
     records = b"".join(record(i, v) for i, v in enumerate(values))
-    after_crc = struct.pack(">hiqqqhii", attrs, len(values) - 1, 0, 0, -1, -1, -1,
-                            len(values)) + records
+    after_crc = struct.pack(">hiqqqhii", attrs, len(values) - 1, 0, 0, producer_id,
+                            producer_epoch, base_sequence, len(values)) + records
     crc = crc32c(after_crc)
     rest = struct.pack(">ibI", epoch, 2, crc) + after_crc
     return struct.pack(">qi", base_offset, len(rest)) + rest

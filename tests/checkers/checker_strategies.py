@@ -1,5 +1,5 @@
 """Hypothesis strategies that draw whole histories (writes, reads, the drain's reach,
-rebalances, power losses) decision by decision, so a failing property shrinks to a small
+rebalances) decision by decision, so a failing property shrinks to a small
 literal history: every choice shrinks towards the plain case (append, read, no trouble)."""
 
 from __future__ import annotations
@@ -21,7 +21,6 @@ class Drawn:
     reads: list[dict[str, Any]] = field(default_factory=list)
     complete: set[str] = field(default_factory=set)
     rebalances: dict[tuple[str, str, int], list[int]] = field(default_factory=dict)
-    power_until: dict[str, int] = field(default_factory=dict)
 
     def spark_rebalances(self) -> dict[tuple[str, str, int], list[tuple[int, str]]]:
         return {k: [(p, "assigned") for p in v] for k, v in self.rebalances.items()}
@@ -93,10 +92,5 @@ def histories(draw: st.DrawFn, max_writes: int = 20) -> Drawn:
     for tp, poll in draw(st.lists(st.tuples(st.sampled_from(TPS), st.integers(0, 12)),
                                   max_size=3)):
         h.rebalances.setdefault(("c1", tp[0], tp[1]), []).append(poll)
-    for tp in draw(st.lists(st.sampled_from(TPS), max_size=2, unique=True)):
-        # a cut after everything (each record on that partition excused) half the time:
-        # a uniform draw over the whole span excused a lost record in ~1 of 700 histories
-        h.power_until[f"{tp[0]}:{tp[1]}"] = draw(st.one_of(st.just(ns + 1),
-                                                           st.integers(0, ns + 1)))
     h.rebalances = {k: sorted(v) for k, v in h.rebalances.items()}
     return h

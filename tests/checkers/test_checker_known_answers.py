@@ -256,7 +256,7 @@ def test_backwards_and_subscribe_excuse(museum) -> None:  # type: ignore[no-unty
 def test_exact_counts_of_every_kind(museum) -> None:  # type: ignore[no-untyped-def]
     counts = {k: a["count"] for k, a in museum["anomalies"].items()}
     assert counts == {
-        "lost": 1, "unseen": 2,
+        "lost": 1, "vanished": 0, "unseen": 2,
         "duplicate": 3,  # dup's (5, 0); incons' (12, 0) and (12, 1), also read at offset 3
         "inconsistent-offset": 1, "offset-mismatch": 1, "reorder": 1, "failed-visible": 1,
         "unexpected": 3, "poll-skip": 2, "nonmonotonic-poll": 2, "aborted-read": 1,

@@ -17,10 +17,10 @@ from contract.settings import Settings
 
 EVERY_KIND = {"lost", "unseen", "duplicate", "inconsistent-offset", "offset-mismatch",
               "reorder", "failed-visible", "unexpected", "poll-skip", "nonmonotonic-poll",
-              "aborted-read", "reused-offset"}
+              "aborted-read", "reused-offset", "vanished"}
 
 
-def _spark_counts(spark, writes, reads, complete, settings=None, power=None,  # type: ignore[no-untyped-def]
+def _spark_counts(spark, writes, reads, complete, settings=None,  # type: ignore[no-untyped-def]
                   rebalances=None):
     w = spark.createDataFrame([tuple(r[f.name] for f in WRITES_SCHEMA.fields) for r in writes],
                               WRITES_SCHEMA)
@@ -28,22 +28,20 @@ def _spark_counts(spark, writes, reads, complete, settings=None, power=None,  # 
                               READS_SCHEMA)
     topics = sorted({x["topic"] for x in writes + reads})
     readers = sorted({x["reader"] for x in reads})
-    inputs = IdentityInputs(settings or Settings(), sorted(complete), power or {}, 2, topics,
-                            readers)
+    inputs = IdentityInputs(settings or Settings(), sorted(complete), 2, topics, readers)
     found = find_anomalies(w, r, inputs, rebalances=rebalances)
     return {k: (n, found.excused.get(k, 0)) for k, n in found.counts.items() if n}
 
 
 def _expected(h: Drawn) -> dict[str, tuple[int, int]]:
-    return reference(h.writes, h.reads, h.complete, power_until=h.power_until,
-                     rebalances=h.rebalances)
+    return reference(h.writes, h.reads, h.complete, rebalances=h.rebalances)
 
 
 @pytest.mark.spark
 @settings(max_examples=6, database=None, deadline=None, suppress_health_check=list(HealthCheck))
 @given(h=histories())
 def test_spark_agrees_with_reference(spark, h: Drawn) -> None:  # type: ignore[no-untyped-def]
-    got = _spark_counts(spark, h.writes, h.reads, h.complete, power=h.power_until,
+    got = _spark_counts(spark, h.writes, h.reads, h.complete,
                         rebalances=h.spark_rebalances())
     assert got == _expected(h)
 
@@ -51,14 +49,12 @@ def test_spark_agrees_with_reference(spark, h: Drawn) -> None:  # type: ignore[n
 @pytest.mark.spark
 @settings(max_examples=2, database=None, deadline=None, suppress_health_check=list(HealthCheck))
 @given(seed=st.integers(0, 2**31 - 1))
-def test_reader_isolation_and_power_loss_agree(spark, seed: int) -> None:  # type: ignore[no-untyped-def]
+def test_reader_isolation_agrees(spark, seed: int) -> None:  # type: ignore[no-untyped-def]
     writes, reads, complete = random_history(seed, 50)
     s = Settings(default_isolation="read_uncommitted", reader_isolation={"c1": "read_committed"})
-    mid = sorted(w["complete_ns"] for w in writes)[len(writes) // 2]
-    power = {"a:0": mid}
     expected = reference(writes, reads, complete, read_committed={"c1": True},
-                         default_rc=False, power_until=power)
-    assert _spark_counts(spark, writes, reads, complete, s, power) == expected
+                         default_rc=False)
+    assert _spark_counts(spark, writes, reads, complete, s) == expected
 
 
 @pytest.mark.spark

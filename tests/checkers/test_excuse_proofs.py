@@ -169,3 +169,38 @@ def test_min_insync_one_allows_only_the_lone_leaders_own_power_loss(check) -> No
     assert lost["why"].startswith("forbidden: acks=all, min.insync.replicas=1")
     assert [e["topic"] for e in lost["examples"] if not e["excused"]] == ["lone"]
     assert r["valid"] is False
+
+
+def test_copies_in_batches_of_one_epoch_are_the_brokers_not_the_clients(spark, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Two duplicates in librdkafka#4953's window. The segments show one resent under a
+    bumped epoch (tagged) and one appended twice with the same producer id, epoch and base
+    sequence: a deduplication failure, named as the broker's (old checker: both tagged)."""
+    from checker_segments import batch, write_log
+
+    from checkers import check_run
+
+    h = History()
+    for producer, topic in ((1, "dedup"), (2, "resend")):
+        h.write(producer, 0, offset=1, at_ms=0, complete_ms=9, topic=topic)
+        h.write(producer, 1, outcome="info", error=TIMEOUT, at_ms=5, topic=topic)
+        h.drain(0, 0, producer, 0, topic=topic).drain(0, 1, producer, 0, topic=topic)
+    h.drain_end(complete=True)
+    run = h.save(tmp_path / "run")
+    write_log(run, "1", "dedup", 0, [batch(0, [b"a"], producer_id=1000, producer_epoch=0,
+                                           base_sequence=0),
+                                     batch(1, [b"a"], producer_id=1000, producer_epoch=0,
+                                           base_sequence=0)])
+    write_log(run, "1", "resend", 0, [batch(0, [b"a"], producer_id=2000, producer_epoch=0,
+                                            base_sequence=0),
+                                      batch(1, [b"a"], producer_id=2000, producer_epoch=1,
+                                            base_sequence=0)])
+    r = check_run(run)
+    dup = r["anomalies"]["duplicate"]
+    assert dup["count"] == 2 and dup["known_bugs"] == {"librdkafka#4953": 1}
+    assert dup["findings"] == {"broker-deduplication-failure": 1}
+    got = {e["topic"]: e for e in dup["examples"]}
+    assert got["dedup"]["finding"] == "broker-deduplication-failure"
+    assert "known_bug" not in got["dedup"] and "appended one batch twice" in got["dedup"]["summary"]
+    assert got["dedup"]["batches"] == [{"producer_id": 1000, "producer_epoch": 0,
+                                        "base_sequence": 0}] * 2
+    assert got["resend"]["known_bug"]["id"] == "librdkafka#4953" and "finding" not in got["resend"]
