@@ -195,6 +195,15 @@ def test_an_assign_consumer_that_skipped_a_whole_partition_is_unknown(spark, tmp
     assert r["unknown_reasons"] == [
         "consumer(s) read nothing of partitions holding acknowledged writes they were "
         "given: c0 (assign) t:1 (4 acknowledged)"]
+    # a test body's own assign consumer (ChaosSession) chose partitions run.json does not
+    # list: reading anything is enough, reading nothing is not
+    h = _consumers(_drained(_drained(_writes(_writes(History()), partition=1), partition=1)),
+                   ("c0", "assign"), ("c1", "assign"))
+    h.run["workload"]["source"] = "user"
+    r = _check(_read_by(h, "c0").drain_end(), tmp_path / "r2")
+    assert r["unknown_reasons"] == [
+        "consumer(s) read nothing of partitions holding acknowledged writes they were "
+        "given: c1 (assign) t:0 (4 acknowledged), t:1 (4 acknowledged)"]
 
 
 def test_a_group_member_given_no_partition_may_read_nothing(spark, tmp_path) -> None:  # type: ignore[no-untyped-def]
