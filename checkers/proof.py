@@ -248,17 +248,16 @@ def consumers_idle(run_cfg: dict[str, Any], events: list[Event], ok_by_partition
                    read_by: dict[str, list[str]]) -> str | None:
     """The reason a configured consumer that read nothing leaves the verdict open.
 
-    Each consumer run.json's ``workload.consumers`` lists was given partitions
+    Each consumer that run.json's ``workload.consumers`` lists was given partitions
     (``_given_partitions``). An ``assign`` consumer reads each of its own from the
     beginning, so it must have read at least one record of each that holds acknowledged
     writes; a group member may hold a partition for a moment with nothing new in it, so it
     must have read something when any of its partitions holds acknowledged writes (so must
     a test body's own assign consumer, ``workload.source: "user"``, whose partitions
-    run.json does not list). A
-    consumer that did not shows nothing of what consumers see (a skip, a backward step, a
-    record read and gone later), and its silence is no proof they are fine. Judged from the
-    history alone: reads per reader and partition against the acknowledged writes of the
-    partitions it was assigned or subscribed to."""
+    run.json does not list). A consumer that did not shows nothing of what consumers see (a
+    skip, a backward step, a record read and gone later), and its silence is no proof they
+    are fine. Judged from the history alone: reads per reader and partition against the
+    acknowledged writes of the partitions it was assigned or subscribed to."""
     workload = run_cfg.get("workload")
     specs = workload.get("consumers") if isinstance(workload, dict) else None
     if not isinstance(specs, list):
