@@ -27,7 +27,14 @@ from compose.config import FAST_FAULTS, ClusterConfig
 from compose.nodes_file import load_nodes
 from compose.remote import ExternalCluster
 from compose.stop_signals import signals_raise, stop_request
-from contract.events import COLLECT_ERROR, INSTANT, INTERRUPTED, RUN_ERROR, parse_events
+from contract.events import (
+    COLLECT_ERROR,
+    CONSUMERS_STOPPED,
+    INSTANT,
+    INTERRUPTED,
+    RUN_ERROR,
+    parse_events,
+)
 from workloads import (
     ChildInterpreter,
     ConsumerConfig,
@@ -275,6 +282,12 @@ class Run:
             self.events.emit(COLLECT_ERROR, INSTANT, [f.node] if f.node >= 0 else [],
                              {"node": f.node, "what": f.what, "error": f.error})
 
+    def _consumers_stopped(self, stats: dict[str, dict[str, Any]]) -> None:
+        """The consumers' exit codes go into events.jsonl as the producers' go into the
+        workload's end event: the checker reads an exit other than 0 as missing reads."""
+        self.events.emit(CONSUMERS_STOPPED, INSTANT, [], {"consumers": stats})
+        record_client_versions(self.run_dir, stats)
+
     def teardown(self, interrupted: bool = False) -> None:
         """Runs on every exit path; each step guarded so the others still happen.
 
@@ -290,8 +303,8 @@ class Run:
         if self.producers:
             steps.append(("producers", lambda: self.producers.stop(timeout_s=clients_s)))  # type: ignore[union-attr]
         if self.consumers:
-            steps.append(("consumers", lambda: record_client_versions(
-                self.run_dir, self.consumers.stop(timeout_s=clients_s))))  # type: ignore[union-attr]
+            steps.append(("consumers", lambda: self._consumers_stopped(
+                self.consumers.stop(timeout_s=clients_s))))  # type: ignore[union-attr]
         if self.observer:
             steps.append(("observer", self.observer.stop))
         if self.cluster:

@@ -25,7 +25,10 @@ from .identity import identity_anomalies, reorder_anomalies
 from .pipeline import PipelineCheck
 from .positions import position_anomalies, rebalance_polls
 from .proof import (
+    consumers_idle,
+    consumers_unknown,
     divergence_status,
+    drain_unknown,
     fault_counts,
     faults_unknown,
     producers_unknown,
@@ -150,11 +153,9 @@ class RowAnomalies:
             # the count is a lower bound (an expectation of 0 is not met on it)
             anomalies[TORN].update(checked=False, reason="the drain read with "
                                    "read_uncommitted: torn transactions were not examined")
-        unknown: list[str] = []
-        if n := anomalies["unseen"]["count"]:
-            unknown.append(f"{n} acknowledged writes are unseen in partitions the drain did "
-                           f"not read completely: {ctx.drain.incomplete[:20]}")
-        return CheckResult(anomalies=anomalies, unknown=unknown)
+        reason = drain_unknown(ctx.drain.incomplete, ctx.ws.ok_by_partition,
+                               anomalies["unseen"]["count"])
+        return CheckResult(anomalies=anomalies, unknown=[reason] if reason else [])
 
 
 @dataclass
@@ -165,7 +166,10 @@ class DivergenceCheck:
 
     def run(self, ctx: CheckContext) -> CheckResult:
         div = check_divergence(ctx.run, ctx.spark)
-        status = divergence_status(ctx.run_cfg, ctx.events, div.checked, div.note)
+        status = divergence_status(ctx.run_cfg, ctx.events, div.checked, div.note,
+                                   div.offsets_compared, div.copies,
+                                   ctx.settings.replication_factor,
+                                   sorted(ctx.ws.ok_by_partition))
         div.checked = status.checked
         entry = anomaly_entry(DIVERGENCE, div.count, 0, div.examples, ctx, None, {})
         examples = entry.pop("examples")
@@ -200,6 +204,19 @@ class ProducersCheck:
     def run(self, ctx: CheckContext) -> CheckResult:
         reason = producers_unknown(ctx.events)
         return CheckResult(unknown=[reason] if reason else [])
+
+
+@dataclass
+class ConsumersCheck:
+    """Every configured consumer ended cleanly and read something of what it was given."""
+
+    name: str = "consumers"
+
+    def run(self, ctx: CheckContext) -> CheckResult:
+        reasons = [consumers_unknown(ctx.events),
+                   consumers_idle(ctx.run_cfg, ctx.events, ctx.ws.ok_by_partition,
+                                  ctx.rs.partitions_by_reader)]
+        return CheckResult(unknown=[r for r in reasons if r])
 
 
 @dataclass
@@ -268,8 +285,8 @@ class StatsCheck:
 # The order is the order of the unknown reasons; the row checks come before RowAnomalies,
 # which collects their rows.
 CHECKS = (RunFacts(), IdentityCheck(), ReorderCheck(), TornTransactionsCheck(), PositionsCheck(),
-          RowAnomalies(), DivergenceCheck(), FaultsCheck(), ProducersCheck(), TransactionsCheck(),
-          PipelineCheck(), MechanismCheck(), StatsCheck())
+          RowAnomalies(), DivergenceCheck(), FaultsCheck(), ProducersCheck(), ConsumersCheck(),
+          TransactionsCheck(), PipelineCheck(), MechanismCheck(), StatsCheck())
 
 # results.json's stats keys in their published order (each check adds its own).
 STATS_ORDER = ("writes", "reads", "reads_by_reader", "drain_complete", "drain", "duration_s",

@@ -36,10 +36,13 @@ class DivergenceResult:
     partitions: int = 0
     offsets_compared: int = 0
     note: str = ""
+    #: "topic:partition" -> how many replicas' copies of it were found (compared or not)
+    copies: dict[str, int] = field(default_factory=dict)
 
     def stats(self) -> dict[str, Any]:
         return {"checked": self.checked, "replicas": self.replicas,
                 "partitions": self.partitions, "offsets_compared": self.offsets_compared,
+                "copies": dict(sorted(self.copies.items())),
                 **({"note": self.note} if self.note else {})}
 
 
@@ -161,6 +164,7 @@ def check_divergence(run: RunDir, spark: SparkSession | None,
                         chunks.append((int(_SEGMENT.match(os.path.basename(f)).group(1)),  # type: ignore[union-attr]
                                        fh.read()))
                 batches[replica] = _segment_batches(chunks)
+            res.copies[f"{topic}:{part}"] = len(batches)
             if len(batches) < 2:
                 res.partitions += 1
                 continue
@@ -182,15 +186,17 @@ def _parse_uri_path(path: str) -> tuple[tuple[str, int], str, int] | None:
 
 
 def _compare_group(item: tuple[tuple[str, int], Iterable[tuple[str, int, bytes]]]
-                   ) -> list[tuple[int, list[dict[str, Any]], int]]:
+                   ) -> list[tuple[str, int, int, list[dict[str, Any]], int]]:
+    """(partition key, copies, divergent offsets, examples, offsets compared)."""
     (topic, part), files = item
     by_rep: dict[str, list[tuple[int, bytes]]] = {}
     for replica, base, data in files:
         by_rep.setdefault(replica, []).append((base, data))
+    key = f"{topic}:{part}"
     if len(by_rep) < 2:
-        return [(0, [], 0)]
+        return [(key, len(by_rep), 0, [], 0)]
     batches = {r: _segment_batches(c) for r, c in by_rep.items()}
-    return [compare_partition(topic, part, batches)]
+    return [(key, len(by_rep), *compare_partition(topic, part, batches))]
 
 
 def _check_uri(run: RunDir, spark: SparkSession | None, max_examples: int) -> DivergenceResult:
@@ -203,6 +209,7 @@ def _check_uri(run: RunDir, spark: SparkSession | None, max_examples: int) -> Di
         lambda kv: [(p[0], (p[1], p[2], kv[1]))] if (p := _parse_uri_path(kv[0])) else []
     )
     res = DivergenceResult(True)
-    for n, ex, compared in keyed.groupByKey().flatMap(_compare_group).collect():
+    for key, copies, n, ex, compared in keyed.groupByKey().flatMap(_compare_group).collect():
+        res.copies[key] = copies
         _merge(res, n, ex, compared, max_examples)
     return res

@@ -1,6 +1,8 @@
 """What a run must show before its verdict can be trusted (DESIGN.md §4, "nothing passes
-vacuously"): the divergence check ran when it was asked for, the fault schedule hit the
-cluster, and a transactional run learned the outcome of its transactions.
+vacuously"): the divergence check ran when it was asked for and compared every copy, the
+fault schedule hit the cluster, a transactional run learned the outcome of its transactions,
+the drain finished every partition holding acknowledged writes, and every configured
+process ended cleanly and every consumer read what it was given.
 
 Each check returns the facts for results.json and, when the run cannot prove something it
 claims to test, one reason that makes the verdict ``unknown``.
@@ -14,7 +16,7 @@ from typing import Any
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from contract.events import COLLECT_ERROR, END, FAULT_ERROR, PHASE
+from contract.events import COLLECT_ERROR, CONSUMERS_STOPPED, END, FAULT_ERROR, PHASE, REBALANCE
 from contract.faults import FAULT_KINDS
 
 from .history import Event
@@ -40,14 +42,33 @@ def _asked_for_data(run_cfg: dict[str, Any]) -> bool:
     return isinstance(options, dict) and bool(options.get("collect_data"))
 
 
+def _short_copies(copies: dict[str, int], partitions: list[str], rf: int) -> list[str]:
+    """The partitions (written ones, and every one found in logs/data) with fewer than
+    ``rf`` copies, as "t:0 (2 copies)"."""
+    keys = sorted(set(copies) | set(partitions))
+    return [f"{k} ({copies.get(k, 0)} cop{'y' if copies.get(k, 0) == 1 else 'ies'})"
+            for k in keys if copies.get(k, 0) < rf]
+
+
 def divergence_status(run_cfg: dict[str, Any], events: list[Event], compared: bool,
-                      note: str = "") -> DivergenceStatus:
-    """``compared``: the divergence reader found ``logs/data``.
+                      note: str = "", offsets_compared: int = 0,
+                      copies: dict[str, int] | None = None,
+                      replication_factor: int | None = None,
+                      partitions: list[str] | None = None) -> DivergenceStatus:
+    """``compared``: the divergence reader found ``logs/data``; ``offsets_compared``,
+    ``copies`` ("topic:partition" -> replicas found): what it looked at; ``partitions``:
+    those the run wrote acknowledged records to.
 
     A run asked for the replicas' data when run.json's ``options.collect_data`` is true or
     the run recorded a ``collect-error``. A failed copy, or data asked for and absent (the
     run crashed before copying), leaves the check undone: ``unknown``. A run that did not
     ask and has no data says "not checked" and its verdict does not depend on it.
+
+    Data found proves nothing by being there: when no offset was compared, or a partition
+    has fewer copies than ``replication_factor`` (2 when run.json does not say) — a replica
+    whose copy is missing could be the one that diverged — the check is undone and the
+    verdict ``unknown``. At replication factor 1 there is no second copy: nothing can
+    diverge, so "not checked" without touching the verdict.
     """
     errors = [e for e in events
               if e.kind == COLLECT_ERROR and e.detail.get("what", "data") == "data"]
@@ -57,6 +78,20 @@ def divergence_status(run_cfg: dict[str, Any], events: list[Event], compared: bo
         reason = f"the copy of the replicas' data failed ({what})"
         return DivergenceStatus(False, reason, f"divergence not checked: {reason}")
     if compared:
+        rf = replication_factor if replication_factor is not None else 2
+        if rf == 1:
+            return DivergenceStatus(False, "replication.factor 1: one copy of each partition, "
+                                           "nothing to compare")
+        short = _short_copies(copies or {}, partitions or [], rf)
+        if short:
+            reason = (f"fewer copies than replication.factor {rf} of {len(short)} partition"
+                      f"{'' if len(short) == 1 else 's'}: "
+                      + ", ".join(short[:MAX_ERRORS_LISTED])
+                      + (", ..." if len(short) > MAX_ERRORS_LISTED else ""))
+            return DivergenceStatus(False, reason, f"divergence not checked: {reason}")
+        if offsets_compared == 0:
+            reason = "no offset of any replica was compared"
+            return DivergenceStatus(False, reason, f"divergence not checked: {reason}")
         return DivergenceStatus(True)
     if _asked_for_data(run_cfg):
         reason = ("the replicas' data was asked for but logs/data is absent (the run ended "
@@ -139,6 +174,18 @@ def transactions_unknown(transactional: bool, outcomes: dict[str, int]) -> str |
     return None
 
 
+def _unclean_exits(stats: Any) -> list[str]:
+    """"name (exit code N)" of each process whose recorded exit code is not 0."""
+    bad: list[str] = []
+    if not isinstance(stats, dict):
+        return bad
+    for name, st in sorted(stats.items()):
+        # no exitcode: a history written before it was recorded (nothing known)
+        if isinstance(st, dict) and "exitcode" in st and st["exitcode"] != 0:
+            bad.append(f"{name} (exit code {st['exitcode']})")
+    return bad
+
+
 def producers_unknown(events: list[Event]) -> str | None:
     """The reason a producer process that did not end cleanly leaves the verdict open.
 
@@ -147,17 +194,116 @@ def producers_unknown(events: list[Event]) -> str | None:
     took the attempts it still held with it. Records of those attempts read later would look
     unexpected, and acknowledgements never recorded prove nothing, so the verdict cannot rest
     on its history. A run without a workload end event (it crashed) is unknown already."""
-    bad: list[str] = []
-    for e in events:
-        if e.kind == PHASE and e.phase == END and e.name == "workload":
-            producers = e.detail.get("producers")
-            if not isinstance(producers, dict):
-                continue
-            for name, st in sorted(producers.items()):
-                # no exitcode: a history written before it was recorded (nothing known)
-                if isinstance(st, dict) and "exitcode" in st and st["exitcode"] != 0:
-                    bad.append(f"{name} (exit code {st['exitcode']})")
+    bad = [b for e in events if e.kind == PHASE and e.phase == END and e.name == "workload"
+           for b in _unclean_exits(e.detail.get("producers"))]
     if not bad:
         return None
     return ("producer process(es) did not end cleanly, so their history may miss attempts: "
             + ", ".join(bad))
+
+
+def consumers_unknown(events: list[Event]) -> str | None:
+    """The reason a consumer process that did not end cleanly leaves the verdict open.
+
+    The orchestrator records the consumers' exit codes when it stops them (a
+    ``consumers-stopped`` event, after the drain). A consumer that crashed or was killed
+    took its unwritten reads with it, and one that died early read nothing after: what it
+    did not record cannot show a skip, a backward step or a record that vanished later. A
+    history without the event (written before exits were recorded) says nothing here."""
+    bad = [b for e in events if e.kind == CONSUMERS_STOPPED
+           for b in _unclean_exits(e.detail.get("consumers"))]
+    if not bad:
+        return None
+    return ("consumer process(es) did not end cleanly, so their reads may be missing from the "
+            "history: " + ", ".join(bad))
+
+
+def _given_partitions(reader: str, mode: str, spec: dict[str, Any], topic: str | None,
+                      written: list[str], events: list[Event]) -> tuple[list[str], str]:
+    """The partitions a configured consumer was given, and how to name it.
+
+    ``assign``: its spec's ``partitions`` (ints of the run's topic, or "topic:partition"),
+    else every written partition. A group member (``subscribe``, ``restart``): every
+    partition its ``assigned`` / ``restart`` rebalance events name; one that recorded no
+    assignment at all never joined the group, so all the written partitions were its to
+    read (an empty assignment is recorded, and gives it none)."""
+    if mode == "assign":
+        parts = spec.get("partitions")
+        if isinstance(parts, list):
+            return sorted({p if isinstance(p, str) else f"{topic}:{p}" for p in parts}), mode
+        return written, mode
+    given: set[str] = set()
+    joined = False
+    for e in events:
+        if (e.kind == REBALANCE and e.detail.get("reader") == reader
+                and e.detail.get("what") in ("assigned", "restart")):
+            joined = True
+            given.update(str(p) for p in e.detail.get("partitions") or [])
+    if not joined:
+        return written, f"{mode}, never assigned"
+    return sorted(given), mode
+
+
+def consumers_idle(run_cfg: dict[str, Any], events: list[Event], ok_by_partition: dict[str, int],
+                   read_by: dict[str, list[str]]) -> str | None:
+    """The reason a configured consumer that read nothing leaves the verdict open.
+
+    Each consumer that run.json's ``workload.consumers`` lists was given partitions
+    (``_given_partitions``). An ``assign`` consumer reads each of its own from the
+    beginning, so it must have read at least one record of each that holds acknowledged
+    writes; a group member may hold a partition for a moment with nothing new in it, so it
+    must have read something when any of its partitions holds acknowledged writes (so must
+    a test body's own assign consumer, ``workload.source: "user"``, whose partitions
+    run.json does not list). A consumer that did not shows nothing of what consumers see (a
+    skip, a backward step, a record read and gone later), and its silence is no proof they
+    are fine. Judged from the history alone: reads per reader and partition against the
+    acknowledged writes of the partitions it was assigned or subscribed to."""
+    workload = run_cfg.get("workload")
+    specs = workload.get("consumers") if isinstance(workload, dict) else None
+    if not isinstance(specs, list):
+        return None
+    topic = workload.get("topic") if isinstance(workload, dict) else None
+    user = isinstance(workload, dict) and workload.get("source") == "user"
+    written = sorted(ok_by_partition)
+    idle: list[str] = []
+    for spec in specs:
+        if not isinstance(spec, dict) or "id" not in spec:
+            continue
+        reader = str(spec["id"])
+        mode = str(spec.get("mode") or "subscribe")
+        parts, label = _given_partitions(reader, mode, spec, topic, written, events)
+        seen = set(read_by.get(reader, []))
+        # A group member may hold a partition for a moment with nothing new in it; a test
+        # body's own assign consumer (workload.source "user") chose partitions run.json
+        # does not list: for both, reading anything at all is enough.
+        whole = mode != "assign" or ("partitions" not in spec and user)
+        if whole and seen:
+            continue
+        missed = [f"{p} ({ok_by_partition[p]} acknowledged)" for p in parts
+                  if ok_by_partition.get(p) and p not in seen]
+        if missed:
+            idle.append(f"{reader} ({label}) " + ", ".join(missed[:MAX_ERRORS_LISTED])
+                        + (", ..." if len(missed) > MAX_ERRORS_LISTED else ""))
+    if not idle:
+        return None
+    return ("consumer(s) read nothing of partitions holding acknowledged writes they were "
+            "given: " + ", ".join(idle))
+
+
+def drain_unknown(incomplete: list[str], ok_by_partition: dict[str, int],
+                  unseen: int) -> str | None:
+    """The reason partitions the final drain did not read completely leave the verdict open.
+
+    ``unseen`` acknowledged writes nobody read are one reason. But a partition the drain did
+    not finish that holds acknowledged writes is not known to hold them still even when a
+    live consumer read every one of them: the record it read may have vanished since (a
+    truncation after the read), and only the drain reads the final log."""
+    if unseen:
+        return (f"{unseen} acknowledged writes are unseen in partitions the drain did not read "
+                f"completely: {incomplete[:20]}")
+    parts = [p for p in incomplete if ok_by_partition.get(p)]
+    if not parts:
+        return None
+    return (f"the drain did not read {len(parts)} partition{'' if len(parts) == 1 else 's'} "
+            f"holding acknowledged writes completely, so the records read there are not known "
+            f"to be in the log still: {parts[:20]}")

@@ -37,6 +37,8 @@ class WriteSummary:
     partitions: list[str] = field(default_factory=list)
     topics: list[str] = field(default_factory=list)
     ok_without_offset: int = 0  # acknowledged without an offset (acks=0, implicit acks)
+    #: "topic:partition" -> acknowledged writes sent to it (partitions with none left out)
+    ok_by_partition: dict[str, int] = field(default_factory=dict)
 
 
 def write_summary(writes: DataFrame) -> WriteSummary:
@@ -52,11 +54,15 @@ def write_summary(writes: DataFrame) -> WriteSummary:
     parts, topics = set(), set()
     firsts, lasts = [], []
     ok_no_offset = 0
+    ok_parts: dict[str, int] = {}
     for r in rows:
         if r["outcome"] in by_outcome:
             by_outcome[r["outcome"]] += int(r["n"])
         if r["outcome"] == "ok":
             ok_no_offset += int(r["no_offset"] or 0)
+            if r["topic"] is not None and r["partition"] is not None:
+                key = f"{r['topic']}:{r['partition']}"
+                ok_parts[key] = ok_parts.get(key, 0) + int(r["n"])
         if r["error"] is not None:
             errors[r["error"]] = errors.get(r["error"], 0) + int(r["n"])
         if r["topic"] is not None:
@@ -71,7 +77,7 @@ def write_summary(writes: DataFrame) -> WriteSummary:
         ok=by_outcome["ok"], fail=by_outcome["fail"], info=by_outcome["info"],
         first_ns=min(firsts, default=None), last_ns=max(lasts, default=None),
         errors=errors, partitions=sorted(parts), topics=sorted(topics),
-        ok_without_offset=ok_no_offset,
+        ok_without_offset=ok_no_offset, ok_by_partition=dict(sorted(ok_parts.items())),
     )
 
 
@@ -80,6 +86,8 @@ class ReadSummary:
     per_reader: dict[str, int]
     drained: dict[str, int]  # "topic:partition" -> highest offset the drain read
     topics: list[str]
+    #: reader -> the "topic:partition"s it read at least one record of
+    partitions_by_reader: dict[str, list[str]] = field(default_factory=dict)
 
 
 def read_summary(reads: DataFrame) -> ReadSummary:
@@ -90,13 +98,16 @@ def read_summary(reads: DataFrame) -> ReadSummary:
     per_reader: dict[str, int] = {}
     drained: dict[str, int] = {}
     topics = set()
+    by_reader: dict[str, set[str]] = {}
     for r in rows:
         per_reader[str(r["reader"])] = per_reader.get(str(r["reader"]), 0) + int(r["n"])
         if r["topic"] is not None:
             topics.add(r["topic"])
+            by_reader.setdefault(str(r["reader"]), set()).add(f"{r['topic']}:{r['partition']}")
         if r["reader"] == DRAIN_READER and r["max_offset"] is not None:
             drained[f"{r['topic']}:{r['partition']}"] = int(r["max_offset"])
-    return ReadSummary(per_reader, drained, sorted(topics))
+    return ReadSummary(per_reader, drained, sorted(topics),
+                       {k: sorted(v) for k, v in sorted(by_reader.items())})
 
 
 def _round(v: float | None) -> float | None:

@@ -40,11 +40,16 @@ PRODUCER_EPOCH = "producer-epoch"
 #: The run was interrupted (Ctrl-C) or failed.
 INTERRUPTED = "interrupted"
 RUN_ERROR = "run-error"
+#: The consumers' processes were stopped (the orchestrator's teardown, after the drain):
+#: ``detail = {"consumers": {reader: {polls, records, ..., exitcode}}}``, as the workload's
+#: end event records the producers' (``detail.producers``). An exit code other than 0 (a
+#: crash, a signal) means the process's reads may be missing from the history.
+CONSUMERS_STOPPED = "consumers-stopped"
 
 #: Every kind other than the faults' own (contract.faults.FAULTS) and their closers.
 OTHER_KINDS: tuple[str, ...] = (
     PHASE, FAULT_ERROR, COLLECT_ERROR, NEMESIS_ERROR, SITUATION, REBALANCE, CONTROLLER_CHANGE,
-    PREFERRED_LEADERS, PRODUCER_EPOCH, INTERRUPTED, RUN_ERROR,
+    PREFERRED_LEADERS, PRODUCER_EPOCH, INTERRUPTED, RUN_ERROR, CONSUMERS_STOPPED,
 )
 
 

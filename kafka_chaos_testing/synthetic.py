@@ -216,7 +216,8 @@ def _run_json(spec: SyntheticSpec) -> dict[str, Any]:
                      "producers": spec.producers,
                      "rate": round(spec.writes / spec.duration_s / spec.producers),
                      "duration_s": spec.duration_s, "record_size": 100,
-                     "consumers": [{"id": "c0", "mode": "assign"}] if spec.consumer else [],
+                     "consumers": [{"id": "c0", "mode": "assign", "partitions": [0]}]
+                     if spec.consumer else [],
                      "transactions": {"enabled": False}},
         "faults": {"kinds": sorted({f.kind for f in spec.faults}), "interval_s": 10,
                    "schedule": "random"},

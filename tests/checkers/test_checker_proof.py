@@ -28,7 +28,7 @@ def _clean(h: History) -> History:
 def _check(h: History, path: Path, logs: bool = False) -> dict[str, Any]:
     root = h.save(path)
     if logs:
-        for rep in ("broker-1", "broker-2"):
+        for rep in ("broker-1", "broker-2", "broker-3"):  # every copy of replication.factor 3
             write_log(root, rep, h.topic, 0, [batch(0, [b"a", b"b", b"c", b"d"])])
     results = check_run(root)
     assert "error" not in results, results.get("traceback")
