@@ -120,7 +120,9 @@ class PositionsCheck:
         inp = ctx.inputs
         return CheckResult(rows=[position_anomalies(ctx.reads, inp.partitions, inp.topics,
                                                     inp.readers, rebalance_polls(ctx.events),
-                                                    inp.power_loss_until)])
+                                                    inp.power_loss_until, {
+                                                        r: inp.settings.group(r)
+                                                        for r in inp.readers})])
 
 
 @dataclass

@@ -11,6 +11,9 @@ offset and both windows reuse that partitioning.
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Mapping
+
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.window import Window
@@ -20,7 +23,7 @@ from contract.schemas import DRAIN_READER
 from .engines import is_connect
 from .history import Event
 from .identity import topic_id, topic_name
-from .rows import anomaly_rows, flag_kinds
+from .rows import ANOMALY_COLUMNS, anomaly_rows, flag_kinds
 
 #: The record key of an undecodable value (smaller than every decoded key).
 UNDECODABLE = -(1 << 63)
@@ -96,7 +99,8 @@ def _rebalance_map(rebalances: Rebalances, topics: list[str],
 
 def position_anomalies(reads: DataFrame, partitions: int, topics: list[str],
                        readers: list[str], rebalances: Rebalances | None = None,
-                       power_loss_until: dict[str, int] | None = None) -> DataFrame:
+                       power_loss_until: dict[str, int] | None = None,
+                       groups: Mapping[str, str | None] | None = None) -> DataFrame:
     """Anomaly rows of inconsistent-offset, reused-offset, unexpected (undecodable) and the
     poll checks.
 
@@ -111,7 +115,10 @@ def position_anomalies(reads: DataFrame, partitions: int, topics: list[str],
     excused when a power loss of the partition's whole ISR came after its first read.
 
     A poll step is excused when the reader is in subscribe mode and one of its recorded
-    rebalances of that partition has a poll number in [previous read's poll, this poll]. A
+    rebalances of that partition has a poll number in [previous read's poll, this poll];
+    a skip forward only when, besides, another subscribe-mode reader of the same consumer
+    group (``groups``: reader -> group, Settings.group) read each offset it skipped
+    (:func:`group_cover`): the group, not the reader, was handed those records. A
     restart-mode reader is alone in its group, so it resumes at the offset it committed: a
     step back across its recorded rebalance or restart is excused (at least once), a skip
     never is. A step back is also excused when it lands on a reused offset (a reset to the
@@ -123,9 +130,79 @@ def position_anomalies(reads: DataFrame, partitions: int, topics: list[str],
     if is_connect(reads.sparkSession):
         from .positions_by_offset import position_anomalies_by_offset
 
-        return position_anomalies_by_offset(reads, partitions, topics, readers, rebalances,
+        rows = position_anomalies_by_offset(reads, partitions, topics, readers, rebalances,
                                             power_loss_until)
-    return _by_windows(reads, partitions, topics, readers, rebalances, power_loss_until)
+    else:
+        rows = _by_windows(reads, partitions, topics, readers, rebalances, power_loss_until)
+    return group_cover(rows, reads, groups or {}, rebalances) if rebalances else rows
+
+
+#: The columns that name one poll step of an anomaly row.
+_STEP = ["topic", "partition", "reader", "prev_offset", "offset", "poll"]
+
+
+def group_cover(rows: DataFrame, reads: DataFrame, groups: Mapping[str, str | None],
+                rebalances: Rebalances) -> DataFrame:
+    """``rows`` with a poll-skip excused across a rebalance kept excused only when another
+    reader of the skipping reader's consumer group, in subscribe mode, read every offset
+    the step skipped: each offset strictly between ``prev_offset`` and ``offset`` that any
+    reader read (the offsets that make it a skip; one nobody read is no record). Without
+    that, the records were delivered to nobody in the group: the skip is not excused.
+
+    The rows are not read twice (on classic Spark that would run the windows above twice):
+    the wide steps across a rebalance are found again from the reads of the readers that
+    have a mate in their group, in partitions they have rebalances of (one window over those
+    reads alone), and only the offsets inside them are joined with the reads (broadcast), as
+    positions_by_offset._skipped does."""
+    crossed = F.coalesce((F.col("kind") == "poll-skip") & (F.col("excuse") == "rebalance"),
+                         F.lit(False))
+    members = {r: g for r, g in groups.items() if g is not None}
+    sizes = Counter(members.values())
+    mates = {r: g for r, g in members.items() if sizes[g] > 1}
+    moved = {f"{r}:{t}:{p}": polls for (r, t, p), polls in sorted(rebalances.items())
+             if r in mates}
+    if not moved:  # no reader with a rebalance has a mate in its group: nothing is covered
+        return _keep_excuse(rows, ~crossed)
+    items: list[F.Column] = []
+    for reader, group in sorted(mates.items()):
+        items += [F.lit(reader), F.lit(group)]
+    group_of = F.create_map(*items)
+    polls_items: list[F.Column] = []
+    for k, at_polls in moved.items():
+        polls_items += [F.lit(k), F.array(*[F.lit(p).cast("long") for p, _ in at_polls])]
+    where = F.concat_ws(":", "reader", "topic", F.col("partition").cast("string"))
+    by_reader = Window.partitionBy("reader", "topic", "partition").orderBy(
+        "poll", "read_ns", "offset")
+    steps = reads.where(where.isin(sorted(moved))).select(
+        "reader", "topic", "partition", "offset", "poll",
+        F.lag("offset").over(by_reader).alias("prev_offset"),
+        F.lag("poll").over(by_reader).alias("prev_poll"))
+    polls = F.create_map(*polls_items)[where]
+    hit = F.exists(polls, lambda p: (p >= F.col("prev_poll")) & (p <= F.col("poll")))
+    wide = steps.where((F.col("offset") > F.col("prev_offset") + 1)
+                       & F.coalesce(hit, F.lit(False))).select(*_STEP).distinct()
+    inside = wide.select(*_STEP, group_of[F.col("reader")].alias("group"), F.explode(
+        F.sequence(F.col("prev_offset") + 1, F.col("offset") - 1)).alias("at"))
+    there = reads.select("topic", "partition", F.col("offset").alias("at"),
+                         F.col("reader").alias("by"), F.col("mode").alias("by_mode"))
+    mate = ((F.col("by") != F.col("reader")) & (F.col("by_mode") == "subscribe")
+            & (group_of[F.col("by")] == F.col("group")))
+    per_offset = (there.join(F.broadcast(inside), ["topic", "partition", "at"])
+                  .groupBy(*_STEP, "at")
+                  .agg(F.max(F.coalesce(mate, F.lit(False)).cast("int")).alias("mate")))
+    covered = (per_offset.groupBy(*_STEP).agg(F.min("mate").alias("mate"))
+               .where(F.col("mate") == 1).select(*_STEP, F.lit(True).alias("covered")))
+    out = rows.join(F.broadcast(covered), _STEP, "left")
+    return _keep_excuse(out, ~crossed | F.coalesce(F.col("covered"), F.lit(False)))
+
+
+def _keep_excuse(rows: DataFrame, keep: F.Column) -> DataFrame:
+    """``rows`` in the anomaly columns, with ``excused``/``excuse`` cleared where not
+    ``keep``."""
+    cols = {name: F.col(name) for name, _ in ANOMALY_COLUMNS}
+    cols["excused"] = F.col("excused") & keep
+    cols["excuse"] = F.when(keep, F.col("excuse"))
+    return rows.select(*[c.alias(n) for n, c in cols.items()])
 
 
 def _by_windows(reads: DataFrame, partitions: int, topics: list[str], readers: list[str],

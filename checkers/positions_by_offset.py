@@ -11,7 +11,8 @@ drain (the drain's reads, most of a history, are in no step), and the steps forw
 more than one offset are poll-skips when some reader read an offset inside them (a dense
 rank of every offset, a window over all of them, is not needed). The reads are not shuffled
 by partition first: that exchange would keep the filters of each branch from reaching the
-scan. What two branches read is written once (``engines.shared``).
+scan. What two branches read is written once (``engines.shared``). A skip across a
+rebalance is then held to its group's reads by positions.group_cover, on both engines.
 tests/checkers/test_sail_engine.py holds both shapes to the same answers.
 """
 
