@@ -28,7 +28,7 @@ from .history import (
     phase_window,
 )
 from .identity import IdentityInputs, identity_table
-from .known import KnownInputs, delaying_windows, known_bug_column
+from .known import KnownInputs, held_end_txns, known_bug_column
 from .observations import (
     PartitionHistory,
     collect_changes,
@@ -184,9 +184,8 @@ def load_context(spark: SparkSession, run: RunDir) -> CheckContext:
                                 sorted(rs.per_reader), bumps)
         return CheckContext(spark, run, bool(text), run_cfg, settings, events, bad_lines, writes,
                             reads, ws, rs, drain, history, n_changes, power, inputs,
-                            KnownInputs(settings, single, delaying_windows(
-                                events, max((e.ts_ns for e in events), default=0)),
-                                starts, firsts, cuts))
+                            KnownInputs(settings, single, starts, firsts, cuts,
+                                        held_end_txns(events)))
     except BaseException:
         for df in persisted:
             release(df)
