@@ -193,6 +193,7 @@ class ChaosSession(ClusterFaults):
                 "source": "user",  # the test body's own clients, not the built-in workload
                 "topic": topic, "partitions": partitions, "producers": len(self.producers),
                 "consumers": [{"id": c.reader, "mode": c.mode or "subscribe",
+                               "group_id": c.kafka_config.get("group.id"),
                                "isolation_level": c.kafka_config.get("isolation.level",
                                                                      "read_committed")}
                               for c in self.consumers],

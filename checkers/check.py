@@ -70,7 +70,8 @@ def find_anomalies(writes: DataFrame, reads: DataFrame, inputs: IdentityInputs,
         return collect_findings([
             identity_anomalies(ident, inputs, acks), reorder_anomalies(ident, inputs, acks),
             position_anomalies(reads, inputs.partitions, inputs.topics, inputs.readers,
-                               rebalances),
+                               rebalances,
+                               groups={r: inputs.settings.group(r) for r in inputs.readers}),
             *([torn_transactions(ident, writes, inputs)] if examinable(inputs) else []),
         ], known_bug_column(known or KnownInputs(inputs.settings)),
             inputs.settings.accept_known)

@@ -124,7 +124,9 @@ class PositionsCheck:
     def run(self, ctx: CheckContext) -> CheckResult:
         inp = ctx.inputs
         return CheckResult(rows=[position_anomalies(ctx.reads, inp.partitions, inp.topics,
-                                                    inp.readers, rebalance_polls(ctx.events))])
+                                                    inp.readers, rebalance_polls(ctx.events),
+                                                    groups={r: inp.settings.group(r)
+                                                            for r in inp.readers})])
 
 
 @dataclass

@@ -31,7 +31,7 @@ from .history import (
     phase_window,
 )
 from .identity import IdentityInputs, identity_table, topic_id
-from .known import KnownInputs, delaying_windows, known_bug_column
+from .known import KnownInputs, held_end_txns, known_bug_column
 from .observations import PartitionHistory, collect_changes, power_loss_coverage
 from .power_proof import Term, covered, crash_isr_terms, crashes, proof_terms
 from .runfiles import RunDir
@@ -198,10 +198,9 @@ def load_context(spark: SparkSession, run: RunDir) -> CheckContext:
         return CheckContext(spark, run, bool(text), run_cfg, settings, events, bad_lines, writes,
                             reads, ws, rs, drain, history, n_changes, power, inputs,
                             KnownInputs(settings, crash_isr_terms(crash_list, history),
-                                        delaying_windows(
-                                            events, max((e.ts_ns for e in events), default=0)),
                                         starts, firsts, cuts,
-                                        leader_moves(history) if implicit else {}),
+                                        leader_moves(history) if implicit else {},
+                                        held_end_txns(events)),
                             proof_terms(crash_list, history))
     except BaseException:
         for df in persisted:

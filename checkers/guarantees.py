@@ -99,11 +99,13 @@ def reorder_rule(s: Settings) -> Rule:
 
 POLL_RULE = Rule(False, "forbidden: a consumer reads a partition in order; only a step of a "
                  "subscribe-mode reader across a recorded rebalance of that reader that moved "
-                 "the partition is excused (it may resume from the group's committed offset), "
-                 "a step back of a restart-mode reader (alone in its group) across its "
-                 "recorded restart (it re-reads from its committed offset, never skips), and "
-                 "a step back onto offsets a truncation reused (the client resets to the "
-                 "truncation point; the truncation is judged as reused-offset)")
+                 "the partition is excused (it may resume from the group's committed offset; "
+                 "a skip forward only when another reader of its consumer group read each "
+                 "offset it skipped), a step back of a restart-mode reader (alone in its "
+                 "group) across its recorded restart (it re-reads from its committed "
+                 "offset, never skips), and a step back onto offsets a truncation reused (the "
+                 "client resets to the truncation point; the truncation is judged as "
+                 "reused-offset)")
 
 NEVER: dict[str, str] = {
     "inconsistent-offset": "forbidden: every reader must see the same record at an offset",
@@ -179,7 +181,7 @@ EXCUSES: dict[str, str] = {
     "its first read until the crash lost power, and it lay at or above each one's recovery "
     "point",
     "poll-skip": "was by a subscribe-mode reader across a recorded rebalance that moved its "
-    "partition",
+    "partition, and another reader of its consumer group read each offset it skipped",
     "nonmonotonic-poll": "was by a subscribe-mode reader across a recorded rebalance that "
     "moved its partition, a step back of a restart-mode reader across its restart, or a "
     "reset onto offsets a truncation reused (judged as reused-offset)",

@@ -11,8 +11,8 @@ from typing import Any
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
-from contract.events import Event
-from contract.faults import DELAYING_FAULT_KINDS
+from contract.events import END, Event
+from contract.held_requests import HELD_END_TXN
 from contract.known_bugs import KNOWN_BUGS, KnownBug, known_bug
 from contract.settings import Settings
 from contract.windows import fault_windows
@@ -32,8 +32,6 @@ class KnownInputs:
     settings: Settings
     # power_proof.crash_isr_terms: the whole ISR at a crash lost the record
     crash_isr: list[Term] = field(default_factory=list)
-    # windows (start_ns, end_ns) of faults that can deliver requests late, merged
-    delaying_windows: list[tuple[int, int]] = field(default_factory=list)
     # fresh_producer_id_head (checkers/fresh_ids.py): producer -> its clients' first seqs,
     # and "producer:topic:partition:start" -> that client's first seq acked with an offset
     client_starts: dict[int, list[int]] = field(default_factory=dict)
@@ -43,6 +41,9 @@ class KnownInputs:
     state_cuts: dict[str, list[int]] = field(default_factory=dict)
     # fresh_ids.leader_moves: "topic:partition" -> when a new leader was first observed
     leader_moves: dict[str, list[int]] = field(default_factory=dict)
+    # (transactional id, start_ns, end_ns): a hold fault held an EndTxn of that producer
+    # (held_end_txns)
+    held_end_txn: list[tuple[str, int, int]] = field(default_factory=list)
 
 
 def _version(settings: Settings, component: str) -> str | None:
@@ -79,40 +80,47 @@ def fact_columns(inp: KnownInputs) -> dict[str, Column]:
         & fresh_head(inp.client_starts, inp.first_offset_acks, inp.state_cuts),
         "leader_moved_in_flight": (kind == "lost") & moved_during(inp.leader_moves),
         "transactional_producer": F.lit(s.transactional),
-        "delayed_requests_before": _overlaps_any(
-            inp.delaying_windows,
-            F.coalesce(F.col("invoke_ns"), F.col("complete_ns"), F.col("event_ns"))
-            - F.lit(DELAY_LOOKBACK_NS),
-            F.coalesce(F.col("complete_ns"), F.col("event_ns")) + F.lit(DELAY_LOOKBACK_NS)),
+        "end_txn_held": _end_txn_held(inp.held_end_txn),
     }
 
 
-#: delayed_requests_before: how long before a transaction's first attempt a stale request
-#: of the producer's previous transaction may have been sent, and how long after the
-#: record's acknowledgement it may still have arrived (the transaction's end).
-DELAY_LOOKBACK_NS = 10_000_000_000
+def _end_txn_held(held: list[tuple[str, int, int]]) -> Column:
+    """A torn transaction whose producer's EndTxn a hold held, begun inside that hold.
 
-
-def _overlaps_any(windows: list[tuple[int, int]], lo: Column, hi: Column) -> Column:
-    """True where [lo, hi] overlaps one of ``windows`` (a few literals: faults are rare)."""
+    The transaction's id is ``<transactional.id>:<n>`` (workloads/txn_producer.py); its
+    first attempt is the row's ``invoke_ns`` (checkers/torn.py). The stale EndTxn was sent
+    on a connection opened before the hold, during it (else it was not held), by the
+    producer's previous transaction, which ended before this one began; it reached the
+    coordinator when the hold ended, deciding this one only if it had begun by then. So
+    the transaction's first attempt lies inside the hold, and the hold named the
+    producer's EndTxn (a few literals: holds are rare)."""
+    if not held:
+        return F.lit(False)
+    producer = F.regexp_extract(F.col("txn"), r"^(.*):[^:]*$", 1)
+    began = F.col("invoke_ns")
     out: Column = F.lit(False)
-    for start, end in windows:
-        out = out | ((F.lit(start) <= hi) & (F.lit(end) >= lo))
-    return out
+    for txn_id, start, end in held:
+        out = out | ((producer == F.lit(txn_id)) & (began >= F.lit(start))
+                     & (began <= F.lit(end)))
+    return (F.col("kind") == "torn-transaction") & F.coalesce(out, F.lit(False))
 
 
-def delaying_windows(events: list[Event], end_ns: int) -> list[tuple[int, int]]:
-    """The merged windows of the faults that can deliver requests late (an open window
-    lasts until ``end_ns``)."""
-    spans = sorted((w.start_ns, w.end_ns if w.end_ns is not None else end_ns)
-                   for w in fault_windows(events) if w.kind in DELAYING_FAULT_KINDS)
-    merged: list[tuple[int, int]] = []
-    for start, end in spans:
-        if merged and start <= merged[-1][1]:
-            merged[-1] = (merged[-1][0], max(merged[-1][1], end))
-        else:
-            merged.append((start, end))
-    return merged
+def held_end_txns(events: list[Event]) -> list[tuple[str, int, int]]:
+    """(transactional id, start_ns, end_ns) of every EndTxn a hold fault held, from its
+    end events' ``held_end_txn`` (chaos/faults/hold.py) and the window each closed."""
+    windows = {(w.kind, tuple(map(str, w.targets)), w.end_ns): w.start_ns
+               for w in fault_windows(events) if w.end_ns is not None}
+    out: set[tuple[str, int, int]] = set()
+    for e in events:
+        if e.kind != "hold" or e.phase != END:
+            continue
+        start = windows.get((e.kind, tuple(map(str, e.targets)), e.ts_ns))
+        if start is None:
+            continue
+        for req in e.detail.get(HELD_END_TXN) or []:
+            if isinstance(req, dict) and isinstance(req.get("transactional_id"), str):
+                out.add((req["transactional_id"], start, e.ts_ns))
+    return sorted(out)
 
 
 def known_bug_column(inp: KnownInputs) -> Column:

@@ -11,6 +11,9 @@ offset and both windows reuse that partitioning.
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Mapping
+
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.window import Window
@@ -20,7 +23,7 @@ from contract.schemas import DRAIN_READER
 from .engines import is_connect
 from .history import Event
 from .identity import topic_id, topic_name
-from .rows import anomaly_rows, flag_kinds
+from .rows import ANOMALY_COLUMNS, anomaly_rows, flag_kinds
 
 #: The record key of an undecodable value (smaller than every decoded key).
 UNDECODABLE = -(1 << 63)
@@ -96,7 +99,7 @@ def _rebalance_map(rebalances: Rebalances, topics: list[str],
 
 def position_anomalies(reads: DataFrame, partitions: int, topics: list[str],
                        readers: list[str], rebalances: Rebalances | None = None,
-                       power_loss_until: dict[str, int] | None = None) -> DataFrame:
+                       groups: Mapping[str, str | None] | None = None) -> DataFrame:
     """Anomaly rows of inconsistent-offset, reused-offset, unexpected (undecodable) and the
     poll checks.
 
@@ -106,12 +109,16 @@ def position_anomalies(reads: DataFrame, partitions: int, topics: list[str],
     live readers read there *vanished* (the drain read it nowhere in the partition: the
     truncated tail's record), or it is still in the log at another offset (a duplicate's
     copy cut by the truncation, a write retried after it) and some offset of the partition
-    shows a vanished record (the proof that the log was truncated). Without that proof a
-    record the log holds elsewhere stays ``inconsistent-offset``. A reused offset is
-    excused when a power loss of the partition's whole ISR came after its first read.
+    shows a vanished record at or below this offset (the proof that the log was truncated
+    there: a truncation removes a tail). Without that proof a record the log holds
+    elsewhere stays ``inconsistent-offset``. A reused offset is excused only by the
+    per-record power-loss proof (power_proof.py, applied to the collected rows).
 
     A poll step is excused when the reader is in subscribe mode and one of its recorded
-    rebalances of that partition has a poll number in [previous read's poll, this poll]. A
+    rebalances of that partition has a poll number in [previous read's poll, this poll];
+    a skip forward only when, besides, another subscribe-mode reader of the same consumer
+    group (``groups``: reader -> group, Settings.group) read each offset it skipped
+    (:func:`group_cover`): the group, not the reader, was handed those records. A
     restart-mode reader is alone in its group, so it resumes at the offset it committed: a
     step back across its recorded rebalance or restart is excused (at least once), a skip
     never is. A step back is also excused when it lands on a reused offset (a reset to the
@@ -123,14 +130,82 @@ def position_anomalies(reads: DataFrame, partitions: int, topics: list[str],
     if is_connect(reads.sparkSession):
         from .positions_by_offset import position_anomalies_by_offset
 
-        return position_anomalies_by_offset(reads, partitions, topics, readers, rebalances,
-                                            power_loss_until)
-    return _by_windows(reads, partitions, topics, readers, rebalances, power_loss_until)
+        rows = position_anomalies_by_offset(reads, partitions, topics, readers, rebalances)
+    else:
+        rows = _by_windows(reads, partitions, topics, readers, rebalances)
+    return group_cover(rows, reads, groups or {}, rebalances) if rebalances else rows
+
+
+#: The columns that name one poll step of an anomaly row.
+_STEP = ["topic", "partition", "reader", "prev_offset", "offset", "poll"]
+
+
+def group_cover(rows: DataFrame, reads: DataFrame, groups: Mapping[str, str | None],
+                rebalances: Rebalances) -> DataFrame:
+    """``rows`` with a poll-skip excused across a rebalance kept excused only when another
+    reader of the skipping reader's consumer group, in subscribe mode, read every offset
+    the step skipped: each offset strictly between ``prev_offset`` and ``offset`` that any
+    reader read (the offsets that make it a skip; one nobody read is no record). Without
+    that, the records were delivered to nobody in the group: the skip is not excused.
+
+    The rows are not read twice (on classic Spark that would run the windows above twice):
+    the wide steps across a rebalance are found again from the reads of the readers that
+    have a mate in their group, in partitions they have rebalances of (one window over those
+    reads alone), and only the offsets inside them are joined with the reads (broadcast), as
+    positions_by_offset._skipped does."""
+    crossed = F.coalesce((F.col("kind") == "poll-skip") & (F.col("excuse") == "rebalance"),
+                         F.lit(False))
+    members = {r: g for r, g in groups.items() if g is not None}
+    sizes = Counter(members.values())
+    mates = {r: g for r, g in members.items() if sizes[g] > 1}
+    moved = {f"{r}:{t}:{p}": polls for (r, t, p), polls in sorted(rebalances.items())
+             if r in mates}
+    if not moved:  # no reader with a rebalance has a mate in its group: nothing is covered
+        return _keep_excuse(rows, ~crossed)
+    items: list[F.Column] = []
+    for reader, group in sorted(mates.items()):
+        items += [F.lit(reader), F.lit(group)]
+    group_of = F.create_map(*items)
+    polls_items: list[F.Column] = []
+    for k, at_polls in moved.items():
+        polls_items += [F.lit(k), F.array(*[F.lit(p).cast("long") for p, _ in at_polls])]
+    where = F.concat_ws(":", "reader", "topic", F.col("partition").cast("string"))
+    by_reader = Window.partitionBy("reader", "topic", "partition").orderBy(
+        "poll", "read_ns", "offset")
+    steps = reads.where(where.isin(sorted(moved))).select(
+        "reader", "topic", "partition", "offset", "poll",
+        F.lag("offset").over(by_reader).alias("prev_offset"),
+        F.lag("poll").over(by_reader).alias("prev_poll"))
+    polls = F.create_map(*polls_items)[where]
+    hit = F.exists(polls, lambda p: (p >= F.col("prev_poll")) & (p <= F.col("poll")))
+    wide = steps.where((F.col("offset") > F.col("prev_offset") + 1)
+                       & F.coalesce(hit, F.lit(False))).select(*_STEP).distinct()
+    inside = wide.select(*_STEP, group_of[F.col("reader")].alias("group"), F.explode(
+        F.sequence(F.col("prev_offset") + 1, F.col("offset") - 1)).alias("at"))
+    there = reads.select("topic", "partition", F.col("offset").alias("at"),
+                         F.col("reader").alias("by"), F.col("mode").alias("by_mode"))
+    mate = ((F.col("by") != F.col("reader")) & (F.col("by_mode") == "subscribe")
+            & (group_of[F.col("by")] == F.col("group")))
+    per_offset = (there.join(F.broadcast(inside), ["topic", "partition", "at"])
+                  .groupBy(*_STEP, "at")
+                  .agg(F.max(F.coalesce(mate, F.lit(False)).cast("int")).alias("mate")))
+    covered = (per_offset.groupBy(*_STEP).agg(F.min("mate").alias("mate"))
+               .where(F.col("mate") == 1).select(*_STEP, F.lit(True).alias("covered")))
+    out = rows.join(F.broadcast(covered), _STEP, "left")
+    return _keep_excuse(out, ~crossed | F.coalesce(F.col("covered"), F.lit(False)))
+
+
+def _keep_excuse(rows: DataFrame, keep: F.Column) -> DataFrame:
+    """``rows`` in the anomaly columns, with ``excused``/``excuse`` cleared where not
+    ``keep``."""
+    cols = {name: F.col(name) for name, _ in ANOMALY_COLUMNS}
+    cols["excused"] = F.col("excused") & keep
+    cols["excuse"] = F.when(keep, F.col("excuse"))
+    return rows.select(*[c.alias(n) for n, c in cols.items()])
 
 
 def _by_windows(reads: DataFrame, partitions: int, topics: list[str], readers: list[str],
-                rebalances: Rebalances | None,
-                power_loss_until: dict[str, int] | None) -> DataFrame:
+                rebalances: Rebalances | None) -> DataFrame:
     """position_anomalies on classic Spark.
 
     One chain without branches (a branch would repeat the exchange): windows by offset
@@ -162,9 +237,11 @@ def _by_windows(reads: DataFrame, partitions: int, topics: list[str], readers: l
     elsewhere = (F.col("rec") != F.col("d_lo")) & (F.col("drained") == 1)
     r2 = r2a.select("*", F.max(elsewhere.cast("int")).over(at_offset).alias("moved"))
     vanished = one_drained & (F.col("lo") != F.col("hi")) & (F.col("moved") == 0)
-    # ``truncated`` (the partition shows a vanished record) is computed on the flagged rows
-    # only: a window over a whole partition of the reads would hold all of it in memory
-    reused = one_drained & ((F.col("moved") == 0) | (F.col("truncated") == 1))
+    # ``low_vanished`` (the partition's lowest offset whose record vanished: where its
+    # truncation began) is computed on the flagged rows only: a window over a whole
+    # partition of the reads would hold all of it in memory. A truncation explains an
+    # offset only at or above it.
+    reused = one_drained & ((F.col("moved") == 0) | (F.col("offset") >= F.col("low_vanished")))
     by_reader = Window.partitionBy("rid", "tid", "partition").orderBy(
         "poll", "read_ns", "offset"
     )
@@ -185,8 +262,9 @@ def _by_windows(reads: DataFrame, partitions: int, topics: list[str], readers: l
          & (F.col("rank") - F.col("prev_rank") > 1), "poll-skip"),
     ])
     # every offset read as two records has its flagged row: the partition's truncation proof
-    flagged = flagged.select("*", F.max(F.when(F.col("kind") == two, vanished.cast("int")))
-                             .over(in_partition).alias("truncated"))
+    flagged = flagged.select("*", F.min(F.when((F.col("kind") == two) & vanished,
+                                               F.col("offset")))
+                             .over(in_partition).alias("low_vanished"))
     flagged = flagged.withColumn("kind", F.when(
         F.col("kind") == two,
         F.when(reused, "reused-offset").otherwise("inconsistent-offset")).otherwise(
@@ -201,7 +279,6 @@ def _by_windows(reads: DataFrame, partitions: int, topics: list[str], readers: l
     across = (((poll_kind & F.col("subscribe"))
                | ((kind == "nonmonotonic-poll") & F.col("restart")))
               & _crossed(rebalances or {}, topics, readers))
-    power = reuse & _power_loss_after(power_loss_until or {}, topics)
     incons = kind == "inconsistent-offset"
     # reused-offset: the record the log holds now, and one the live readers saw before
     old = F.when(F.col("lo") == F.col("d_lo"), F.col("hi")).otherwise(F.col("lo"))
@@ -218,8 +295,8 @@ def _by_windows(reads: DataFrame, partitions: int, topics: list[str], readers: l
         prev_offset=F.when(poll_kind, F.col("prev_offset")),
         prev_poll=F.when(poll_kind, F.col("prev_poll")),
         event_ns=F.when(poll_kind, F.col("read_ns")).otherwise(F.col("first_ns")),
-        excused=across | reset | power,
-        excuse=F.when(across, "rebalance").when(reset, "truncation").when(power, "power-loss"),
+        excused=across | reset,
+        excuse=F.when(across, "rebalance").when(reset, "truncation"),
     )
 
 
@@ -242,18 +319,6 @@ def position_reads(reads: DataFrame, partitions: int, topics: list[str],
     if is_connect(reads.sparkSession):
         return r
     return r.repartition(partitions, "tid", "partition")
-
-
-def _power_loss_after(until: dict[str, int], topics: list[str]) -> F.Column:
-    """A power loss of the partition's whole ISR at or after the offset's first read."""
-    if not until:
-        return F.lit(False)
-    tp = F.concat_ws(":", topic_name(topics, F.col("tid")), F.col("partition").cast("string"))
-    items: list[F.Column] = []
-    for k, v in sorted(until.items()):
-        items += [F.lit(k), F.lit(v).cast("long")]
-    at = F.create_map(*items)[tp]
-    return F.coalesce(at.isNotNull() & (F.col("first_ns") <= at), F.lit(False))
 
 
 def _crossed(rebalances: Rebalances, topics: list[str], readers: list[str]) -> F.Column:

@@ -11,7 +11,8 @@ drain (the drain's reads, most of a history, are in no step), and the steps forw
 more than one offset are poll-skips when some reader read an offset inside them (a dense
 rank of every offset, a window over all of them, is not needed). The reads are not shuffled
 by partition first: that exchange would keep the filters of each branch from reaching the
-scan. What two branches read is written once (``engines.shared``).
+scan. What two branches read is written once (``engines.shared``). A skip across a
+rebalance is then held to its group's reads by positions.group_cover, on both engines.
 tests/checkers/test_sail_engine.py holds both shapes to the same answers.
 """
 
@@ -28,7 +29,6 @@ from .positions import (
     Rebalances,
     _crossed,
     _name,
-    _power_loss_after,
     _producer,
     _seq,
     position_reads,
@@ -37,8 +37,8 @@ from .rows import anomaly_rows, flag_kinds
 
 
 def position_anomalies_by_offset(reads: DataFrame, partitions: int, topics: list[str],
-                                 readers: list[str], rebalances: Rebalances | None = None,
-                                 power_loss_until: dict[str, int] | None = None) -> DataFrame:
+                                 readers: list[str], rebalances: Rebalances | None = None
+                                 ) -> DataFrame:
     """positions.position_anomalies, by aggregation (see the module's docstring)."""
     r = position_reads(reads, partitions, topics, readers)
     drain_rec = F.when(~F.col("consumer"), F.col("rec"))
@@ -96,7 +96,6 @@ def position_anomalies_by_offset(reads: DataFrame, partitions: int, topics: list
     )
     reuse = kind == "reused-offset"
     incons = kind == "inconsistent-offset"
-    power = reuse & _power_loss_after(power_loss_until or {}, topics)
     # reused-offset: the record the log holds now, and one the live readers saw before
     old = F.when(F.col("lo") == F.col("d_lo"), F.col("hi")).otherwise(F.col("lo"))
     rec = F.when(incons, F.col("lo")).when(reuse, F.col("d_lo"))
@@ -108,7 +107,6 @@ def position_anomalies_by_offset(reads: DataFrame, partitions: int, topics: list
         producer=_producer(rec), seq=_seq(rec),
         other_producer=_producer(other), other_seq=_seq(other),
         event_ns=F.col("first_ns"),
-        excused=power, excuse=F.when(power, "power-loss"),
     )
     return at.unionByName(polls)
 
@@ -150,10 +148,12 @@ def _two_records(r: DataFrame, two: DataFrame) -> DataFrame:
     flags = shared(two.join(moved, key, "left").select(
         "*", one_drained.alias("one_drained"),
         (one_drained & (F.coalesce(F.col("moved"), F.lit(0)) == 0)).alias("vanished")))
-    truncated = flags.groupBy("tid", "partition").agg(
-        F.max(F.col("vanished").cast("int")).alias("truncated"))
-    return flags.join(truncated, ["tid", "partition"]).select(
-        *key, (F.col("one_drained") & (F.col("vanished") | (F.col("truncated") == 1)))
+    low = flags.groupBy("tid", "partition").agg(
+        F.min(F.when(F.col("vanished"), F.col("offset"))).alias("low_vanished"))
+    return flags.join(low, ["tid", "partition"]).select(
+        *key, (F.col("one_drained") & (F.col("vanished")
+                                       | F.coalesce(F.col("offset") >= F.col("low_vanished"),
+                                                    F.lit(False))))
         .alias("reused"))
 
 

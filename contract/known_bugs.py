@@ -49,10 +49,11 @@ FACTS: dict[str, str] = {
     "record's first attempt and before its acknowledgement (observed up to 2 s later: the "
     "observer's sampling); with ``fresh_producer_id_head``'s cut, that cut was of the node "
     "that led the partition at recovery",
-    "delayed_requests_before": "a fault that can deliver a request late (contract.faults "
-    "DELAYING_FAULT_KINDS: pause, partition, slow, cpu-throttle, hold) was active between "
-    "10 s before the record's transaction began (its first attempt; else the record's "
-    "acknowledgement) and 10 s after the record was acknowledged",
+    "end_txn_held": "the record is a torn transaction's, and a hold fault held an EndTxn "
+    "request of the record's producer (its transactional id, named in the hold's end event "
+    "``held_end_txn``, contract/held_requests.py) on a connection opened before the hold, "
+    "and the transaction's first attempt lies inside that hold: the stale EndTxn of the "
+    "producer's previous transaction reached the coordinator once this one had begun",
 }
 
 OPEN = "open"
@@ -195,13 +196,16 @@ KNOWN_BUGS: tuple[KnownBug, ...] = (
         component="librdkafka",
         affected_from=None,
         fixed_in=None,
-        kinds=("torn-transaction", "aborted-read"),
-        facts=frozenset({"transactional_producer", "delayed_requests_before"}),
+        kinds=("torn-transaction",),
+        facts=frozenset({"transactional_producer", "end_txn_held"}),
         note="an EndTxn that timed out and was retried on a new connection reaches the "
         "coordinator after the producer began its next transaction, which still has the same "
-        "epoch, and commits or aborts it early; fixed for clients of transaction version 2 "
-        "(KIP-890 part 2: a new epoch per transaction, 4.0 brokers and Java clients), which "
-        "librdkafka does not implement (its issue #5423 is open)",
+        "epoch, and commits or aborts it early. The entry explains only a torn transaction "
+        "that its producer's held EndTxn was released into, never an aborted read (a record "
+        "its producer was told was aborted, read by a read_committed reader, stays a "
+        "violation). Fixed for clients of transaction version 2 (KIP-890 part 2: a new "
+        "epoch per transaction, 4.0 brokers and Java clients), which librdkafka does not "
+        "implement (its issue #5423 is open)",
     ),
 )
 

@@ -70,10 +70,18 @@ class Settings:
     reader_partition_eof: dict[str, bool] = field(default_factory=dict)
     # known-bug ids the run accepts (run.json accept_known, contract/known_bugs.py)
     accept_known: tuple[str, ...] = ()
+    # the consumer group of each reader workload.consumers lists (None: in no group), and
+    # consumer_config's group.id, the group of a reader it does not list
+    reader_groups: dict[str, str | None] = field(default_factory=dict)
+    consumer_group: str | None = None
 
     def isolation(self, reader: str) -> str:
         """The isolation level of one reader (per-reader setting, else consumer_config)."""
         return self.reader_isolation.get(reader, self.default_isolation)
+
+    def group(self, reader: str) -> str | None:
+        """The consumer group ``reader`` joins, or None (assign mode, or not known)."""
+        return self.reader_groups.get(reader, self.consumer_group)
 
     @property
     def unclean_honoured(self) -> bool:
@@ -166,6 +174,9 @@ def settings_from_run(run: dict[str, Any]) -> Settings:
     reader_iso: dict[str, str] = {}
     reader_modes: dict[str, str] = {}
     reader_eof: dict[str, bool] = {}
+    reader_groups: dict[str, str | None] = {}
+    default_group = consumer.get("group.id")
+    default_group = str(default_group) if default_group else None
     for c in workload.get("consumers") or []:
         if not isinstance(c, dict) or "id" not in c:
             continue
@@ -179,6 +190,7 @@ def settings_from_run(run: dict[str, Any]) -> Settings:
         eof = (c.get("consumer_config") or {}).get("enable.partition.eof")
         if eof is not None:
             reader_eof[str(c["id"])] = _truthy(eof, False)
+        reader_groups[str(c["id"])] = _group(c, default_group)
     # imported here: validating settings (the CLI's bad input) needs no pyarrow
     from contract.schemas import DRAIN_READER
 
@@ -209,7 +221,22 @@ def settings_from_run(run: dict[str, Any]) -> Settings:
         reader_partition_eof=reader_eof,
         accept_known=tuple(str(x) for x in run.get("accept_known") or ()
                            if isinstance(x, str)),
+        reader_groups=reader_groups,
+        consumer_group=default_group,
     )
+
+
+def _group(consumer: Mapping[str, Any], default: str | None) -> str | None:
+    """The group of one workload.consumers entry: its own ``group_id`` or consumer_config
+    group.id, else consumer_config's; but none in assign mode (it never joins) and its own
+    in restart mode (alone in ``<group.id>-<id>``, workloads/consumer.py)."""
+    own = consumer.get("group_id") or (consumer.get("consumer_config") or {}).get("group.id")
+    mode = consumer.get("mode")
+    if mode == "assign":
+        return None
+    if mode == "restart":
+        return f"{default}-{consumer['id']}" if default else None
+    return str(own) if own else default
 
 
 #: Spark master URLs the checker can run on (a SparkContext is needed: no Spark Connect).

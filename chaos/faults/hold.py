@@ -20,6 +20,7 @@ from chaos.faults.base import BaseFault, FaultContext, FaultError
 from chaos.faults.network import netns_of, over_ssh
 from chaos.net.shaping import DelayerProcess, start_delayer
 from chaos.net.tc import fresh_id
+from contract.held_requests import HELD_END_TXN
 
 
 class Hold(BaseFault):
@@ -61,9 +62,13 @@ class Hold(BaseFault):
     def stop(self, ctx: FaultContext) -> None:
         if not self._delayers:
             return
-        self._stop_delayers()
-        self._ended(ctx, target=self.target)
+        held = self._stop_delayers()
+        # the EndTxn requests it held: a torn transaction's KAFKA-17754 evidence
+        self._ended(ctx, target=self.target, **{HELD_END_TXN: held})
 
-    def _stop_delayers(self) -> None:
+    def _stop_delayers(self) -> list[dict[str, Any]]:
+        held: list[dict[str, Any]] = []
         while self._delayers:
-            self._delayers.pop().stop()  # removes its rule, releases what it still holds
+            stats = self._delayers.pop().stop()  # removes its rule, releases what it holds
+            held += [r for r in stats.get(HELD_END_TXN) or [] if r not in held]
+        return held

@@ -56,6 +56,7 @@ from types import FrameType
 from chaos.net import iptables
 from chaos.net.netns import NetNS
 from chaos.net.nfqueue import NfQueue, flow_key, tcp_opening
+from contract.held_requests import HELD_END_TXN, HOLD_COPY_BYTES, end_txn_request
 
 QUEUE_BASE = 4200
 DELAYER_DIR = Path("/run/kafka-chaos/delayers")  # <fault>.log (its stderr), <fault>.stats.json
@@ -88,12 +89,12 @@ def delay_tag(fault_id: str) -> str:
     return f"{fault_id}-delay"
 
 
-def bind_free_queue(start: int) -> NfQueue:
+def bind_free_queue(start: int, copy_range: int = 64) -> NfQueue:
     """Bind the first NFQUEUE number from ``start`` that no one else in this namespace holds."""
     last: OSError | None = None
     for queue in range(start, start + QUEUE_TRIES):
         try:
-            return NfQueue(queue)
+            return NfQueue(queue, copy_range=copy_range)
         except OSError as exc:  # EBUSY: another delayer in this namespace holds it
             last = exc
     raise RuntimeError(f"no free NFQUEUE in {start}..{start + QUEUE_TRIES}: {last}")
@@ -124,6 +125,7 @@ class Delayer:
         # hold mode: monotonic end of the window, and the connections opened since the start
         self.hold_until = hold_until
         self.opened: set[bytes] = set()
+        self.held_end_txn: list[dict[str, object]] = []  # EndTxn requests held (no repeats)
         self.rng = random.Random(seed)
         self.heap: list[tuple[float, int, int]] = []
         self.flow_last: dict[bytes, float] = {}
@@ -136,7 +138,11 @@ class Delayer:
         for packet in self.nfq.receive():
             release = now + self.delay_s
             if self.hold_until is not None and now < self.hold_until:
-                release = max(release, self._held_until(packet.head))
+                held = self._held_until(packet.head)
+                release = max(release, held)
+                end_txn = end_txn_request(packet.head) if held else None
+                if end_txn is not None and end_txn not in self.held_end_txn:
+                    self.held_end_txn.append(end_txn)  # KAFKA-17754's evidence
             if self.jitter_s:
                 release += self.rng.uniform(-self.jitter_s, self.jitter_s)
                 key = flow_key(packet.head)
@@ -249,7 +255,8 @@ def main(argv: list[str] | None = None) -> int:
         except ProcessLookupError:
             return 3  # the parent is already gone: do nothing at all
 
-    nfq = bind_free_queue(args.queue)
+    # hold mode reads the held packets' first bytes for EndTxn requests
+    nfq = bind_free_queue(args.queue, HOLD_COPY_BYTES if args.hold_established_ms else 64)
     hold_until = (time.monotonic() + args.hold_established_ms / 1000.0
                   if args.hold_established_ms else None)
     delayer = Delayer(nfq, args.delay_ms / 1000.0, args.jitter_ms / 1000.0, args.seed,
@@ -268,7 +275,8 @@ def main(argv: list[str] | None = None) -> int:
         nfq.close()
         if args.stats_file and not delayer.orphaned:
             with open(args.stats_file, "w") as out:
-                json.dump({**delayer.stats.as_dict(), "scheduling": scheduling}, out)
+                json.dump({**delayer.stats.as_dict(), "scheduling": scheduling,
+                           HELD_END_TXN: delayer.held_end_txn}, out)
         if delayer.orphaned and args.log_file:  # no one is left to read it
             Path(args.log_file).unlink(missing_ok=True)
     return 0

@@ -14,13 +14,15 @@ RANK = {"fail": 0, "info": 1, "ok": 2}
 def reference(writes: list[dict[str, Any]], reads: list[dict[str, Any]], complete: set[str],
               read_committed: dict[str, bool] | None = None, default_rc: bool = True,
               rebalances: dict[tuple[str, str, int], list[int]] | None = None,
-              transactional: bool = False) -> dict[str, tuple[int, int]]:
+              transactional: bool = False,
+              groups: dict[str, str] | None = None) -> dict[str, tuple[int, int]]:
     """kind -> (count, excused) for every kind but divergence. ``rebalances``: (reader,
     topic, partition) -> polls of that reader's recorded rebalances of the partition;
     ``transactional``: the run's producers are transactional (torn-transaction is examined
-    when the drain is read_committed too). Power-loss excuses need the crash's recovery
-    points and the ISR over time: literal known answers test them
-    (test_excuse_proofs.py), not this reference."""
+    when the drain is read_committed too); ``groups``: reader -> its consumer group (a
+    reader not in it is in none). Power-loss excuses need the crash's recovery points and
+    the ISR over time: literal known answers test them (test_excuse_proofs.py), not this
+    reference."""
     rc = read_committed or {}
     moved = rebalances or {}
     counts: dict[str, list[int]] = defaultdict(lambda: [0, 0])
@@ -129,6 +131,20 @@ def reference(writes: list[dict[str, Any]], reads: list[dict[str, Any]], complet
         if (False,) in recs:
             add("unexpected")
 
+    # who read each offset, in which mode: a skip across a rebalance is excused only when
+    # another subscribe-mode reader of the skipping reader's group read each offset skipped
+    read_by: dict[tuple[str, int, int], set[tuple[str, str]]] = defaultdict(set)
+    for r in reads:
+        read_by[(r["topic"], r["partition"], r["offset"])].add((r["reader"], r["mode"]))
+    in_group = groups or {}
+
+    def group_read(reader: str, t: str, p: int, lo: int, hi: int) -> bool:
+        mine = in_group.get(reader)
+        return mine is not None and all(
+            any(by != reader and mode == "subscribe" and in_group.get(by) == mine
+                for by, mode in read_by[(t, p, o)])
+            for o in range(lo + 1, hi) if (t, p, o) in read_by)
+
     ranks: dict[tuple[str, int], dict[int, int]] = {}
     for (t, p) in {(k[0], k[1]) for k in at}:
         offs = sorted(k[2] for k in at if k[0] == t and k[1] == p)
@@ -147,7 +163,8 @@ def reference(writes: list[dict[str, Any]], reads: list[dict[str, Any]], complet
                 add("nonmonotonic-poll",
                     excused=excused or (t, p, cur["offset"]) in reused)
             elif ranks[(t, p)][cur["offset"]] - ranks[(t, p)][prev["offset"]] > 1:
-                add("poll-skip", excused=excused)
+                add("poll-skip", excused=excused and group_read(
+                    cur["reader"], t, p, prev["offset"], cur["offset"]))
     return {k: (v[0], v[1]) for k, v in counts.items() if v[0]}
 
 

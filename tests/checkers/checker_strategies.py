@@ -10,7 +10,9 @@ from typing import Any
 from hypothesis import strategies as st
 
 TPS: tuple[tuple[str, int], ...] = (("a", 0), ("a", 1), ("b", 0))
-READERS = (("c0", "assign"), ("c1", "subscribe"))
+READERS = (("c0", "assign"), ("c1", "subscribe"), ("c2", "subscribe"))
+#: The consumer group of the subscribe-mode readers (Settings.consumer_group).
+GROUP = "g"
 
 
 @dataclass
@@ -89,8 +91,9 @@ def histories(draw: st.DrawFn, max_writes: int = 20) -> Drawn:
                 h.reads.append(_read(reader, mode, poll, ns, tp, off, rec))
                 poll += draw(st.sampled_from([1, 0]))
                 off = max(0, off + step)
-    for tp, poll in draw(st.lists(st.tuples(st.sampled_from(TPS), st.integers(0, 12)),
-                                  max_size=3)):
-        h.rebalances.setdefault(("c1", tp[0], tp[1]), []).append(poll)
+    for reader, tp, poll in draw(st.lists(st.tuples(
+            st.sampled_from(("c1", "c2")), st.sampled_from(TPS), st.integers(0, 12)),
+            max_size=3)):
+        h.rebalances.setdefault((reader, tp[0], tp[1]), []).append(poll)
     h.rebalances = {k: sorted(v) for k, v in h.rebalances.items()}
     return h

@@ -21,8 +21,11 @@ TIMEOUT = "_MSG_TIMED_OUT"
 def _idempotence() -> History:
     h = History()  # acks=all, min ISR 2, enable.idempotence=true
     h.run["versions"] = {"librdkafka": "2.12.0"}  # inside librdkafka#4844's range
+    # c1, c2 (not listed): subscribe-mode members of consumer_config's group; c6 another's
+    h.run["consumer_config"] = {"group.id": "kc-consumers"}
     h.run["workload"] = {"consumers": [
-        {"id": "c4", "mode": "assign", "consumer_config": {"enable.partition.eof": "true"}}]}
+        {"id": "c4", "mode": "assign", "consumer_config": {"enable.partition.eof": "true"}},
+        {"id": "c6", "mode": "subscribe", "consumer_config": {"group.id": "other"}}]}
     # producer 1: seq 0's first copy appended (offset 0), its answer lost; seq 1 ended with
     # _MSG_TIMED_OUT at 7 ms (an epoch bump); the resend was appended at offset 1 and
     # acknowledged there at 9 ms: tagged librdkafka#4953, still forbidden
@@ -106,11 +109,14 @@ def _rebalances(h: History) -> None:
     for s in range(6):
         h.write(20, s, offset=s, topic=t)
         h.drain(0, s, 20, s, topic=t)
-    # c1 (subscribe): 0 -> 1 -> 4 (skip across its rebalance of rb:0 at poll 4: excused)
+    # c1 (subscribe): 0 -> 1 -> 4 (skip across its rebalance of rb:0 at poll 4, and c2 of
+    # its group read the offsets it skipped, 2 and 3: excused)
     # -> 2 (back; its rebalance at poll 6 moved rb:1 only: a violation)
     # -> 5 (skip; only c2's rebalance at poll 8: a violation)
     for off, poll in ((0, 1), (1, 2), (4, 5), (2, 7), (5, 9)):
         h.read("c1", 0, off, 20, off, poll=poll, mode="subscribe", topic=t)
+    for off, poll in ((2, 1), (3, 2)):
+        h.read("c2", 0, off, 20, off, poll=poll, mode="subscribe", topic=t)
     h.event("rebalance", at_ms=1200, reader="c1", what="assigned", poll=4,
             partitions=[f"{t}:0", f"{t}:1"])
     h.event("rebalance", at_ms=1300, reader="c1", what="revoked", poll=6, partitions=[f"{t}:1"])
@@ -123,6 +129,30 @@ def _rebalances(h: History) -> None:
     # c3's 0 -> 3 skipped two offsets: not that bug
     for off, poll in ((0, 1), (2, 2)):
         h.read("c4", 0, off, 20, off, poll=poll, topic=t)
+    _group_skips(h)
+
+
+def _group_skips(h: History) -> None:
+    """Skips across the skipping reader's own rebalances, topic "rbg" (offsets 0-7): the
+    offsets skipped must each have been read by another reader of its consumer group."""
+    t = "rbg"
+    for s in range(8):
+        h.write(21, s, offset=s, topic=t)
+        h.drain(0, s, 21, s, topic=t)
+    # c1: 0 -> 3 across its rebalance at poll 2; c2 (its group) read 1 and 2: excused
+    # c1: 3 -> 6 across its rebalance at poll 4; c2 read 4, but 5 only c6 (another group)
+    #     and the drain: not excused
+    for off, poll in ((0, 1), (3, 3), (6, 5)):
+        h.read("c1", 0, off, 21, off, poll=poll, mode="subscribe", topic=t)
+    for p in (2, 4):
+        h.event("rebalance", at_ms=1600 + p, reader="c1", what="assigned", poll=p,
+                partitions=[f"{t}:0"])
+    # c2: 1 -> 2 -> 4 across its rebalance at poll 12; c1 read 3: excused
+    for off, poll in ((1, 10), (2, 11), (4, 13)):
+        h.read("c2", 0, off, 21, off, poll=poll, mode="subscribe", topic=t)
+    h.event("rebalance", at_ms=1700, reader="c2", what="assigned", poll=12,
+            partitions=[f"{t}:0"])
+    h.read("c6", 0, 5, 21, 5, poll=1, mode="subscribe", topic=t)
 
 
 @pytest.fixture(scope="module")
@@ -233,8 +263,10 @@ def test_unaccepted_known_bug_is_a_violation(check) -> None:  # type: ignore[no-
 
 def test_poll_steps_are_excused_only_across_a_rebalance_of_that_partition(idem) -> None:  # type: ignore[no-untyped-def]
     skips = idem["anomalies"]["poll-skip"]
-    assert skips["count"] == 4 and skips["excused"] == 1 and skips["allowed"] is False
-    got = {(e["reader"], e["prev_offset"], e["offset"]): e for e in skips["examples"]}
+    # rb's 4 (one excused) and rbg's 3 (two excused: see test_skip_is_excused_only_...)
+    assert skips["count"] == 7 and skips["excused"] == 3 and skips["allowed"] is False
+    got = {(e["reader"], e["prev_offset"], e["offset"]): e for e in skips["examples"]
+           if e["topic"] == "rb"}
     assert set(got) == {("c1", 1, 4), ("c1", 2, 5), ("c3", 0, 3), ("c4", 0, 2)}
     assert skips["known_bugs"] == {"librdkafka#4844": 1}
     assert got[("c4", 0, 2)]["known_bug"]["id"] == "librdkafka#4844"
@@ -246,12 +278,30 @@ def test_poll_steps_are_excused_only_across_a_rebalance_of_that_partition(idem) 
     assert got[("c1", 2, 5)]["excused"] is False and got[("c3", 0, 3)]["excused"] is False
     assert "rebalances" not in got[("c1", 2, 5)]
     # forbidden ones first (unexplained, then a known bug's), excused last
-    assert [e["excused"] for e in skips["examples"]] == [False, False, False, True]
-    assert skips["examples"][2]["reader"] == "c4"
+    assert [e["excused"] for e in skips["examples"]] == [False] * 4 + [True] * 3
+    assert skips["examples"][3]["reader"] == "c4"
     back = idem["anomalies"]["nonmonotonic-poll"]
     assert back["count"] == 1 and "excused" not in back and back["allowed"] is False
     assert (back["examples"][0]["prev_offset"], back["examples"][0]["offset"]) == (4, 2)
-    assert "2 neither" in skips["why"] or "(1 excused" in skips["why"]
+    assert "(3 excused (was by a subscribe-mode reader" in skips["why"]
+    assert "another reader of its consumer group read each offset it skipped" in skips["why"]
+    assert "4 of 7 neither" in skips["why"]
+
+
+def test_skip_is_excused_only_when_its_group_read_each_skipped_offset(idem) -> None:  # type: ignore[no-untyped-def]
+    # issue 44 point 6: a skip across the reader's rebalance used to be excused whoever read
+    # the offsets skipped (the unchanged checker: poll-skip count 7, excused 4)
+    skips = idem["anomalies"]["poll-skip"]
+    got = {(e["reader"], e["prev_offset"], e["offset"]): e for e in skips["examples"]
+           if e["topic"] == "rbg"}
+    assert {k: e["excused"] for k, e in got.items()} == {
+        ("c1", 0, 3): True, ("c2", 2, 4): True, ("c1", 3, 6): False}
+    assert got[("c1", 0, 3)]["excuse"] == "rebalance"
+    assert got[("c1", 0, 3)]["rebalances"] == [{"poll": 2, "what": "assigned"}]
+    # crossed its rebalance at poll 4, but offset 5 reached only another group
+    assert "excuse" not in got[("c1", 3, 6)] and "rebalances" not in got[("c1", 3, 6)]
+    assert "known_bug" not in got[("c1", 3, 6)]
+    assert skips["known_bugs"] == {"librdkafka#4844": 1}
 
 
 def test_rebalances_are_not_faults(idem) -> None:  # type: ignore[no-untyped-def]

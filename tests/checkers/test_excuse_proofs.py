@@ -204,3 +204,23 @@ def test_copies_in_batches_of_one_epoch_are_the_brokers_not_the_clients(spark, t
     assert got["dedup"]["batches"] == [{"producer_id": 1000, "producer_epoch": 0,
                                         "base_sequence": 0}] * 2
     assert got["resend"]["known_bug"]["id"] == "librdkafka#4953" and "finding" not in got["resend"]
+
+
+def test_a_truncation_explains_only_offsets_at_or_above_its_lowest_vanished_one(check) -> None:  # type: ignore[no-untyped-def]
+    """c0 read (40, 1) at offset 0, where the log holds (40, 0) and (40, 1) sits at offset 1:
+    readers disagree about offset 0. The partition's only vanished record was at offset 5:
+    a truncation there removed a tail from 5 on, and cannot explain offset 0 (the old
+    checker took any vanished offset of the partition as proof: reused-offset 2)."""
+    h = History()
+    t = "farmoved"
+    for s in range(5):
+        h.write(40, s, offset=s, topic=t).drain(0, s, 40, s, topic=t)
+    h.write(40, 5, offset=5, topic=t).write(40, 6, offset=5, topic=t)
+    h.read("c0", 0, 0, 40, 1, topic=t).read("c0", 0, 5, 40, 5, topic=t)
+    h.drain(0, 5, 40, 6, topic=t).drain_end(complete=True)
+    r = check(h)
+    assert r["anomalies"]["reused-offset"]["count"] == 1
+    assert r["anomalies"]["reused-offset"]["examples"][0]["offset"] == 5
+    incons = r["anomalies"]["inconsistent-offset"]
+    assert incons["count"] == 1 and incons["examples"][0]["offset"] == 0
+    assert r["anomalies"]["vanished"]["count"] == 1

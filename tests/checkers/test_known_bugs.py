@@ -44,8 +44,9 @@ def test_the_stages_read_versions_with_one_parser() -> None:
 def test_conditions_need_every_fact() -> None:
     bug = BY_ID["librdkafka#4953"]
     facts = {"idempotent_producer": True, "non_transactional_producer": True,
-             "epoch_bump_before": True}
+             "epoch_bump_before": True, "copies_in_new_epoch": True}
     assert bug.explains("duplicate", facts) and bug.explains("reorder", facts)
+    assert not bug.explains("duplicate", {**facts, "copies_in_new_epoch": False})
     assert not bug.explains("lost", facts)
     assert not bug.explains("duplicate", {**facts, "epoch_bump_before": False})
     assert not bug.explains("duplicate", {"idempotent_producer": True})
