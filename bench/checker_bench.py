@@ -31,8 +31,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from kafka_chaos_testing import bench_data  # noqa: E402
-from kafka_chaos_testing.bench_data import Spec, generate  # noqa: E402
+from tests.support import bench_data  # noqa: E402
+from tests.support.bench_data import Spec, generate  # noqa: E402
 
 PAGE = os.sysconf("SC_PAGE_SIZE")
 

@@ -2,7 +2,7 @@
 
     python bench/report_bench.py [--writes 10000000] [--dir /tmp/kc-report-bench] [--browser]
 
-The synthetic run (``kafka_chaos_testing.synthetic``) is written once and reused while its
+The synthetic run (``tests.support.synthetic``) is written once and reused while its
 spec is the same; rendering is timed separately (best of ``--repeat``), and ``--browser`` also times
 opening the report in headless Chromium.
 """
@@ -20,7 +20,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from kafka_chaos_testing.synthetic import PlannedFault, SyntheticSpec, write_synthetic_run  # noqa: E402
+from tests.support.synthetic import PlannedFault, SyntheticSpec, write_synthetic_run  # noqa: E402
 from reports import render_run  # noqa: E402
 
 

@@ -5,8 +5,8 @@ imports are read (ast, nothing is imported) and a stage that imports another sta
 - ``compose``, ``workloads``, ``checkers``, ``reports`` import only ``contract``, themselves and
   third-party packages;
 - ``chaos`` (orchestrator, CLI, plugin) and ``bench`` wire the stages and may import any of them;
-- the test-support package ``kafka_chaos_testing`` (synthetic and literal histories) is for the
-  tests and ``bench`` only: no product package imports it, and the wheel does not ship it.
+- the test support ``tests/support/`` (synthetic and literal histories) is for the tests and
+  ``bench`` only: no product package imports anything of ``tests``, and the wheel ships none.
 """
 
 from __future__ import annotations
@@ -26,8 +26,9 @@ ALLOWED: dict[str, frozenset[str]] = {
     **{stage: frozenset({"contract"}) for stage in STAGES},
     **{wiring: frozenset(PRODUCT) for wiring in WIRING},
 }
-#: Test support (kafka_chaos_testing/): the tests and the benchmarks may import it, the product not.
-TEST_SUPPORT = "kafka_chaos_testing"
+#: Test support (tests/support/): the tests and the benchmarks may import it, the product not.
+TEST_SUPPORT = "tests/support"
+TESTS = "tests"
 SHIPPED = ("contract", *STAGES, "chaos")
 #: Third-party packages the contract may use (it must stay light for every stage).
 CONTRACT_THIRD_PARTY = frozenset({"pyarrow"})
@@ -67,7 +68,7 @@ def test_stages_import_no_other_stage(package: str) -> None:
 @pytest.mark.parametrize("package", SHIPPED)
 def test_no_product_package_imports_the_test_support(package: str) -> None:
     assert [str(p.relative_to(ROOT)) for p in modules(package)
-            if TEST_SUPPORT in imported_packages(p)] == []
+            if TESTS in imported_packages(p)] == []
 
 
 def test_the_test_support_is_built_on_the_contract_alone() -> None:
@@ -85,7 +86,7 @@ def test_the_wheel_leaves_the_test_support_out() -> None:
 
     shipped = {p.split(".")[0] for p in find_packages(where=str(ROOT), include=include)}
     assert (ROOT / TEST_SUPPORT / "__init__.py").exists()
-    assert TEST_SUPPORT not in shipped
+    assert TESTS not in shipped
     assert set(SHIPPED) <= shipped
 
 

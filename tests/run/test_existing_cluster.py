@@ -16,7 +16,7 @@ from chaos.scenarios.toml_file import load_scenarios
 from compose.cleanup import extra_labels
 from compose.remote import SshNode
 from contract.known_bugs import EPOCH_BUMP_RESEND
-from kafka_chaos_testing.verdicts import assert_only_accepted_bug
+from tests.support.verdicts import assert_only_accepted_bug
 from tests.run.cli import CLI
 from tests.run.ssh_cluster import SshCluster
 

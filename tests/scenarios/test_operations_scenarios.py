@@ -21,7 +21,7 @@ from chaos.scenarios import SCENARIOS
 from chaos.scenarios.operations import OPERATIONS, TXN_UNKNOWN_MAX_PERCENT, VoterPartition
 from contract.faults import FAULTS
 from contract.known_bugs import LEADER_MOVE_CLIENT_BUGS
-from kafka_chaos_testing.verdicts import assert_only_accepted_bug
+from tests.support.verdicts import assert_only_accepted_bug
 
 
 def run_scenario(name: str, tmp_path: Any, **overrides: Any) -> dict[str, Any]:

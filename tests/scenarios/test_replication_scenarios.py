@@ -21,7 +21,7 @@ from chaos.scenarios.replication import SCENARIOS as REPLICATION
 from chaos.scenarios.replication import elr_default
 from chaos.scenarios.replication_steps import SITUATION_MECHANISM
 from compose.image import DEFAULT_KAFKA_VERSION
-from kafka_chaos_testing.verdicts import assert_only_accepted_bug
+from tests.support.verdicts import assert_only_accepted_bug
 
 OLD = "3.9.1"  # newest 3.x: KRaft honours unclean election, no Eligible Leader Replicas
 NEW = DEFAULT_KAFKA_VERSION  # ELR on by default (new clusters, 4.1+)

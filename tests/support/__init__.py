@@ -9,6 +9,6 @@ runs emit.
 
 Modules: :mod:`.tables` (writing tables and events), :mod:`.literal` (small literal histories for
 checker tests), :mod:`.hand_run` (the report's literal run), :mod:`.synthetic` (large, realistic
-synthetic runs for the report; ``python -m kafka_chaos_testing.synthetic OUT``),
+synthetic runs for the report; ``python -m tests.support.synthetic OUT``),
 :mod:`.bench_data` (the checker benchmark's histories).
 """

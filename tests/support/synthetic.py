@@ -5,7 +5,7 @@ history as Parquet datasets of part files, events.jsonl, logs/ and — unless ``
 a results.json consistent with the anomalies it planted). It is vectorised with numpy so that
 a 10M-write run is written in well under a minute.
 
-    python -m kafka_chaos_testing.synthetic OUT_DIR [--writes N] [--invalid]
+    python -m tests.support.synthetic OUT_DIR [--writes N] [--invalid]
 """
 
 from __future__ import annotations
@@ -234,7 +234,7 @@ def _run_json(spec: SyntheticSpec) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> int:
     """Command line: write one synthetic run directory."""
-    ap = argparse.ArgumentParser(prog="python -m kafka_chaos_testing.synthetic")
+    ap = argparse.ArgumentParser(prog="python -m tests.support.synthetic")
     ap.add_argument("out", type=Path)
     ap.add_argument("--writes", type=int, default=20_000)
     ap.add_argument("--invalid", action="store_true", help="plant forbidden anomalies")
