@@ -20,8 +20,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.support.synthetic import PlannedFault, SyntheticSpec, write_synthetic_run  # noqa: E402
 from reports import render_run  # noqa: E402
+from tests.support.synthetic import PlannedFault, SyntheticSpec, write_synthetic_run  # noqa: E402
 
 
 def bench_spec(writes: int) -> SyntheticSpec:
