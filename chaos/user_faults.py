@@ -27,8 +27,8 @@ from chaos.faults.base import Fault, FaultContext
 from chaos.faults.factory import make_fault
 from chaos.nemesis import Nemesis
 from compose.cluster import KafkaCluster
+from contract.events import EventLog
 from contract.faults import FAULTS, RANDOM_FAULT_KINDS
-from workloads.history import EventLog
 
 Target = str | int
 

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 if TYPE_CHECKING:  # annotations only: the CLI validates its input before loading Docker
     from compose.cluster import KafkaCluster
     from compose.remote import ExternalCluster
-    from workloads.history import EventLog
+    from contract.events import EventLog
 
 
 @dataclass

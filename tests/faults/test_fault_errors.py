@@ -14,7 +14,7 @@ import pytest
 
 from chaos.faults.base import BaseFault, FaultContext, FaultError
 from chaos.nemesis import Nemesis
-from workloads.history import EventLog
+from contract.events import EventLog
 
 
 class _Refused(BaseFault):

@@ -13,7 +13,7 @@ import pytest
 
 from chaos.faults.base import BaseFault, FaultContext
 from chaos.nemesis import Nemesis
-from workloads.history import EventLog
+from contract.events import EventLog
 
 
 class _Flaky(BaseFault):

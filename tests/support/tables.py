@@ -56,7 +56,7 @@ def write_dataset(path: Path | str, tbl: pa.Table, rows_per_part: int,
 
 def event(ts_ns: int, kind: str, phase: str = INSTANT, targets: Iterable[Any] = (),
           **detail: Any) -> dict[str, Any]:
-    """One events.jsonl record, shaped as ``workloads.history.EventLog.emit`` writes it."""
+    """One events.jsonl record, shaped as ``contract.events.EventLog.emit`` writes it."""
     return {"ts_ns": int(ts_ns), "kind": kind, "phase": phase, "targets": list(targets),
             "detail": detail}
 

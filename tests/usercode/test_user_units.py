@@ -13,8 +13,8 @@ import pytest
 from confluent_kafka import Message
 
 from chaos.user_faults import ClusterFaults, target_spec
+from contract.events import EventLog
 from workloads.consumer import ReadRecorder
-from workloads.history import EventLog
 from workloads.record import (
     IDENTITY_HEADER,
     SOURCE_HEADER,
