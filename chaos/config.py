@@ -6,7 +6,6 @@ import re
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from chaos.faults import targets
 from compose.config import ClusterConfig, ConfigError
 from compose.image import SUPPORTED_VERSIONS
 from compose.nodes_file import NodesFileError, load_nodes
@@ -20,6 +19,7 @@ from contract.settings import (
     producer_settings,
     spark_master_problem,
 )
+from nemesis.faults import targets
 
 TOPIC = "chaos"
 #: host:port pairs, comma-separated (IPv6 hosts in brackets).

@@ -11,7 +11,7 @@ one itself::
         result = chaos.check("orders")       # heal, drain, PySpark checker, HTML report
         assert result.count("lost") == 0
 
-The session is the fault API (:class:`chaos.user_faults.ClusterFaults`) plus what a run's
+The session is the fault API (:class:`nemesis.cluster_faults.ClusterFaults`) plus what a run's
 orchestrator does around the workload: the run directory and its event log, recorded clients
 (``workloads.recording``) that write the history, the observer, and at the end heal, drain,
 run.json, the checker and the report. Leaving the session (or the fixture's teardown) always
@@ -32,11 +32,11 @@ from confluent_kafka.admin import ConfigResource
 
 from chaos.plugin_result import ChaosResult
 from chaos.rundir import kafka_version_of, new_run_dir, versions
-from chaos.user_faults import ClusterFaults
 from compose.cluster import KafkaCluster
 from contract.events import END, START, Event, parse_events
 from contract.faults import FAULTS
 from contract.windows import FaultWindow, fault_windows
+from nemesis.cluster_faults import ClusterFaults
 from workloads import EventLog, Observer, drain
 from workloads.recording import RecordingConsumer, RecordingProducer
 

@@ -8,9 +8,9 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from chaos.faults.base import Fault
-from chaos.faults.network import Partition
 from chaos.scenarios import replication_steps as st
+from nemesis.faults.base import Fault
+from nemesis.faults.network import Partition
 
 log = logging.getLogger("kafka_chaos.scenarios")
 

@@ -13,18 +13,18 @@ import time
 from typing import Any
 
 from chaos.config import RunConfig
-from chaos.faults.base import FaultContext, FaultError
-from chaos.faults.hold import Hold
-from chaos.faults.network import Partition
-from chaos.faults.power import PowerLoss, read_checkpoint
-from chaos.faults.process import Kill, Stop
-from chaos.faults.quorum import VoterPartition
 from chaos.scenarios.base import Expect, Scenario
 from chaos.scenarios.script_steps import has_leader, isr_full, preferred_leaders, wait_until
 from compose.admin import ClusterError
 from compose.config import CLIENT_PORT
 from contract.events import CONTROLLER_CHANGE, INSTANT, PREFERRED_LEADERS
 from contract.known_bugs import LEADER_MOVE_CLIENT_BUGS
+from nemesis.faults.base import FaultContext, FaultError
+from nemesis.faults.hold import Hold
+from nemesis.faults.network import Partition
+from nemesis.faults.power import PowerLoss, read_checkpoint
+from nemesis.faults.process import Kill, Stop
+from nemesis.faults.quorum import VoterPartition
 
 # How long a restarted node may take to rejoin every ISR on a loaded 2-core machine.
 CATCH_UP_S = 60.0

@@ -18,14 +18,14 @@ import logging
 from typing import Any
 
 from chaos.config import RunConfig
-from chaos.faults.network import Partition, Slow
-from chaos.faults.power import PowerLoss
-from chaos.faults.process import Kill, Pause
 from chaos.scenarios import replication_steps as st
 from chaos.scenarios.base import Expect, Scenario
 from chaos.scenarios.lone_leader import lone_leader_with_a_tail
 from contract.events import SITUATION
 from contract.known_bugs import LEADER_MOVE_CLIENT_BUGS, version_tuple
+from nemesis.faults.network import Partition, Slow
+from nemesis.faults.power import PowerLoss
+from nemesis.faults.process import Kill, Pause
 
 log = logging.getLogger("kafka_chaos.scenarios")
 

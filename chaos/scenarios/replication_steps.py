@@ -20,9 +20,9 @@ from typing import Any
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
 
-from chaos.faults.base import Fault, FaultError
 from compose.admin import ClusterError, PartitionState
 from contract.events import SITUATION
+from nemesis.faults.base import Fault, FaultError
 
 log = logging.getLogger("kafka_chaos.scenarios")
 

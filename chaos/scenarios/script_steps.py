@@ -15,9 +15,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from chaos.faults.base import Fault, FaultContext, FaultError
-from chaos.faults.factory import make_fault
 from compose.admin import ClusterError, PartitionState
+from nemesis.faults.base import Fault, FaultContext, FaultError
+from nemesis.faults.factory import make_fault
 
 log = logging.getLogger("kafka_chaos.scenarios")
 

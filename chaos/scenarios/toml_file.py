@@ -68,14 +68,14 @@ from pathlib import Path
 from typing import Any
 
 from chaos.config import KAFKA_TABLES, RUN_FIELDS, RunConfig, RunConfigError
-from chaos.faults import targets
-from chaos.faults.network import SHAPES
-from chaos.faults.quorum import VOTER_SHAPES
 from chaos.scenarios.base import Scenario
 from chaos.scenarios.script_steps import CONDITIONS, Step, run_steps
 from contract.anomalies import ANOMALY_KINDS
 from contract.conditions import ConditionError, normalise_condition
 from contract.faults import FAULTS
+from nemesis.faults import targets
+from nemesis.faults.network import SHAPES
+from nemesis.faults.quorum import VOTER_SHAPES
 
 NAME = re.compile(r"^[a-z0-9][a-z0-9-]{0,63}$")
 MECHANISMS: dict[str, tuple[str, ...]] = {

@@ -20,10 +20,10 @@ import pytest
 from confluent_kafka import Producer
 from tenacity import Retrying, stop_after_delay, wait_fixed
 
-from chaos.faults.base import FaultContext
 from compose.cluster import KafkaCluster
 from compose.config import FAST_FAULTS, ClusterConfig
 from contract.events import EventLog
+from nemesis.faults.base import FaultContext
 from tests.hygiene import share
 
 

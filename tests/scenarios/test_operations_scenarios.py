@@ -13,14 +13,14 @@ import pyarrow.dataset as ds
 import pytest
 
 from chaos.config import RunConfig, RunConfigError
-from chaos.faults.factory import draw_params, make_fault
-from chaos.faults.quorum import VOTER_SHAPES
-from chaos.nemesis import random_fault
 from chaos.orchestrator import run
 from chaos.scenarios import SCENARIOS
 from chaos.scenarios.operations import OPERATIONS, TXN_UNKNOWN_MAX_PERCENT, VoterPartition
 from contract.faults import FAULTS
 from contract.known_bugs import LEADER_MOVE_CLIENT_BUGS
+from nemesis.faults.factory import draw_params, make_fault
+from nemesis.faults.quorum import VOTER_SHAPES
+from nemesis.schedule import random_fault
 from tests.support.verdicts import assert_only_accepted_bug
 
 

@@ -13,14 +13,14 @@ from typing import Any
 
 import pytest
 
-from chaos.faults.network import Partition
-from chaos.faults.process import Pause
 from chaos.orchestrator import run
 from chaos.scenarios import SCENARIOS
 from chaos.scenarios.replication import SCENARIOS as REPLICATION
 from chaos.scenarios.replication import elr_default
 from chaos.scenarios.replication_steps import SITUATION_MECHANISM
 from compose.image import DEFAULT_KAFKA_VERSION
+from nemesis.faults.network import Partition
+from nemesis.faults.process import Pause
 from tests.support.verdicts import assert_only_accepted_bug
 
 OLD = "3.9.1"  # newest 3.x: KRaft honours unclean election, no Eligible Leader Replicas

@@ -64,7 +64,7 @@ def make_observations(spec: SyntheticSpec, plan: Plan) -> pa.Table:
 
 
 def fault_details(kind: str, targets: list[int]) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The start and end details a fault of ``kind`` writes (``chaos/faults/``): the target
+    """The start and end details a fault of ``kind`` writes (``nemesis/faults/``): the target
     spec it resolved; a partition its shape (and only the shape when it heals)."""
     if kind not in FAULTS:
         raise ValueError(f"unknown fault kind {kind!r} (known: {', '.join(FAULTS)})")

@@ -34,8 +34,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from chaos.net import iptables
-from chaos.net.netns import NamespaceGone, NetNS
+from nemesis.net import iptables
+from nemesis.net.netns import NamespaceGone, NetNS
 
 PartitionMode = Literal["packets", "connections"]
 CONNTRACK_ARM_ID = "conntrack-arm"

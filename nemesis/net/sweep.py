@@ -2,7 +2,7 @@
 
 Used by cleanup on every exit path (normal end, failure, Ctrl-C) and by tests. It does not
 need the handles that made them: it recognises our chains (``KAFKA_CHAOS_*``), our qdisc
-handle (``4b43:``) and delayer processes (``chaos.net.delayer`` in the command line) whose
+handle (``4b43:``) and delayer processes (``nemesis.net.delayer`` in the command line) whose
 network namespace is the one swept.
 """
 
@@ -16,12 +16,12 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from chaos.net import iptables, tc
-from chaos.net.delayer import DELAYER_DIR
-from chaos.net.netns import NamespaceGone, NetNS
 from contract.owners import pid_alive
+from nemesis.net import iptables, tc
+from nemesis.net.delayer import DELAYER_DIR
+from nemesis.net.netns import NamespaceGone, NetNS
 
-DELAYER_MARK = b"chaos.net.delayer"
+DELAYER_MARK = b"nemesis.net.delayer"
 KILL_AFTER_S = 5.0
 
 

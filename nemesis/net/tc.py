@@ -17,7 +17,7 @@ import json
 import uuid
 from collections.abc import Sequence
 
-from chaos.net.netns import CommandFailed, NamespaceGone, NetNS
+from nemesis.net.netns import CommandFailed, NamespaceGone, NetNS
 
 ROOT_HANDLE = "4b43:"
 NETEM_HANDLE = "4b44:"

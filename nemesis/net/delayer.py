@@ -32,9 +32,9 @@ and the old request reaches the server afterwards: a stale request overtakes not
 only across connections, which is how a delayed EndTxn decides a later transaction
 (KAFKA-17754).
 
-Usage (normally via :func:`chaos.net.shaping.start_delayer`)::
+Usage (normally via :func:`nemesis.net.shaping.start_delayer`)::
 
-    python -m chaos.net.delayer --fault ID --delay-ms 100 [--jitter-ms 10] [--peer IP]...
+    python -m nemesis.net.delayer --fault ID --delay-ms 100 [--jitter-ms 10] [--peer IP]...
         [--hold-established-ms 8000] [--queue 4200] [--parent-pid PID] [--stats-file PATH]
 """
 
@@ -53,9 +53,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from types import FrameType
 
-from chaos.net import iptables
-from chaos.net.netns import NetNS
-from chaos.net.nfqueue import NfQueue, flow_key, tcp_opening
+from nemesis.net import iptables
+from nemesis.net.netns import NetNS
+from nemesis.net.nfqueue import NfQueue, flow_key, tcp_opening
 
 QUEUE_BASE = 4200
 DELAYER_DIR = Path("/run/kafka-chaos/delayers")  # <fault>.log (its stderr), <fault>.stats.json
@@ -218,7 +218,7 @@ def raise_priority() -> str:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the delayer process."""
-    parser = argparse.ArgumentParser(prog="chaos.net.delayer")
+    parser = argparse.ArgumentParser(prog="nemesis.net.delayer")
     parser.add_argument("--fault", required=True)
     parser.add_argument("--delay-ms", type=float, required=True)
     parser.add_argument("--jitter-ms", type=float, default=0.0)

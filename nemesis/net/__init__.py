@@ -4,8 +4,8 @@ Everything runs inside a node's network namespace entered from the host (see
 :class:`NetNS`), so broker images need no iptables or tc. See ``README.md`` here.
 """
 
-from chaos.net.netns import CommandFailed, NamespaceGone, NetNS
-from chaos.net.partition import (
+from nemesis.net.netns import CommandFailed, NamespaceGone, NetNS
+from nemesis.net.partition import (
     Node,
     Partitioner,
     PartitionHandle,
@@ -14,8 +14,8 @@ from chaos.net.partition import (
     disarm_conntrack,
     plan_rules,
 )
-from chaos.net.shaping import Shaper, ShapingHandle
-from chaos.net.sweep import SweepReport, sweep
+from nemesis.net.shaping import Shaper, ShapingHandle
+from nemesis.net.sweep import SweepReport, sweep
 
 __all__ = [
     "CommandFailed",

@@ -1,7 +1,7 @@
 """Slow and lossy links on chosen nodes, optionally only towards chosen peers.
 
 * **delay ± jitter**: with netem (when the kernel has it) on the node's outgoing packets
-  (to the peers); otherwise with the NFQUEUE delayer (:mod:`chaos.net.delayer`), a process in
+  (to the peers); otherwise with the NFQUEUE delayer (:mod:`nemesis.net.delayer`), a process in
   the node's namespace, on the node's incoming packets (from the peers; see the delayer for
   why ingress). Either way every round trip between the node and a peer gains the delay once.
 * **loss** p on the node's incoming packets (from the peers, or from anyone but loopback):
@@ -26,9 +26,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from chaos.net import iptables, tc
-from chaos.net.delayer import DELAYER_DIR, QUEUE_BASE, delay_tag
-from chaos.net.netns import NamespaceGone, NetNS
+from nemesis.net import iptables, tc
+from nemesis.net.delayer import DELAYER_DIR, QUEUE_BASE, delay_tag
+from nemesis.net.netns import NamespaceGone, NetNS
 
 READY_TIMEOUT_S = 15.0
 STOP_TIMEOUT_S = 5.0
@@ -73,11 +73,11 @@ def start_delayer(ns: NetNS, fault_id: str, delay_ms: float, jitter_ms: float = 
                   peers: Sequence[str] = (), queue: int = QUEUE_BASE,
                   seed: int | None = None, hold_ms: float | None = None) -> DelayerProcess:
     """Start a delayer in ``ns`` and wait until its queue and rule are in place.
-    ``hold_ms``: hold mode (chaos.net.delayer), the window's length."""
+    ``hold_ms``: hold mode (nemesis.net.delayer), the window's length."""
     DELAYER_DIR.mkdir(parents=True, exist_ok=True)
     stats_file = DELAYER_DIR / f"{fault_id}.stats.json"
     log_file = DELAYER_DIR / f"{fault_id}.log"
-    argv = [sys.executable, "-m", "chaos.net.delayer", "--fault", fault_id,
+    argv = [sys.executable, "-m", "nemesis.net.delayer", "--fault", fault_id,
             "--delay-ms", str(delay_ms), "--jitter-ms", str(jitter_ms),
             "--queue", str(queue), "--parent-pid", str(os.getpid()),
             "--stats-file", str(stats_file), "--log-file", str(log_file)]

@@ -1,6 +1,6 @@
 """Network faults on a cluster: partitions of any shape, and slow or lossy links.
 
-Built on :mod:`chaos.net`, which enters each node's network namespace from the host. The
+Built on :mod:`nemesis.net`, which enters each node's network namespace from the host. The
 nodes are resolved at fault time (a restarted container has a new namespace), and heal
 tolerates namespaces that have gone away with a restart: their rules went with them.
 """
@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, TypeGuard
 
-from chaos.faults import targets as tg
-from chaos.faults.base import BaseFault, FaultContext, FaultError
-from chaos.net import NetNS, Node, Partitioner, PartitionHandle, PartitionSpec, Shaper, tc
-from chaos.net.shaping import ShapingHandle
+from nemesis.faults import targets as tg
+from nemesis.faults.base import BaseFault, FaultContext, FaultError
+from nemesis.net import NetNS, Node, Partitioner, PartitionHandle, PartitionSpec, Shaper, tc
+from nemesis.net.shaping import ShapingHandle
 
 if TYPE_CHECKING:
     from compose.remote import SshNode

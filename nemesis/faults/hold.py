@@ -7,7 +7,7 @@ after whatever the client did next. TCP never lets a request overtake another on
 connection, so only this (a stale connection released late) reorders a client's requests at
 the broker: how a delayed EndTxn decides a later transaction (KAFKA-17754).
 
-Local containers only: the delayer runs in the node's network namespace (chaos.net.delayer,
+Local containers only: the delayer runs in the node's network namespace (nemesis.net.delayer,
 hold mode), receiving from the kafka-chaos host.
 """
 
@@ -15,11 +15,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from chaos.faults import targets as tg
-from chaos.faults.base import BaseFault, FaultContext, FaultError
-from chaos.faults.network import netns_of, over_ssh
-from chaos.net.shaping import DelayerProcess, start_delayer
-from chaos.net.tc import fresh_id
+from nemesis.faults import targets as tg
+from nemesis.faults.base import BaseFault, FaultContext, FaultError
+from nemesis.faults.network import netns_of, over_ssh
+from nemesis.net.shaping import DelayerProcess, start_delayer
+from nemesis.net.tc import fresh_id
 
 
 class Hold(BaseFault):

@@ -10,7 +10,7 @@ A target is written as a string so scenarios and the CLI can name it:
 
 from __future__ import annotations
 
-from chaos.faults.base import FaultContext, FaultError
+from nemesis.faults.base import FaultContext, FaultError
 
 
 def _partition_arg(spec: str) -> int:

@@ -11,14 +11,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from chaos.faults.base import Fault, FaultContext
-from chaos.faults.cpu import CpuThrottle
-from chaos.faults.hold import Hold
-from chaos.faults.network import Partition, Slow
-from chaos.faults.power import PowerLoss
-from chaos.faults.process import Kill, Pause, Stop
-from chaos.faults.quorum import VOTER_SHAPES, VoterPartition
 from contract.faults import FAULTS
+from nemesis.faults.base import Fault, FaultContext
+from nemesis.faults.cpu import CpuThrottle
+from nemesis.faults.hold import Hold
+from nemesis.faults.network import Partition, Slow
+from nemesis.faults.power import PowerLoss
+from nemesis.faults.process import Kill, Pause, Stop
+from nemesis.faults.quorum import VOTER_SHAPES, VoterPartition
 
 
 def _partition(target: str, params: dict[str, Any]) -> Fault:

@@ -30,7 +30,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from chaos.net.netns import NamespaceGone, NetNS
+from nemesis.net.netns import NamespaceGone, NetNS
 
 TAG_PREFIX = "kafka-chaos"
 CHAIN_INPUT = "KAFKA_CHAOS_INPUT"

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from chaos.faults.base import FaultContext, FaultError
-from chaos.faults.process import _NodeFault
+from nemesis.faults.base import FaultContext, FaultError
+from nemesis.faults.process import _NodeFault
 
 #: CFS period the quota is a share of (Docker's default).
 CPU_PERIOD_US = 100_000

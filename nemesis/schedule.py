@@ -10,11 +10,11 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from chaos.faults.base import Fault, FaultContext, FaultError
-from chaos.faults.factory import draw_params, make_fault
 from compose.admin import ClusterError
 from compose.stop_signals import lost_stop, stop_request, stops_raised
 from contract.events import FAULT_ERROR, INSTANT, NEMESIS_ERROR
+from nemesis.faults.base import Fault, FaultContext, FaultError
+from nemesis.faults.factory import draw_params, make_fault
 
 log = logging.getLogger("kafka_chaos.nemesis")
 

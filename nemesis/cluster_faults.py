@@ -9,8 +9,8 @@ running cluster, every one recorded in the history's event log like a run's neme
         ...                                   # random faults in the background
     faults.heal()                             # everything active stops
 
-Nothing here applies a fault itself: faults are built by ``chaos.faults.factory`` from the
-registry (``contract.faults``) and started and stopped by a :class:`chaos.nemesis.Nemesis`,
+Nothing here applies a fault itself: faults are built by ``nemesis.faults.factory`` from the
+registry (``contract.faults``) and started and stopped by a :class:`nemesis.schedule.Nemesis`,
 so the events are exactly a run's (start/end, ``fault-error`` when a start fails).
 """
 
@@ -22,19 +22,19 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from chaos.faults import targets as tg
-from chaos.faults.base import Fault, FaultContext
-from chaos.faults.factory import make_fault
-from chaos.nemesis import Nemesis
 from compose.cluster import KafkaCluster
 from contract.events import EventLog
 from contract.faults import FAULTS, RANDOM_FAULT_KINDS
+from nemesis.faults import targets as tg
+from nemesis.faults.base import Fault, FaultContext
+from nemesis.faults.factory import make_fault
+from nemesis.schedule import Nemesis
 
 Target = str | int
 
 
 def target_spec(target: Target, partition: int | None = None) -> str:
-    """A target as ``chaos.faults.targets`` spells it: ``"leader"`` + partition 2 is
+    """A target as ``nemesis.faults.targets`` spells it: ``"leader"`` + partition 2 is
     ``leader:2``; a broker id is its number; other specs (``random``, ``followers``,
     ``controller``, ``1,3``) pass through. ValueError for one that can never resolve."""
     if isinstance(target, bool):

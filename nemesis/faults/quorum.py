@@ -1,11 +1,11 @@
 """A partition of the KRaft controller quorum (registry kind ``voter-partition``): reachable
-from scripted scenarios, TOML steps and ``--faults`` alike through ``chaos.faults.factory``."""
+from scripted scenarios, TOML steps and ``--faults`` alike through ``nemesis.faults.factory``."""
 
 from __future__ import annotations
 
-from chaos.faults.base import FaultContext, FaultError
-from chaos.faults.network import CLIENT, Partition, cluster_nodes, node_name
-from chaos.net import PartitionSpec
+from nemesis.faults.base import FaultContext, FaultError
+from nemesis.faults.network import CLIENT, Partition, cluster_nodes, node_name
+from nemesis.net import PartitionSpec
 
 #: The cuts of the quorum a voter partition can make (the class docstring says what each is).
 VOTER_SHAPES = ("leader-from-voters", "voter-minority", "voter-majority")

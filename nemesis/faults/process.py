@@ -13,8 +13,8 @@ from typing import Any
 
 from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_fixed
 
-from chaos.faults import targets as tg
-from chaos.faults.base import BaseFault, FaultContext
+from nemesis.faults import targets as tg
+from nemesis.faults.base import BaseFault, FaultContext
 
 
 class _NodeFault(BaseFault):

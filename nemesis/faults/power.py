@@ -29,9 +29,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from chaos.faults.base import FaultContext, FaultError
-from chaos.faults.network import over_ssh
-from chaos.faults.process import Kill
+from nemesis.faults.base import FaultContext, FaultError
+from nemesis.faults.network import over_ssh
+from nemesis.faults.process import Kill
 
 if TYPE_CHECKING:
     from compose.remote import SshNode
