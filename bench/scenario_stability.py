@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from chaos.orchestrator import run
-from chaos.scenarios import SCENARIOS
+from scenarios import SCENARIOS
 
 #: Variants worth running besides each scenario's defaults.
 VARIANTS: dict[str, list[dict[str, Any]]] = {"unclean-election": [{}, {"unclean": False}]}

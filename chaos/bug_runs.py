@@ -33,7 +33,7 @@ def run_bug(entry: Any, runs: list[tuple[Any, Any]], scenario: Any, repeat: int 
     """One run (exit code: its verdict's), or ``repeat`` runs per side and a tally of the runs
     that showed the bug (exit code: 0 when no run contradicted the entry, else 1; a
     timing-dependent bug may stay hidden in some runs). Ctrl-C ends the repetitions."""
-    from chaos.scenarios.bugs import run_misses, summary, tally
+    from scenarios.bugs import run_misses, summary, tally
 
     seen: dict[Any, list[dict[str, Any] | None]] = {side: [] for side, _cfg in runs}
     last = Ran(None, False, 2)

@@ -230,11 +230,11 @@ def _load_toml(path: Path) -> dict[str, Any]:
 
 
 def _scenarios(scenario_file: Path | None) -> dict[str, Any]:
-    from chaos.scenarios import SCENARIOS
+    from scenarios import SCENARIOS
 
     found = dict(SCENARIOS)
     if scenario_file is not None:
-        from chaos.scenarios.toml_file import load_scenarios
+        from scenarios.toml_file import load_scenarios
 
         found.update(load_scenarios(scenario_file))
     return found
@@ -243,7 +243,7 @@ def _scenarios(scenario_file: Path | None) -> dict[str, Any]:
 def _bug_run(args: argparse.Namespace) -> tuple[Any, list[tuple[Any, dict[str, Any]]]] | None:
     """With --bug: (entry, [(side, the side's pinned options), ...]); refuses what
     contradicts it."""
-    from chaos.scenarios.bugs import as_side, find
+    from scenarios.bugs import as_side, find
 
     if args.bug is None:
         for flag, value in (("--on", args.on), ("--repeat", args.repeat)):
@@ -345,7 +345,7 @@ def cmd_scenarios(args: argparse.Namespace) -> int:
 
 
 def cmd_bugs(args: argparse.Namespace) -> int:
-    from chaos.scenarios.bugs import table
+    from scenarios.bugs import table
 
     header = ("id", "title", "affected", "fixed", "status")
     rows = [header, *table()]

@@ -19,7 +19,6 @@ from typing import Any
 from chaos.clients import ensure_client
 from chaos.config import TOPIC, RunConfig
 from chaos.rundir import kafka_version_of, new_run_dir, record_client_versions, write_run_json
-from chaos.scenarios.base import DoneWhen, Scenario
 from compose.cluster import CollectFailure, KafkaCluster
 from compose.config import FAST_FAULTS, ClusterConfig
 from compose.nodes_file import load_nodes
@@ -28,6 +27,7 @@ from compose.stop_signals import signals_raise, stop_request
 from contract.events import COLLECT_ERROR, INSTANT, INTERRUPTED, RUN_ERROR, parse_events
 from nemesis.faults.base import FaultContext
 from nemesis.schedule import Nemesis
+from scenarios.base import DoneWhen, Scenario
 from workloads import (
     ChildInterpreter,
     ConsumerConfig,

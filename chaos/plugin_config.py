@@ -17,7 +17,7 @@ import pytest
 
 if TYPE_CHECKING:
     from chaos.config import RunConfig
-    from chaos.scenarios.base import Scenario
+    from scenarios.base import Scenario
 
 @dataclass
 class ChaosOptions:
@@ -78,7 +78,7 @@ def build_run(item: pytest.Item, options: ChaosOptions, cell: dict[str, Any],
     < the call's own keywords (a cell varies a setting on purpose; the command line sets
     the rest for every run)."""
     from chaos.config import RunConfig, RunConfigError
-    from chaos.scenarios import SCENARIOS
+    from scenarios import SCENARIOS
 
     spec = spec_of(item)
     cell = dict(cell)

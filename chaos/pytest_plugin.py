@@ -66,11 +66,11 @@ from chaos.plugin_result import (
 
 if TYPE_CHECKING:
     from chaos.config import RunConfig
-    from chaos.scenarios.base import Scenario
     from chaos.user_api import ChaosSession
     from compose.cluster import KafkaCluster
     from compose.config import ClusterConfig
     from compose.stop_signals import StopSignals
+    from scenarios.base import Scenario
 
 __all__ = ["ChaosOptions", "ChaosResult", "ChaosRunError", "Expectation"]
 

@@ -9,7 +9,7 @@ import pytest
 from chaos.cli import build_parser, run_overrides
 from chaos.config import RunConfig, RunConfigError
 from chaos.plugin_matrix import cell_id, cells
-from chaos.scenarios.toml_file import load_scenarios
+from scenarios.toml_file import load_scenarios
 
 
 def test_cli_and_toml_run_table() -> None:

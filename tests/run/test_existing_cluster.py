@@ -12,10 +12,10 @@ import pytest
 from confluent_kafka.admin import AdminClient
 
 from chaos.orchestrator import run
-from chaos.scenarios.toml_file import load_scenarios
 from compose.cleanup import extra_labels
 from compose.remote import SshNode
 from contract.known_bugs import EPOCH_BUMP_RESEND
+from scenarios.toml_file import load_scenarios
 from tests.run.cli import CLI
 from tests.run.ssh_cluster import SshCluster
 from tests.support.verdicts import assert_only_accepted_bug

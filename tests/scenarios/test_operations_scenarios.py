@@ -1,4 +1,4 @@
-"""The operational scenarios (chaos/scenarios/operations.py) and safe-config-chaos, each run
+"""The operational scenarios (scenarios/operations.py) and safe-config-chaos, each run
 for real against a Kafka cluster, with the outcome DESIGN.md §6 expects asserted on
 results.json. Plus pure tests of what each scenario declares per configuration."""
 
@@ -14,13 +14,13 @@ import pytest
 
 from chaos.config import RunConfig, RunConfigError
 from chaos.orchestrator import run
-from chaos.scenarios import SCENARIOS
-from chaos.scenarios.operations import OPERATIONS, TXN_UNKNOWN_MAX_PERCENT, VoterPartition
 from contract.faults import FAULTS
 from contract.known_bugs import LEADER_MOVE_CLIENT_BUGS
 from nemesis.faults.factory import draw_params, make_fault
 from nemesis.faults.quorum import VOTER_SHAPES
 from nemesis.schedule import random_fault
+from scenarios import SCENARIOS
+from scenarios.operations import OPERATIONS, TXN_UNKNOWN_MAX_PERCENT, VoterPartition
 from tests.support.verdicts import assert_only_accepted_bug
 
 

@@ -4,7 +4,7 @@ and Eligible Leader Replicas do when the leader of a partition fails at the wors
 Each script drives partition 0 of the run's topic (these scenarios use one partition, so
 every write goes through the one leader being attacked) into one mechanism, polling the
 cluster's metadata with bounded waits, and emits a ``situation`` event once the
-precondition is verified (see :mod:`chaos.scenarios.replication_steps`). Faults it starts
+precondition is verified (see :mod:`scenarios.replication_steps`). Faults it starts
 are ended by the script itself; whatever is left is healed by the orchestrator.
 
 The broker settings of every run include ``compose.config.FAST_FAULTS``: a follower that
@@ -18,14 +18,14 @@ import logging
 from typing import Any
 
 from chaos.config import RunConfig
-from chaos.scenarios import replication_steps as st
-from chaos.scenarios.base import Expect, Scenario
-from chaos.scenarios.lone_leader import lone_leader_with_a_tail
 from contract.events import SITUATION
 from contract.known_bugs import LEADER_MOVE_CLIENT_BUGS, version_tuple
 from nemesis.faults.network import Partition, Slow
 from nemesis.faults.power import PowerLoss
 from nemesis.faults.process import Kill, Pause
+from scenarios import replication_steps as st
+from scenarios.base import Expect, Scenario
+from scenarios.lone_leader import lone_leader_with_a_tail
 
 log = logging.getLogger("kafka_chaos.scenarios")
 

@@ -18,11 +18,11 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from chaos.config import RunConfig
-from chaos.scenarios.base import Expect, Scenario
-from chaos.scenarios.operations import ALL_REPLICAS_POWER_LOSS, STALE_TXN_REQUESTS
-from chaos.scenarios.replication import LAST_REPLICA_STANDING
 from contract.events import REBALANCE, Event
 from contract.known_bugs import BY_ID, KnownBug
+from scenarios.base import Expect, Scenario
+from scenarios.operations import ALL_REPLICAS_POWER_LOSS, STALE_TXN_REQUESTS
+from scenarios.replication import LAST_REPLICA_STANDING
 
 Side = Literal["affected", "fixed"]
 SIDES: tuple[Side, ...] = ("affected", "fixed")

@@ -1,4 +1,4 @@
-"""The unclean-election scenario's precondition (chaos/scenarios/replication.py): a lone
+"""The unclean-election scenario's precondition (scenarios/replication.py): a lone
 in-sync leader that acknowledged writes its followers lack, verified from the leader's own
 high watermark and epoch, and made again when the cluster strayed from the path.
 """
@@ -8,9 +8,9 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from chaos.scenarios import replication_steps as st
 from nemesis.faults.base import Fault
 from nemesis.faults.network import Partition
+from scenarios import replication_steps as st
 
 log = logging.getLogger("kafka_chaos.scenarios")
 

@@ -2,7 +2,7 @@
 step language (start a fault, stop it, wait, wait until a condition holds).
 
 Built-in scenarios in Python call the helpers directly; TOML scenarios are parsed into
-:class:`Step` objects by :mod:`chaos.scenarios.toml_file` and run by :func:`run_steps`.
+:class:`Step` objects by :mod:`scenarios.toml_file` and run by :func:`run_steps`.
 Waiting is always *polling a condition* with a bound, never a sleep that hopes the cluster
 got there: a loaded machine can take three times as long as an idle one.
 """

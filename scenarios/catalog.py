@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from chaos.scenarios import replication
-from chaos.scenarios.base import Scenario
-from chaos.scenarios.bugs import EOF_CONSUMER_RESTART
-from chaos.scenarios.operations import OPERATIONS, no_loss_expect
 from contract.known_bugs import LEADER_MOVE_CLIENT_BUGS
+from scenarios import replication
+from scenarios.base import Scenario
+from scenarios.bugs import EOF_CONSUMER_RESTART
+from scenarios.operations import OPERATIONS, no_loss_expect
 
 SAFE_CONFIG_CHAOS = Scenario(
     name="safe-config-chaos",

@@ -13,8 +13,6 @@ import time
 from typing import Any
 
 from chaos.config import RunConfig
-from chaos.scenarios.base import Expect, Scenario
-from chaos.scenarios.script_steps import has_leader, isr_full, preferred_leaders, wait_until
 from compose.admin import ClusterError
 from compose.config import CLIENT_PORT
 from contract.events import CONTROLLER_CHANGE, INSTANT, PREFERRED_LEADERS
@@ -25,6 +23,8 @@ from nemesis.faults.network import Partition
 from nemesis.faults.power import PowerLoss, read_checkpoint
 from nemesis.faults.process import Kill, Stop
 from nemesis.faults.quorum import VoterPartition
+from scenarios.base import Expect, Scenario
+from scenarios.script_steps import has_leader, isr_full, preferred_leaders, wait_until
 
 # How long a restarted node may take to rejoin every ISR on a loaded 2-core machine.
 CATCH_UP_S = 60.0

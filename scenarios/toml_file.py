@@ -68,14 +68,14 @@ from pathlib import Path
 from typing import Any
 
 from chaos.config import KAFKA_TABLES, RUN_FIELDS, RunConfig, RunConfigError
-from chaos.scenarios.base import Scenario
-from chaos.scenarios.script_steps import CONDITIONS, Step, run_steps
 from contract.anomalies import ANOMALY_KINDS
 from contract.conditions import ConditionError, normalise_condition
 from contract.faults import FAULTS
 from nemesis.faults import targets
 from nemesis.faults.network import SHAPES
 from nemesis.faults.quorum import VOTER_SHAPES
+from scenarios.base import Scenario
+from scenarios.script_steps import CONDITIONS, Step, run_steps
 
 NAME = re.compile(r"^[a-z0-9][a-z0-9-]{0,63}$")
 MECHANISMS: dict[str, tuple[str, ...]] = {
@@ -99,7 +99,7 @@ def load_scenarios(path: str | Path, builtins: dict[str, Scenario] | None = None
     ``builtins`` defaults to the built-in catalogue; an entry naming one of them with only
     ``config`` yields that scenario with the settings merged."""
     if builtins is None:
-        from chaos.scenarios.catalog import SCENARIOS
+        from scenarios.catalog import SCENARIOS
         builtins = SCENARIOS
     path = Path(path)
     try:
