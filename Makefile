@@ -80,7 +80,7 @@ unit: setup
 
 lint: venv
 	$(BIN)/ruff check .
-	$(BIN)/mypy contract nemesis scenarios chaos workloads checkers reports compose bench tests/support
+	$(BIN)/mypy contract nemesis scenarios runner chaos workloads checkers reports compose bench tests/support
 
 bench: setup
 	$(BIN)/python -m bench

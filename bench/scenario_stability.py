@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from chaos.orchestrator import run
+from runner.orchestrator import run
 from scenarios import SCENARIOS
 
 #: Variants worth running besides each scenario's defaults.

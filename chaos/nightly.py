@@ -129,9 +129,9 @@ def judge(cell: Cell, result: ChaosResult) -> list[Miss]:
 
 
 def _orchestrator(cell: Cell, out: Path, common: dict[str, Any]) -> ChaosResult:
-    from chaos.config import RunConfig
-    from chaos.orchestrator import run
-    from chaos.progress import Progress
+    from runner.config import RunConfig
+    from runner.orchestrator import run
+    from runner.progress import Progress
     from scenarios import SCENARIOS
 
     overrides = {**common, **cell.config, "out": str(out)}

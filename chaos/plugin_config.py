@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
-    from chaos.config import RunConfig
+    from runner.config import RunConfig
     from scenarios.base import Scenario
 
 @dataclass
@@ -77,7 +77,7 @@ def build_run(item: pytest.Item, options: ChaosOptions, cell: dict[str, Any],
     """The run a test asks for. Later wins: scenario < marker < command line < matrix cell
     < the call's own keywords (a cell varies a setting on purpose; the command line sets
     the rest for every run)."""
-    from chaos.config import RunConfig, RunConfigError
+    from runner.config import RunConfig, RunConfigError
     from scenarios import SCENARIOS
 
     spec = spec_of(item)

@@ -31,12 +31,12 @@ from typing import Any
 from confluent_kafka.admin import ConfigResource
 
 from chaos.plugin_result import ChaosResult
-from chaos.rundir import kafka_version_of, new_run_dir, versions
 from compose.cluster import KafkaCluster
 from contract.events import END, START, Event, parse_events
 from contract.faults import FAULTS
 from contract.windows import FaultWindow, fault_windows
 from nemesis.cluster_faults import ClusterFaults
+from runner.rundir import kafka_version_of, new_run_dir, versions
 from workloads import EventLog, Observer, drain
 from workloads.recording import RecordingConsumer, RecordingProducer
 

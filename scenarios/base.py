@@ -8,8 +8,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from chaos.config import RunConfig
 from contract.events import Event
+from runner.config import RunConfig
 
 Script = Callable[[Any], None]  # called with the run's Nemesis
 Expect = dict[str, Any]

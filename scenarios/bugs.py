@@ -17,9 +17,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from chaos.config import RunConfig
 from contract.events import REBALANCE, Event
 from contract.known_bugs import BY_ID, KnownBug
+from runner.config import RunConfig
 from scenarios.base import Expect, Scenario
 from scenarios.operations import ALL_REPLICAS_POWER_LOSS, STALE_TXN_REQUESTS
 from scenarios.replication import LAST_REPLICA_STANDING

@@ -12,7 +12,6 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from chaos.config import RunConfig
 from compose.admin import ClusterError
 from compose.config import CLIENT_PORT
 from contract.events import CONTROLLER_CHANGE, INSTANT, PREFERRED_LEADERS
@@ -23,6 +22,7 @@ from nemesis.faults.network import Partition
 from nemesis.faults.power import PowerLoss, read_checkpoint
 from nemesis.faults.process import Kill, Stop
 from nemesis.faults.quorum import VoterPartition
+from runner.config import RunConfig
 from scenarios.base import Expect, Scenario
 from scenarios.script_steps import has_leader, isr_full, preferred_leaders, wait_until
 

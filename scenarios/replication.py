@@ -17,12 +17,12 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from chaos.config import RunConfig
 from contract.events import SITUATION
 from contract.known_bugs import LEADER_MOVE_CLIENT_BUGS, version_tuple
 from nemesis.faults.network import Partition, Slow
 from nemesis.faults.power import PowerLoss
 from nemesis.faults.process import Kill, Pause
+from runner.config import RunConfig
 from scenarios import replication_steps as st
 from scenarios.base import Expect, Scenario
 from scenarios.lone_leader import lone_leader_with_a_tail

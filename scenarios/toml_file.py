@@ -67,13 +67,13 @@ import typing
 from pathlib import Path
 from typing import Any
 
-from chaos.config import KAFKA_TABLES, RUN_FIELDS, RunConfig, RunConfigError
 from contract.anomalies import ANOMALY_KINDS
 from contract.conditions import ConditionError, normalise_condition
 from contract.faults import FAULTS
 from nemesis.faults import targets
 from nemesis.faults.network import SHAPES
 from nemesis.faults.quorum import VOTER_SHAPES
+from runner.config import KAFKA_TABLES, RUN_FIELDS, RunConfig, RunConfigError
 from scenarios.base import Scenario
 from scenarios.script_steps import CONDITIONS, Step, run_steps
 

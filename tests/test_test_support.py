@@ -20,7 +20,7 @@ from tests.support.hand_run import hand_results, write_hand_run
 from tests.support.literal import History
 from tests.support.synthetic import PlannedFault, SyntheticSpec, write_synthetic_run
 
-#: Phase events the orchestrator and the drain write (chaos/orchestrator.py, workloads/drain.py);
+#: Phase events the orchestrator and the drain write (runner/orchestrator.py, workloads/drain.py);
 #: "check" is in RUN_PHASES but no run writes it (the checker runs after the history closes).
 WRITTEN_PHASES = {"setup", "workload", "heal", "drain"}
 #: Detail keys each fault class writes on its start/end events (nemesis/faults/process.py,

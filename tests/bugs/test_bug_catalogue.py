@@ -8,9 +8,9 @@ import subprocess
 
 import pytest
 
-from chaos.config import RunConfig
 from contract.events import Event
 from contract.known_bugs import BY_ID
+from runner.config import RunConfig
 from scenarios import SCENARIOS
 from scenarios.bugs import (
     BUG_BY_ID,

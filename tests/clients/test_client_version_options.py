@@ -6,9 +6,9 @@ import textwrap
 
 import pytest
 
-from chaos.cli import build_parser, run_overrides
-from chaos.config import RunConfig, RunConfigError
 from chaos.plugin_matrix import cell_id, cells
+from runner.cli import build_parser, run_overrides
+from runner.config import RunConfig, RunConfigError
 from scenarios.toml_file import load_scenarios
 
 

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 from confluent_kafka.admin import AdminClient
 
-from chaos.orchestrator import run
 from compose.cleanup import extra_labels
 from compose.remote import SshNode
 from contract.known_bugs import EPOCH_BUMP_RESEND
+from runner.orchestrator import run
 from scenarios.toml_file import load_scenarios
 from tests.run.cli import CLI
 from tests.run.ssh_cluster import SshCluster

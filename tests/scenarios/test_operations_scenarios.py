@@ -12,13 +12,13 @@ from typing import Any
 import pyarrow.dataset as ds
 import pytest
 
-from chaos.config import RunConfig, RunConfigError
-from chaos.orchestrator import run
 from contract.faults import FAULTS
 from contract.known_bugs import LEADER_MOVE_CLIENT_BUGS
 from nemesis.faults.factory import draw_params, make_fault
 from nemesis.faults.quorum import VOTER_SHAPES
 from nemesis.schedule import random_fault
+from runner.config import RunConfig, RunConfigError
+from runner.orchestrator import run
 from scenarios import SCENARIOS
 from scenarios.operations import OPERATIONS, TXN_UNKNOWN_MAX_PERCENT, VoterPartition
 from tests.support.verdicts import assert_only_accepted_bug

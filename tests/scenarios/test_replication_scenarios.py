@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 
-from chaos.orchestrator import run
 from compose.image import DEFAULT_KAFKA_VERSION
 from nemesis.faults.network import Partition
 from nemesis.faults.process import Pause
+from runner.orchestrator import run
 from scenarios import SCENARIOS
 from scenarios.replication import SCENARIOS as REPLICATION
 from scenarios.replication import elr_default

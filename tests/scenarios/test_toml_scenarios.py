@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from chaos.config import RunConfigError
-from chaos.orchestrator import run
+from runner.config import RunConfigError
+from runner.orchestrator import run
 from scenarios import SCENARIOS
 from scenarios.toml_file import load_scenarios
 from tests.support.verdicts import assert_only_accepted_bug

@@ -13,11 +13,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from chaos.bug_runs import run_bug, run_once
-from chaos.config import KAFKA_TABLES, RUN_FIELDS, RunConfigError
 from contract.exit_codes import exit_code_of_results
 from contract.faults import RANDOM_FAULT_KINDS
 from contract.settings import ACKS_VALUES, CONSUMER_MODES, ISOLATION_LEVELS, spark_master_problem
+from runner.bug_runs import run_bug, run_once
+from runner.config import KAFKA_TABLES, RUN_FIELDS, RunConfigError
 
 EXAMPLES = {
     "run": """examples:
@@ -288,7 +288,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         for _side, cfg in runs:
             cfg.validate()
             if cfg.client_version:  # before the cluster: a release pip cannot install is bad
-                from chaos.clients import ensure_client
+                from runner.clients import ensure_client
 
                 ensure_client(cfg.client_version, say=print)
     except (RunConfigError, TypeError) as e:  # ClientVenvError is a RunConfigError

@@ -63,7 +63,7 @@ class RunConfig:
     targets: list[str] = field(default_factory=lambda: ["random", "leader", "follower"])
     seed: int = 0
     kafka_version: str | None = None
-    # confluent-kafka release for the producers and consumers (a cached venv, chaos/clients.py);
+    # confluent-kafka release for the producers and consumers (a cached venv, runner/clients.py);
     # None: the one installed with kafka-chaos
     client_version: str | None = None
     image: str | None = None

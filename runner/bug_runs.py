@@ -20,9 +20,9 @@ class Ran:
 
 def run_once(cfg: Any, scenario: Any) -> Ran:
     """One run with progress on the terminal and its verdict printed."""
-    from chaos.orchestrator import run
-    from chaos.progress import Progress
-    from chaos.verdict import print_verdict
+    from runner.orchestrator import run
+    from runner.progress import Progress
+    from runner.verdict import print_verdict
 
     outcome = run(cfg, scenario, progress=Progress())
     print_verdict(outcome)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from chaos.orchestrator import RunOutcome
+from runner.orchestrator import RunOutcome
 
 _COLOURS = {True: "\033[32m", False: "\033[31m", "unknown": "\033[33m"}
 

@@ -50,7 +50,7 @@ def fmt_s(seconds: float) -> str:
 
 
 class Progress:
-    """A ``progress`` callable for :func:`chaos.orchestrator.run` with phases and a bar."""
+    """A ``progress`` callable for :func:`runner.orchestrator.run` with phases and a bar."""
 
     def __init__(self, stream: TextIO | None = None, live: bool | None = None,
                  tick_s: float = 0.25) -> None:

@@ -11,7 +11,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from chaos.config import RunConfig
+from runner.config import RunConfig
 from workloads import ChildInterpreter
 from workloads.client_info import client_versions
 

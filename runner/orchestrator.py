@@ -16,9 +16,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from chaos.clients import ensure_client
-from chaos.config import TOPIC, RunConfig
-from chaos.rundir import kafka_version_of, new_run_dir, record_client_versions, write_run_json
 from compose.cluster import CollectFailure, KafkaCluster
 from compose.config import FAST_FAULTS, ClusterConfig
 from compose.nodes_file import load_nodes
@@ -27,6 +24,9 @@ from compose.stop_signals import signals_raise, stop_request
 from contract.events import COLLECT_ERROR, INSTANT, INTERRUPTED, RUN_ERROR, parse_events
 from nemesis.faults.base import FaultContext
 from nemesis.schedule import Nemesis
+from runner.clients import ensure_client
+from runner.config import TOPIC, RunConfig
+from runner.rundir import kafka_version_of, new_run_dir, record_client_versions, write_run_json
 from scenarios.base import DoneWhen, Scenario
 from workloads import (
     ChildInterpreter,
@@ -106,7 +106,7 @@ class Run:
         log.info(msg)
 
     def phase(self, name: str, total_s: float | None = None) -> None:
-        """Tells a progress display that supports phases (chaos.progress.Progress) that a
+        """Tells a progress display that supports phases (runner.progress.Progress) that a
         long piece of work begins; a plain callable such as print is left alone."""
         hook = getattr(self.say, "phase", None)
         if callable(hook):

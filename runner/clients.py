@@ -24,8 +24,8 @@ from contextlib import contextmanager
 from importlib import metadata
 from pathlib import Path
 
-from chaos.config import CLIENT_VERSION, RunConfigError
 from contract.known_bugs import version_tuple
+from runner.config import CLIENT_VERSION, RunConfigError
 from workloads import ChildInterpreter
 
 #: The packages the workload processes import besides confluent-kafka (workloads/, contract/).
