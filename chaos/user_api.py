@@ -20,8 +20,6 @@ heals, also when the body raised.
 
 from __future__ import annotations
 
-import json
-import os
 import re
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -36,7 +34,7 @@ from contract.events import END, START, Event, parse_events
 from contract.faults import FAULTS
 from contract.windows import FaultWindow, fault_windows
 from nemesis.cluster_faults import ClusterFaults
-from runner.rundir import kafka_version_of, new_run_dir, versions
+from runner.rundir import kafka_version_of, new_run_dir, save_run_json, versions
 from workloads import EventLog, Observer, drain
 from workloads.recording import RecordingConsumer, RecordingProducer
 
@@ -210,9 +208,7 @@ class ChaosSession(ClusterFaults):
         }
         if pipeline:
             doc["pipeline"] = pipeline
-        tmp = self.run_dir / ".run.json.tmp"
-        tmp.write_text(json.dumps(doc, indent=2, default=str))
-        os.replace(tmp, self.run_dir / "run.json")
+        save_run_json(self.run_dir, doc)
         return doc
 
     def _topic_config(self, topic: str) -> dict[str, str]:

@@ -101,11 +101,14 @@ def write_run_json(run_dir: Path, cfg: RunConfig, *, image: str, kafka_version: 
         doc["mechanism"] = mechanism
     if cfg.accept_known:
         doc["accept_known"] = list(cfg.accept_known)  # read by the checker's verdict
-    _write(run_dir, doc)
+    save_run_json(run_dir, doc)
     return doc
 
 
-def _write(run_dir: Path, doc: dict[str, Any]) -> None:
+def save_run_json(run_dir: Path, doc: dict[str, Any]) -> None:
+    """Writes ``doc`` as ``run_dir/run.json``, atomically (a temporary file, then renamed).
+    The one writer of the file: a run's :func:`write_run_json` and
+    :func:`record_client_versions`, and a test body's session (``chaos.user_api``)."""
     tmp = run_dir / ".run.json.tmp"
     tmp.write_text(json.dumps(doc, indent=2, default=str))
     os.replace(tmp, run_dir / "run.json")
@@ -129,7 +132,7 @@ def record_client_versions(run_dir: Path, stats: dict[str, dict[str, Any]]) -> N
             seen = sorted({*seen, *str(v.get(key)).split(",")})
         v[key] = ",".join(seen)
     v["client_reported_by"] = by
-    _write(run_dir, doc)
+    save_run_json(run_dir, doc)
 
 
 def kafka_version_of(image: str, requested: str | None) -> str:
