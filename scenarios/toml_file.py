@@ -25,7 +25,8 @@ The format (``examples/scenarios.toml`` is a complete example)::
     kind = "fault"                       # fault (with fault = "<event kind>"),
     fault = "kill"                       # isr-shrunk-to (size = N), leader-changed,
                                          # leader-epoch-increased, offline,
-                                         # stale-leader-elected
+                                         # stale-leader-elected, consumer-restart
+                                         # (count = N, default 1): contract.mechanisms
 
     [[scenario.steps]]                   # optional: a scripted sequence (else the
     action = "start"                     # random faults of config.faults run)
@@ -70,6 +71,7 @@ from typing import Any
 from contract.anomalies import ANOMALY_KINDS
 from contract.conditions import ConditionError, normalise_condition
 from contract.faults import FAULTS
+from contract.mechanisms import MECHANISMS
 from nemesis.faults import targets
 from nemesis.faults.network import SHAPES
 from nemesis.faults.quorum import VOTER_SHAPES
@@ -78,10 +80,6 @@ from scenarios.base import Scenario
 from scenarios.script_steps import CONDITIONS, Step, run_steps
 
 NAME = re.compile(r"^[a-z0-9][a-z0-9-]{0,63}$")
-MECHANISMS: dict[str, tuple[str, ...]] = {
-    "fault": ("fault",), "isr-shrunk-to": ("size",), "leader-changed": (),
-    "leader-epoch-increased": (), "offline": (), "stale-leader-elected": (),
-}
 SCENARIO_KEYS = ("name", "summary", "doc", "settle", "config", "expect", "mechanism",
                  "steps", "accept_known")
 #: RunConfig fields a scenario may not set: its name, and where the run goes.
@@ -271,14 +269,18 @@ def _mechanisms(items: Any) -> list[dict[str, Any]]:
         kind = m.get("kind")
         if kind not in MECHANISMS:
             raise _Bad(f"mechanism[{i + 1}]: kind must be one of {', '.join(MECHANISMS)}")
-        _only(m, ("kind", *MECHANISMS[kind]), f"mechanism[{i + 1}]")
-        for param in MECHANISMS[kind]:
+        spec = MECHANISMS[kind]
+        _only(m, ("kind", *spec.params, *spec.optional), f"mechanism[{i + 1}]")
+        for param in spec.params:
             if param not in m:
                 raise _Bad(f"mechanism[{i + 1}]: {kind} needs {param!r}")
         if kind == "fault" and not isinstance(m["fault"], str):
             raise _Bad(f"mechanism[{i + 1}]: fault must be an event kind such as \"kill\"")
         if kind == "isr-shrunk-to" and (not isinstance(m["size"], int) or m["size"] < 0):
             raise _Bad(f"mechanism[{i + 1}]: size must be a whole number >= 0")
+        if "count" in m and (isinstance(m["count"], bool) or not isinstance(m["count"], int)
+                             or m["count"] < 1):
+            raise _Bad(f"mechanism[{i + 1}]: count must be a whole number >= 1")
         out.append(dict(m))
     return out
 

@@ -31,7 +31,8 @@ from workloads.config import ProducerConfig, WorkloadConfigError
 def test_importing_the_contract_loads_nothing_heavy() -> None:
     code = ("import sys, contract, contract.schemas, contract.events, contract.faults, "
             "contract.windows, contract.anomalies, contract.conditions, contract.settings, "
-            "contract.exit_codes, contract.results, contract.known_bugs, contract.owners\n"
+            "contract.exit_codes, contract.results, contract.known_bugs, contract.owners, "
+            "contract.mechanisms\n"
             "heavy = [m for m in sys.modules if m.split('.')[0] in "
             "('pyspark', 'docker', 'confluent_kafka', 'testcontainers', 'jinja2')]\n"
             "print(heavy)")
