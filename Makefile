@@ -80,7 +80,7 @@ unit: setup
 
 lint: venv
 	$(BIN)/ruff check .
-	$(BIN)/mypy contract chaos workloads checkers reports compose bench kafka_chaos_testing
+	$(BIN)/mypy contract nemesis scenarios runner chaos workloads checkers reports compose bench tests/support
 
 # The user guide (docs/, mkdocs.yml) into site/; strict: a broken link or a page missing from
 # the nav fails, as it does in make test (tests/test_docs_build.py).

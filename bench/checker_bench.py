@@ -34,8 +34,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.figures import FIGURES, write_figure  # noqa: E402
-from kafka_chaos_testing import bench_data  # noqa: E402
-from kafka_chaos_testing.bench_data import Spec, generate  # noqa: E402
+from tests.support import bench_data  # noqa: E402
+from tests.support.bench_data import Spec, generate  # noqa: E402
 
 PAGE = os.sysconf("SC_PAGE_SIZE")
 
@@ -175,7 +175,7 @@ def write_size_figure(path: Path, r: dict[str, Any], command: str) -> Path:
                      f"{s['cpu_ratio']:.2f}x", f"{s['peak_rss_mb']:.0f}",
                      "yes" if s["counts_agree"] else "**no**"])
     notes = (f"{r['writes']:,} writes and {r['reads']:,} reads (a synthetic history, "
-             "`kafka_chaos_testing.bench_data`). Each side is its own process, timed from "
+             "`tests.support.bench_data`). Each side is its own process, timed from "
              "launch to exit; peak RSS is the largest resident set of its process tree; the "
              "ratios are against DuckDB's query of the same definitions in the same run.")
     return write_figure(path, f"{r['writes']}-writes", title=f"{r['writes']:,} writes",

@@ -3,7 +3,7 @@
     python bench/report_bench.py [--writes 10000000] [--dir /tmp/kc-report-bench] [--browser]
                                  [--figures docs/figures/report-bench.md | --no-figures]
 
-The synthetic run (``kafka_chaos_testing.synthetic``) is written once and reused while its
+The synthetic run (``tests.support.synthetic``) is written once and reused while its
 spec is the same; rendering is timed separately (best of ``--repeat``), and ``--browser`` also times
 opening the report in headless Chromium. The figures, with the machine, the versions and the
 date, replace that size's section of ``--figures`` (bench/figures.py).
@@ -23,8 +23,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.figures import FIGURES, write_figure  # noqa: E402
-from kafka_chaos_testing.synthetic import PlannedFault, SyntheticSpec, write_synthetic_run  # noqa: E402
 from reports import render_run  # noqa: E402
+from tests.support.synthetic import PlannedFault, SyntheticSpec, write_synthetic_run  # noqa: E402
 
 
 def bench_spec(writes: int) -> SyntheticSpec:
@@ -105,7 +105,7 @@ def main(argv: list[str] | None = None) -> int:
                                title=f"The report of a {args.writes:,}-write run",
                                command=command, heading="Report benchmark",
                                columns=["what", "measured"], rows=rows,
-                               notes="A synthetic acks=1 run (`kafka_chaos_testing.synthetic`) "
+                               notes="A synthetic acks=1 run (`tests.support.synthetic`) "
                                      "over 12 partitions with 8 producers and a fault every "
                                      "100 s; rendering is `reports.render_run`.")
         print(f"written {written}")

@@ -24,8 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from bench.figures import FIGURES, write_figure
-from chaos.orchestrator import run
-from chaos.scenarios import SCENARIOS
+from runner.orchestrator import run
+from scenarios import SCENARIOS
 
 #: Variants worth running besides each scenario's defaults.
 VARIANTS: dict[str, list[dict[str, Any]]] = {"unclean-election": [{}, {"unclean": False}]}

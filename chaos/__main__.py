@@ -2,6 +2,6 @@
 
 import sys
 
-from chaos.cli import main
+from runner.cli import main
 
 sys.exit(main())

@@ -46,7 +46,7 @@ class Cell:
     scenario: str | None
     axes: dict[str, Any] = field(default_factory=dict)  # what the cell varies: in its name
     settings: dict[str, Any] = field(default_factory=dict)  # the rest (duration, interval)
-    bug: str | None = None  # a known-bug cell (chaos/scenarios/bugs.py): the entry's id
+    bug: str | None = None  # a known-bug cell (scenarios/bugs.py): the entry's id
     side: str = "affected"  # ... and which side of it: affected or fixed
 
     @property
@@ -82,7 +82,7 @@ class CellOutcome:
 def bug_cells() -> list[Cell]:
     """Both sides (affected, fixed) of every runnable known-bug catalogue entry (the
     affected one only of a bug nobody fixed)."""
-    from chaos.scenarios.bugs import BUGS
+    from scenarios.bugs import BUGS
 
     return [Cell(b.scenario.name, bug=b.id, side=side) for b in BUGS if b.scenario
             for side in b.sides]
@@ -102,7 +102,7 @@ def local_cells(duration: float) -> list[Cell]:
 
 def full_cells(duration: float) -> list[Cell]:
     """Every catalogue scenario at its own length, then the acks × unclean × faults grid."""
-    from chaos.scenarios import SCENARIOS
+    from scenarios import SCENARIOS
 
     out = [Cell(name) for name in SCENARIOS]
     for c in cells(**FULL_GRID):  # type: ignore[arg-type]
@@ -116,7 +116,7 @@ def judge(cell: Cell, result: ChaosResult) -> list[Miss]:
     """Why a cell failed: a known bug's promise for its side; else its scenario's
     expectations, else a verdict other than valid."""
     if cell.bug:
-        from chaos.scenarios.bugs import BUG_BY_ID, as_side, run_misses
+        from scenarios.bugs import BUG_BY_ID, as_side, run_misses
 
         entry = BUG_BY_ID[cell.bug]
         side = as_side(cell.side)
@@ -129,14 +129,14 @@ def judge(cell: Cell, result: ChaosResult) -> list[Miss]:
 
 
 def _orchestrator(cell: Cell, out: Path, common: dict[str, Any]) -> ChaosResult:
-    from chaos.config import RunConfig
-    from chaos.orchestrator import run
-    from chaos.progress import Progress
-    from chaos.scenarios import SCENARIOS
+    from runner.config import RunConfig
+    from runner.orchestrator import run
+    from runner.progress import Progress
+    from scenarios import SCENARIOS
 
     overrides = {**common, **cell.config, "out": str(out)}
     if cell.bug:  # the entry's pinned version wins over a --kafka-version of every cell
-        from chaos.scenarios.bugs import BUG_BY_ID, as_side
+        from scenarios.bugs import BUG_BY_ID, as_side
 
         entry = BUG_BY_ID[cell.bug]
         side = as_side(cell.side)

@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
-    from chaos.config import RunConfig
-    from chaos.scenarios.base import Scenario
+    from runner.config import RunConfig
+    from scenarios.base import Scenario
 
 @dataclass
 class ChaosOptions:
@@ -77,8 +77,8 @@ def build_run(item: pytest.Item, options: ChaosOptions, cell: dict[str, Any],
     """The run a test asks for. Later wins: scenario < marker < command line < matrix cell
     < the call's own keywords (a cell varies a setting on purpose; the command line sets
     the rest for every run)."""
-    from chaos.config import RunConfig, RunConfigError
-    from chaos.scenarios import SCENARIOS
+    from runner.config import RunConfig, RunConfigError
+    from scenarios import SCENARIOS
 
     spec = spec_of(item)
     cell = dict(cell)

@@ -22,10 +22,10 @@ NOT_MATRIX = frozenset({"out"})
 
 
 def matrix_fields() -> tuple[str, ...]:
-    """The fields a matrix may vary: every RunConfig field (chaos.config.RUN_FIELDS, the one
+    """The fields a matrix may vary: every RunConfig field (runner.config.RUN_FIELDS, the one
     list) but :data:`NOT_MATRIX`. Imported here, not at the top: the plugin loads this module
     with pytest and keeps that cheap."""
-    from chaos.config import RUN_FIELDS
+    from runner.config import RUN_FIELDS
 
     return tuple(f for f in RUN_FIELDS if f not in NOT_MATRIX)
 

@@ -65,12 +65,12 @@ from chaos.plugin_result import (
 )
 
 if TYPE_CHECKING:
-    from chaos.config import RunConfig
-    from chaos.scenarios.base import Scenario
     from chaos.user_api import ChaosSession
     from compose.cluster import KafkaCluster
     from compose.config import ClusterConfig
     from compose.stop_signals import StopSignals
+    from runner.config import RunConfig
+    from scenarios.base import Scenario
 
 __all__ = ["ChaosOptions", "ChaosResult", "ChaosRunError", "Expectation"]
 
@@ -160,7 +160,7 @@ class _SessionGuard:
     def pytest_runtest_protocol(self, item: pytest.Item) -> Generator[None, object, object]:
         """A signal that stopped a chaos run in this test ends the session once the test is
         torn down, whatever the test made of the run's interrupted result (one calling
-        ``chaos.orchestrator.run`` itself may assert on it and fail, and go on): the user
+        ``runner.orchestrator.run`` itself may assert on it and fail, and go on): the user
         asked to stop. (A lane of our own suite ran on after a SIGTERM for this reason.)"""
         from compose.stop_signals import stopped_blocks
 
@@ -270,8 +270,8 @@ def chaos_cell() -> dict[str, Any]:
 
 
 def _orchestrator_runner(cfg: RunConfig, scenario: Scenario | None) -> ChaosResult:
-    from chaos.orchestrator import run
-    from chaos.progress import Progress
+    from runner.orchestrator import run
+    from runner.progress import Progress
 
     # Built here so it writes to the stream pytest captures now (shown on failure; live
     # on a terminal with -s).

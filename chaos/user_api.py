@@ -11,7 +11,7 @@ one itself::
         result = chaos.check("orders")       # heal, drain, PySpark checker, HTML report
         assert result.count("lost") == 0
 
-The session is the fault API (:class:`chaos.user_faults.ClusterFaults`) plus what a run's
+The session is the fault API (:class:`nemesis.cluster_faults.ClusterFaults`) plus what a run's
 orchestrator does around the workload: the run directory and its event log, recorded clients
 (``workloads.recording``) that write the history, the observer, and at the end heal, drain,
 run.json, the checker and the report. Leaving the session (or the fixture's teardown) always
@@ -20,8 +20,6 @@ heals, also when the body raised.
 
 from __future__ import annotations
 
-import json
-import os
 import re
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -31,12 +29,12 @@ from typing import Any
 from confluent_kafka.admin import ConfigResource
 
 from chaos.plugin_result import ChaosResult
-from chaos.rundir import kafka_version_of, new_run_dir, versions
-from chaos.user_faults import ClusterFaults
 from compose.cluster import KafkaCluster
 from contract.events import END, START, Event, parse_events
 from contract.faults import FAULTS
 from contract.windows import FaultWindow, fault_windows
+from nemesis.cluster_faults import ClusterFaults
+from runner.rundir import kafka_version_of, new_run_dir, save_run_json, versions
 from workloads import EventLog, Observer, drain
 from workloads.recording import RecordingConsumer, RecordingProducer
 
@@ -211,9 +209,7 @@ class ChaosSession(ClusterFaults):
         }
         if pipeline:
             doc["pipeline"] = pipeline
-        tmp = self.run_dir / ".run.json.tmp"
-        tmp.write_text(json.dumps(doc, indent=2, default=str))
-        os.replace(tmp, self.run_dir / "run.json")
+        save_run_json(self.run_dir, doc)
         return doc
 
     def _topic_config(self, topic: str) -> dict[str, str]:

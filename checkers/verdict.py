@@ -7,6 +7,7 @@ from typing import Any
 
 from contract.conditions import ConditionError, parse_condition
 from contract.events import SITUATION, Event
+from contract.mechanisms import MECHANISMS
 
 from .observations import PartitionHistory
 
@@ -90,7 +91,9 @@ def mechanism(mechs: list[dict[str, Any]], events: list[Event],
             evidence = ("no situation event to look after" if situation is None else
                         f"not seen in observations.parquet after the situation at "
                         f"ts_ns={situation}")
-        if kind == "fault":
+        if kind not in MECHANISMS:
+            evidence = f"unknown mechanism kind {kind!r}"
+        elif kind == "fault":
             seen, evidence = _fault(m, events)
         elif kind == "isr-shrunk-to":
             size = int(m.get("size", 1))
@@ -145,8 +148,6 @@ def mechanism(mechs: list[dict[str, Any]], events: list[Event],
             seen = len(polls) >= want
             evidence = (f"{len(polls)} consumer restart(s) in events.jsonl"
                         + ("" if seen else f", fewer than {want}"))
-        else:
-            evidence = f"unknown mechanism kind {kind!r}"
         details.append({"kind": kind, **{k: v for k, v in m.items() if k != "kind"},
                         "observed": seen, "evidence": evidence})
     return {"observed": all(d["observed"] for d in details), "details": details}

@@ -2,7 +2,7 @@
 
 Faults act on the broker process by its pid on the node (``kill -9``, SIGTERM, SIGSTOP and
 SIGCONT) and start it again with the node's own start command; network faults and power loss
-run their commands on the node (see :mod:`chaos.faults`). The cluster is never stopped or
+run their commands on the node (see :mod:`nemesis.faults`). The cluster is never stopped or
 removed: :meth:`ExternalCluster.stop` only makes sure every listed broker runs again and
 closes the SSH connections.
 """

@@ -10,5 +10,6 @@ Modules: :mod:`contract.schemas`, :mod:`contract.events`, :mod:`contract.faults`
 :mod:`contract.windows`, :mod:`contract.anomalies`, :mod:`contract.conditions`,
 :mod:`contract.settings`, :mod:`contract.exit_codes`, :mod:`contract.results`,
 :mod:`contract.known_bugs`, :mod:`contract.owners` (what a killed process leaves and who
-removes it).
+removes it), :mod:`contract.mechanisms` (what a scenario's ``mechanism`` may ask the history
+to show).
 """

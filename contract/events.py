@@ -1,13 +1,17 @@
 """The event record of ``history/events.jsonl`` and its kinds (DESIGN.md §3).
 
 One JSON object per line: ``{"ts_ns", "kind", "phase", "targets", "detail"}``. Fault kinds
-are listed in :mod:`contract.faults`; the other kinds any stage writes are named here.
+are listed in :mod:`contract.faults`; the other kinds any stage writes are named here. The
+writer (:class:`EventLog`) and the reader (:func:`parse_events`) are both here.
 """
 
 from __future__ import annotations
 
 import json
+import threading
+import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 #: ``phase`` values: a window opens (start), closes (end), or a moment (instant).
@@ -106,3 +110,33 @@ def parse_events(text: str | None) -> tuple[list[Event], int]:
             bad += 1
     events.sort(key=lambda e: e.ts_ns)
     return events, bad
+
+
+class EventLog:
+    """Appends events to ``events.jsonl`` (thread-safe; one flushed line per event)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+        self._fh = open(self.path, "a", buffering=1, encoding="utf-8")  # noqa: SIM115
+
+    def emit(self, kind: str, phase: str, targets: list[int] | None = None,
+             detail: dict[str, Any] | None = None, ts_ns: int | None = None) -> dict[str, Any]:
+        """Writes one event; ``phase`` is start, end or instant. Returns the event."""
+        ev = {"ts_ns": ts_ns or time.time_ns(), "kind": kind, "phase": phase,
+              "targets": list(targets or []), "detail": detail or {}}
+        line = json.dumps(ev, default=str)
+        with self._lock:
+            if not self._fh.closed:
+                self._fh.write(line + "\n")
+                self._fh.flush()
+        return ev
+
+    def phase(self, name: str, phase: str, **detail: Any) -> dict[str, Any]:
+        """A run phase event (setup, workload, heal, drain, check)."""
+        return self.emit(PHASE, phase, [], {"name": name, **detail})
+
+    def close(self) -> None:
+        with self._lock:
+            self._fh.close()

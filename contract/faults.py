@@ -1,10 +1,10 @@
 """The fault registry: every fault kind, its parameters, how its window is recorded, its colour
 and what it does (DESIGN.md §3: a fault records its start and end as events).
 
-The nemesis and scenarios build faults by these names (``chaos/faults/factory.py``), the CLI
+The nemesis and scenarios build faults by these names (``nemesis/faults/factory.py``), the CLI
 and TOML files validate against them, the checker and the report pair their events into windows
 (:mod:`contract.windows`) and the report colours them. A new fault kind is one entry here plus
-its class in ``chaos/faults/`` and its constructor in the factory.
+its class in ``nemesis/faults/`` and its constructor in the factory.
 """
 
 from __future__ import annotations

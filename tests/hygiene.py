@@ -239,9 +239,9 @@ def remove(client, labels: dict[str, str], shared: set[str]) -> None:  # noqa: A
 
 def net_state_left(client, state: _State) -> list[str]:  # noqa: ANN001
     """Our iptables rules, qdiscs and delayers inside the shared clusters' running nodes."""
-    from chaos.net import iptables, tc
-    from chaos.net.netns import NamespaceGone, NetNS
-    from chaos.net.sweep import delayer_pids
+    from nemesis.net import iptables, tc
+    from nemesis.net.netns import NamespaceGone, NetNS
+    from nemesis.net.sweep import delayer_pids
 
     out: list[str] = []
     running = client.containers.list(filters=_filters({LABEL_SESSION: state.session}),
@@ -267,8 +267,8 @@ def net_state_left(client, state: _State) -> list[str]:  # noqa: ANN001
 
 def sweep_shared(client, state: _State) -> None:  # noqa: ANN001
     """Removes our rules, qdiscs and delayers from the shared clusters' running nodes."""
-    from chaos.net.netns import NamespaceGone, NetNS
-    from chaos.net.sweep import sweep
+    from nemesis.net.netns import NamespaceGone, NetNS
+    from nemesis.net.sweep import sweep
 
     for c in client.containers.list(filters=_filters({LABEL_SESSION: state.session}),
                                     ignore_removed=True):
@@ -287,7 +287,7 @@ def _environ(pid: int) -> bytes:
 
 def delayers_left(tid: str) -> list[str]:
     """Delayer processes started during the test (they inherit its labels) still running."""
-    from chaos.net.sweep import delayer_pids
+    from nemesis.net.sweep import delayer_pids
 
     mark = f"{LABEL_TEST}={tid}".encode()
     deadline = time.monotonic() + DELAYER_EXIT_S

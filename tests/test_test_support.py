@@ -1,4 +1,4 @@
-"""The test-support histories (kafka_chaos_testing/) are written in the contract's format and
+"""The test-support histories (tests/support/) are written in the contract's format and
 emit only what real runs emit: the contract's schemas, known event kinds, integer node ids as
 targets, the phases the orchestrator writes and the detail keys the fault classes write."""
 
@@ -14,16 +14,16 @@ import pytest
 from contract.events import END, INSTANT, OTHER_KINDS, PHASE, START
 from contract.faults import CLOSERS, FAULTS
 from contract.schemas import TABLES
-from kafka_chaos_testing.bench_data import Spec, generate
-from kafka_chaos_testing.client_state import ConsumerStats
-from kafka_chaos_testing.hand_run import hand_results, write_hand_run
-from kafka_chaos_testing.literal import History
-from kafka_chaos_testing.synthetic import PlannedFault, SyntheticSpec, write_synthetic_run
+from tests.support.bench_data import Spec, generate
+from tests.support.client_state import ConsumerStats
+from tests.support.hand_run import hand_results, write_hand_run
+from tests.support.literal import History
+from tests.support.synthetic import PlannedFault, SyntheticSpec, write_synthetic_run
 
-#: Phase events the orchestrator and the drain write (chaos/orchestrator.py, workloads/drain.py);
+#: Phase events the orchestrator and the drain write (runner/orchestrator.py, workloads/drain.py);
 #: "check" is in RUN_PHASES but no run writes it (the checker runs after the history closes).
 WRITTEN_PHASES = {"setup", "workload", "heal", "drain"}
-#: Detail keys each fault class writes on its start/end events (chaos/faults/process.py,
+#: Detail keys each fault class writes on its start/end events (nemesis/faults/process.py,
 #: power.py, network.py).
 FAULT_DETAIL_KEYS = {
     "kill": {"target"}, "stop": {"target"}, "pause": {"target"},

@@ -5,9 +5,9 @@ all writing the run's history (DESIGN.md §3) crash-safely through ``workloads.h
 This is the façade the orchestrator uses.
 """
 
+from contract.events import EventLog
 from workloads.config import ConsumerConfig, ConsumerSpec, ProducerConfig, WorkloadConfigError
 from workloads.drain import DrainResult, drain
-from workloads.history import EventLog
 from workloads.observer import Observer
 from workloads.processes import (
     ChildInterpreter,

@@ -23,12 +23,12 @@ from typing import Any
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
 
-from contract.events import INSTANT, REBALANCE
+from contract.events import INSTANT, REBALANCE, EventLog
 from contract.schemas import READS_SCHEMA
 from workloads.child_logging import configure_logging, librdkafka_logger
 from workloads.client_info import client_versions
 from workloads.config import ConsumerConfig, ConsumerSpec
-from workloads.history import ChunkedParquetWriter, EventLog, history_dir
+from workloads.history import ChunkedParquetWriter, history_dir
 from workloads.record import decode, decode_header, source_of
 
 log = logging.getLogger("kafka_chaos.workloads.consumer")

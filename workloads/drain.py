@@ -27,9 +27,9 @@ from confluent_kafka import TopicPartition as TP
 from confluent_kafka.admin import AdminClient, OffsetSpec
 from tenacity import Retrying, retry_if_exception_type, stop_after_delay, wait_fixed
 
+from contract.events import EventLog
 from contract.schemas import DRAIN_READER
 from workloads.consumer import ReadRecorder, consumer_client
-from workloads.history import EventLog
 
 log = logging.getLogger("kafka_chaos.workloads.drain")
 

@@ -17,8 +17,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from contract.events import INSTANT, PRODUCER_EPOCH
-from workloads.history import EventLog
+from contract.events import INSTANT, PRODUCER_EPOCH, EventLog
 
 log = logging.getLogger("kafka_chaos.workloads.epochs")
 

@@ -2,22 +2,19 @@
 
 Parquet tables are written as datasets: a directory (``writes.parquet/``) of complete part
 files, one per flushed chunk, each written to a temporary name and renamed. A process killed
-at any moment leaves every earlier chunk readable. Events are JSON lines, flushed per line.
+at any moment leaves every earlier chunk readable. Events (JSON lines, flushed per line) are
+written by :class:`contract.events.EventLog`, beside their reader.
 """
 
 from __future__ import annotations
 
-import json
 import os
-import threading
 import time
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-
-from contract.events import PHASE
 
 
 def now_ns() -> int:
@@ -112,36 +109,6 @@ class ChunkedParquetWriter:
 
     def close(self) -> None:
         self.flush()
-
-
-class EventLog:
-    """Appends events to ``events.jsonl`` (thread-safe; one flushed line per event)."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._lock = threading.Lock()
-        self._fh = open(self.path, "a", buffering=1, encoding="utf-8")  # noqa: SIM115
-
-    def emit(self, kind: str, phase: str, targets: list[int] | None = None,
-             detail: dict[str, Any] | None = None, ts_ns: int | None = None) -> dict[str, Any]:
-        """Writes one event; ``phase`` is start, end or instant. Returns the event."""
-        ev = {"ts_ns": ts_ns or now_ns(), "kind": kind, "phase": phase,
-              "targets": list(targets or []), "detail": detail or {}}
-        line = json.dumps(ev, default=str)
-        with self._lock:
-            if not self._fh.closed:
-                self._fh.write(line + "\n")
-                self._fh.flush()
-        return ev
-
-    def phase(self, name: str, phase: str, **detail: Any) -> dict[str, Any]:
-        """A run phase event (setup, workload, heal, drain, check)."""
-        return self.emit(PHASE, phase, [], {"name": name, **detail})
-
-    def close(self) -> None:
-        with self._lock:
-            self._fh.close()
 
 
 def history_dir(run_dir: Path) -> Path:

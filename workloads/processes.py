@@ -81,7 +81,7 @@ def new_stop_event() -> StopFlag:
 
 @dataclass(frozen=True)
 class ChildInterpreter:
-    """Another Python to run the workload processes with (chaos/clients.py makes one per
+    """Another Python to run the workload processes with (runner/clients.py makes one per
     confluent-kafka release): its executable and its own ``sys.path`` (stdlib and
     site-packages; the project's packages are added at the end)."""
 

@@ -20,11 +20,12 @@ from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, Producer
 
+from contract.events import EventLog
 from workloads.child_logging import configure_logging, librdkafka_logger
 from workloads.client_info import client_versions
 from workloads.config import ProducerConfig
 from workloads.epoch_watch import EpochWatch, watched
-from workloads.history import EventLog, history_dir
+from workloads.history import history_dir
 from workloads.record import encode
 from workloads.write_recorder import make_recorder
 

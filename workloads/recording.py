@@ -28,9 +28,10 @@ from typing import Any
 
 from confluent_kafka import Consumer, KafkaException, Message, Producer, TopicPartition
 
+from contract.events import EventLog
 from workloads.consumer import ReadRecorder, rebalance_event
 from workloads.epoch_watch import EpochWatch, is_idempotent, watched
-from workloads.history import EventLog, history_dir
+from workloads.history import history_dir
 from workloads.record import (
     IDENTITY_HEADER,
     SOURCE_HEADER,

@@ -8,9 +8,11 @@ import subprocess
 
 import pytest
 
-from chaos.config import RunConfig
-from chaos.scenarios import SCENARIOS
-from chaos.scenarios.bugs import (
+from contract.events import Event
+from contract.known_bugs import BY_ID
+from runner.config import RunConfig
+from scenarios import SCENARIOS
+from scenarios.bugs import (
     BUG_BY_ID,
     BUGS,
     EOF_RESTARTS,
@@ -22,8 +24,6 @@ from chaos.scenarios.bugs import (
     summary,
     tally,
 )
-from contract.events import Event
-from contract.known_bugs import BY_ID
 from tests.run.cli import CLI
 
 

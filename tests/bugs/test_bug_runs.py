@@ -15,10 +15,10 @@ from typing import Any
 
 import pytest
 
-from chaos.orchestrator import run
-from chaos.scenarios.bugs import BUG_BY_ID, BugEntry, Side, eof_restarts_done, judge, summary
 from contract.events import Event
 from contract.known_bugs import FRESH_ID_IMPLICIT_ACK, LEADER_MOVE_CLIENT_BUGS
+from runner.orchestrator import run
+from scenarios.bugs import BUG_BY_ID, BugEntry, Side, eof_restarts_done, judge, summary
 
 pytestmark = pytest.mark.cluster
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from kafka_chaos_testing.literal import History
+from tests.support.literal import History
 
 pytestmark = pytest.mark.spark
 

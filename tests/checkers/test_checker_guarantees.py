@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from kafka_chaos_testing.literal import BASE_NS, MS, History
+from tests.support.literal import BASE_NS, MS, History
 
 pytestmark = pytest.mark.spark
 

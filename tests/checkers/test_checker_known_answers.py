@@ -16,7 +16,7 @@ from checker_segments import batch, write_log
 from checkers import ANOMALY_KINDS, check_run
 from contract.anomalies import MEANINGS
 from contract.exit_codes import exit_code_of_results as exit_code
-from kafka_chaos_testing.literal import MS, History
+from tests.support.literal import MS, History
 
 pytestmark = pytest.mark.spark
 

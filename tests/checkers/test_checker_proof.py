@@ -12,7 +12,7 @@ from checker_segments import batch, write_log
 
 from checkers import check_run
 from checkers.verdict import expectations
-from kafka_chaos_testing.literal import History
+from tests.support.literal import History
 
 pytestmark = pytest.mark.spark
 

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from checkers import check_run
-from kafka_chaos_testing.literal import History
+from tests.support.literal import History
 
 pytestmark = pytest.mark.spark
 

@@ -22,7 +22,7 @@ from checker_segments import batch, write_log
 from checkers import check_run
 from contract.events import CONSUMERS_STOPPED
 from contract.exit_codes import exit_code_of_results as exit_code
-from kafka_chaos_testing.literal import History
+from tests.support.literal import History
 
 pytestmark = pytest.mark.spark
 

@@ -12,7 +12,7 @@ from checkers.guarantees import rules
 from contract.anomalies import ANOMALY_KINDS
 from contract.exit_codes import exit_code_of_results as exit_code
 from contract.settings import settings_from_run
-from kafka_chaos_testing.literal import History
+from tests.support.literal import History
 
 
 def _cfg(**sections: dict) -> dict:  # type: ignore[type-arg]

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from contract.known_bugs import FRESH_ID_IMPLICIT_ACK
-from kafka_chaos_testing.literal import BASE_NS, MS, History
+from tests.support.literal import BASE_NS, MS, History
 
 pytestmark = pytest.mark.spark
 

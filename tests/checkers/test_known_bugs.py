@@ -31,8 +31,8 @@ def test_affected_versions() -> None:
 def test_the_stages_read_versions_with_one_parser() -> None:
     """Settings and scenarios read a version as the registry does (a pre-release's
     suffix is not a digit of its minor version)."""
-    from chaos.scenarios.replication import elr_default
     from contract.settings import Settings
+    from scenarios.replication import elr_default
 
     honoured = [Settings(kafka_version=v).unclean_honoured
                 for v in ("3.8.1", "3.8-rc9", "3.9.0", "3.9.1rc1", "4.3.1", None)]

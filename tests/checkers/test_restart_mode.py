@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from kafka_chaos_testing.literal import History
+from tests.support.literal import History
 
 
 def _history(librdkafka: str) -> History:

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from kafka_chaos_testing.bench_data import Spec, generate
+from tests.support.bench_data import Spec, generate
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from checkers import session
-from kafka_chaos_testing.spark_child import short_lived_spark_env
+from tests.support.spark_child import short_lived_spark_env
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 from contract.exit_codes import exit_code_of_results as exit_code
-from kafka_chaos_testing.spark_standalone import alive_workers, standalone_cluster
-from kafka_chaos_testing.synthetic import SyntheticSpec, write_synthetic_run
+from tests.support.spark_standalone import alive_workers, standalone_cluster
+from tests.support.synthetic import SyntheticSpec, write_synthetic_run
 
 # Five JVMs on two cores take 1-3 min: a nightly test (make nightly), not in make test.
 pytestmark = [pytest.mark.spark, pytest.mark.nightly]

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from checkers import check_run
 from checkers.warmup import warm_check, warm_up, write_tiny_history
-from kafka_chaos_testing.spark_child import short_lived_spark_env
+from tests.support.spark_child import short_lived_spark_env
 
 
 def test_tiny_history_has_known_answer(spark: object, tmp_path: Path) -> None:

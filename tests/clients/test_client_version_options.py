@@ -6,10 +6,10 @@ import textwrap
 
 import pytest
 
-from chaos.cli import build_parser, run_overrides
-from chaos.config import RunConfig, RunConfigError
 from chaos.plugin_matrix import cell_id, cells
-from chaos.scenarios.toml_file import load_scenarios
+from runner.cli import build_parser, run_overrides
+from runner.config import RunConfig, RunConfigError
+from scenarios.toml_file import load_scenarios
 
 
 def test_cli_and_toml_run_table() -> None:

@@ -9,8 +9,8 @@ import confluent_kafka
 import pyarrow.dataset as ds
 import pytest
 
-from chaos.config import RunConfig
-from chaos.orchestrator import run
+from runner.config import RunConfig
+from runner.orchestrator import run
 from workloads.client_info import version_string
 
 pytestmark = pytest.mark.cluster

@@ -1,4 +1,4 @@
-"""The client venv cache (chaos/clients.py) without PyPI: where it lives, reuse, the atomic
+"""The client venv cache (runner/clients.py) without PyPI: where it lives, reuse, the atomic
 build under a lock, pip failures as one-line bad input, and workload processes spawned with
 the venv's interpreter really running there and reporting the client they loaded."""
 
@@ -15,9 +15,9 @@ from pathlib import Path
 import confluent_kafka
 import pytest
 
-from chaos.clients import INFO_FILE, ClientVenvError, cache_root, ensure_client, venv_dir
-from chaos.config import RunConfig, RunConfigError
-from chaos.rundir import record_client_versions
+from runner.clients import INFO_FILE, ClientVenvError, cache_root, ensure_client, venv_dir
+from runner.config import RunConfig, RunConfigError
+from runner.rundir import record_client_versions
 from workloads import ProducerConfig, start_producers
 from workloads.client_info import version_string
 

@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from chaos.faults.power import cut_point
-from chaos.net.netns import NetNS
-from chaos.net.partition import Node, PartitionSpec, plan_rules
 from compose.compose_file import COMPOSE_LABEL, _yaml, compose_document
 from compose.config import ClusterConfig
 from compose.nodes_file import NodesFileError, load_nodes
+from nemesis.faults.power import cut_point
+from nemesis.net.netns import NetNS
+from nemesis.net.partition import Node, PartitionSpec, plan_rules
 
 GOOD = """
 user = "kafka"

@@ -31,7 +31,8 @@ from workloads.config import ProducerConfig, WorkloadConfigError
 def test_importing_the_contract_loads_nothing_heavy() -> None:
     code = ("import sys, contract, contract.schemas, contract.events, contract.faults, "
             "contract.windows, contract.anomalies, contract.conditions, contract.settings, "
-            "contract.exit_codes, contract.results, contract.known_bugs, contract.owners\n"
+            "contract.exit_codes, contract.results, contract.known_bugs, contract.owners, "
+            "contract.mechanisms\n"
             "heavy = [m for m in sys.modules if m.split('.')[0] in "
             "('pyspark', 'docker', 'confluent_kafka', 'testcontainers', 'jinja2')]\n"
             "print(heavy)")
@@ -92,7 +93,7 @@ def test_settings_defaults_and_transactions() -> None:
 
 
 def test_acks_minus_one_is_all_everywhere() -> None:
-    from chaos.config import RunConfig, RunConfigError
+    from runner.config import RunConfig, RunConfigError
 
     assert [normalise_acks(v) for v in ("all", "-1", " ALL ", "1", "0", "2", None)] == [
         "all", "all", "all", "1", "0", None, None]
@@ -124,7 +125,7 @@ REFUSED = [
 
 @pytest.mark.parametrize("given,message", REFUSED)
 def test_producer_rules_are_one_rule_with_one_message(given, message) -> None:
-    from chaos.config import RunConfig, RunConfigError
+    from runner.config import RunConfig, RunConfigError
 
     acks, idempotence, transactions, extra = given
     with pytest.raises(ProducerSettingsError) as rule:

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import struct
 
-from chaos.net.delayer import Delayer
-from chaos.net.nfqueue import QueuedPacket
 from checkers.known import held_end_txns
 from contract.events import END, START, Event
 from contract.held_requests import END_TXN_API_KEY, HELD_END_TXN, end_txn_request
+from nemesis.net.delayer import Delayer
+from nemesis.net.nfqueue import QueuedPacket
 
 
 def _packet(payload: bytes, syn: bool = False, port: int = 40000) -> bytes:
@@ -80,7 +80,7 @@ def test_checker_reads_held_end_txn_with_its_window() -> None:
 
 
 def test_hold_fault_names_what_its_delayers_held_in_its_end_event() -> None:
-    from chaos.faults.hold import Hold
+    from nemesis.faults.hold import Hold
 
     req = end_txn_request(_packet(_end_txn(1)))
     emitted: list[tuple[str, str, object, dict[str, object]]] = []

@@ -20,11 +20,11 @@ import pytest
 from confluent_kafka import Producer
 from tenacity import Retrying, stop_after_delay, wait_fixed
 
-from chaos.faults.base import FaultContext
 from compose.cluster import KafkaCluster
 from compose.config import FAST_FAULTS, ClusterConfig
+from contract.events import EventLog
+from nemesis.faults.base import FaultContext
 from tests.hygiene import share
-from workloads.history import EventLog
 
 
 # Package scope: the cluster is gone once the fault tests are done, instead of idling

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import json
 
-from chaos.faults.factory import make_fault
 from compose.cluster import KafkaCluster
+from nemesis.faults.factory import make_fault
 from tests.faults.conftest import produce
 
 

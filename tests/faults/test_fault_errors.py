@@ -12,9 +12,9 @@ from typing import Any, cast
 import docker.errors
 import pytest
 
-from chaos.faults.base import BaseFault, FaultContext, FaultError
-from chaos.nemesis import Nemesis
-from workloads.history import EventLog
+from contract.events import EventLog
+from nemesis.faults.base import BaseFault, FaultContext, FaultError
+from nemesis.schedule import Nemesis
 
 
 class _Refused(BaseFault):

@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from chaos.faults.base import BaseFault, FaultContext
-from chaos.nemesis import Nemesis
-from workloads.history import EventLog
+from contract.events import EventLog
+from nemesis.faults.base import BaseFault, FaultContext
+from nemesis.schedule import Nemesis
 
 
 class _Flaky(BaseFault):

@@ -8,16 +8,16 @@ import statistics
 
 from confluent_kafka import Producer
 
-from chaos.faults.base import FaultContext
-from chaos.faults.hold import Hold
-from chaos.faults.network import Partition, Slow
-from chaos.net import sweep
 from compose.cluster import KafkaCluster
+from nemesis.faults.base import FaultContext
+from nemesis.faults.hold import Hold
+from nemesis.faults.network import Partition, Slow
+from nemesis.net import sweep
 from tests.faults.conftest import end_offset, produce, until
 
 
 def our_rules_left(ctx: FaultContext) -> int:
-    from chaos.faults.network import cluster_nodes
+    from nemesis.faults.network import cluster_nodes
 
     reports = [sweep(n.ns) for n in cluster_nodes(ctx, with_client=False) if n.ns]
     return sum(r.rules + len(r.qdiscs) + len(r.delayers) for r in reports)

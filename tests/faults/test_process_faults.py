@@ -6,8 +6,8 @@ import json
 import threading
 import time
 
-from chaos.faults.power import PowerLoss
-from chaos.faults.process import Kill, Pause
+from nemesis.faults.power import PowerLoss
+from nemesis.faults.process import Kill, Pause
 from tests.faults.conftest import end_offset, produce, until
 
 

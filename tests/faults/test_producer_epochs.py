@@ -8,8 +8,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from chaos.faults.process import Pause
 from contract.events import PRODUCER_EPOCH
+from nemesis.faults.process import Pause
 from tests.faults.conftest import until
 from tests.workloads.conftest import read_table
 from tests.workloads.helpers import rows

@@ -22,10 +22,10 @@ from pathlib import Path
 import pytest
 from tenacity import Retrying, retry_if_result, stop_after_delay, wait_fixed
 
-from chaos.net import iptables
-from chaos.net.netns import NetNS
-from chaos.net.partition import Node
-from chaos.net.sweep import delayer_pids, sweep
+from nemesis.net import iptables
+from nemesis.net.netns import NetNS
+from nemesis.net.partition import Node
+from nemesis.net.sweep import delayer_pids, sweep
 
 TRAFFIC = str(Path(__file__).with_name("traffic.py"))
 SUBNET = "10.231.0"

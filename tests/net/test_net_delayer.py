@@ -12,7 +12,7 @@ from collections.abc import Callable
 from netlab import Lan, eventually
 from test_net_shaping import throughput_kbit
 
-from chaos.net import (
+from nemesis.net import (
     NetNS,
     Partitioner,
     PartitionSpec,
@@ -22,8 +22,8 @@ from chaos.net import (
     sweep,
     tc,
 )
-from chaos.net.shaping import start_delayer
-from chaos.net.sweep import delayer_pids
+from nemesis.net.shaping import start_delayer
+from nemesis.net.sweep import delayer_pids
 
 MakeLan = Callable[[int], Lan]
 
@@ -62,7 +62,7 @@ def test_delayer_cleans_up_when_its_parent_dies(make_lan: MakeLan) -> None:
     parent = subprocess.Popen(
         [sys.executable, "-c",
          "import sys, time\n"
-         "from chaos.net import NetNS, Shaper\n"
+         "from nemesis.net import NetNS, Shaper\n"
          f"h = Shaper('nfqueue').apply(NetNS.named({lan[0].ns.ref!r}), delay_ms=200)\n"
          "print(h.delayer.pid, flush=True)\n"
          "time.sleep(600)\n"],

@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 from netlab import Lan, eventually
 
-from chaos.net import Partitioner, PartitionSpec, arm_conntrack, disarm_conntrack
+from nemesis.net import Partitioner, PartitionSpec, arm_conntrack, disarm_conntrack
 
 MakeLan = Callable[[int], Lan]
 

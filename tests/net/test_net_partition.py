@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 from netlab import Lan, eventually
 
-from chaos.net import NetNS, Node, Partitioner, PartitionSpec, iptables, plan_rules
+from nemesis.net import NetNS, Node, Partitioner, PartitionSpec, iptables, plan_rules
 
 MakeLan = Callable[[int], Lan]
 

@@ -14,8 +14,8 @@ from collections.abc import Callable
 import pytest
 from netlab import Lan, eventually
 
-from chaos.net import Shaper, tc
-from chaos.net.sweep import delayer_pids
+from nemesis.net import Shaper, tc
+from nemesis.net.sweep import delayer_pids
 
 MakeLan = Callable[[int], Lan]
 

@@ -1,4 +1,4 @@
-"""Pure parts of chaos.net (no kernel): shapes, rule plans, tc trees, netlink framing."""
+"""Pure parts of nemesis.net (no kernel): shapes, rule plans, tc trees, netlink framing."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import struct
 
 import pytest
 
-from chaos.net import NamespaceGone, NetNS, Node, PartitionSpec, nfqueue, plan_rules, tc
+from nemesis.net import NamespaceGone, NetNS, Node, PartitionSpec, nfqueue, plan_rules, tc
 
 
 def nodes(count: int, with_ns: bool = True) -> list[Node]:

@@ -44,7 +44,7 @@ def write_run(run_dir: Path, *, counts: dict[str, int] | None = None,
 def fake_runner(cfg: Any, scenario: Any) -> Any:
     """A ``chaos_runner``: a run directory as the configuration implies, no cluster."""
     from chaos.plugin_result import ChaosResult
-    from chaos.rundir import new_run_dir
+    from runner.rundir import new_run_dir
 
     run_dir = new_run_dir(cfg.out, cfg.scenario)
     counts = {"lost": 5 if cfg.acks in ("0", "1") or cfg.unclean else 0}

@@ -12,7 +12,7 @@ import pytest
 
 from chaos.plugin_matrix import cell_id, cells
 from chaos.plugin_result import ChaosResult, Expectation
-from chaos.progress import Progress, bar
+from runner.progress import Progress, bar
 from tests.plugin.fakes import write_run
 
 pytest_plugins = ["pytester"]
@@ -48,7 +48,7 @@ def test_matrix_cells_in_order_with_readable_ids() -> None:
     assert cells(acks=[1])[0]["acks"] == "1"
     with pytest.raises(ValueError, match="not a matrix field"):
         cells(colour=["red"])
-    # any RunConfig field but where the runs go (the one field list, chaos.config.RUN_FIELDS)
+    # any RunConfig field but where the runs go (the one field list, runner.config.RUN_FIELDS)
     assert cells(rate=[10.0], producers=[1])[0] == {"rate": 10.0, "producers": 1}
     with pytest.raises(ValueError, match="'out' is not a matrix field"):
         cells(out=["elsewhere"])
@@ -89,7 +89,7 @@ def test_progress_live_redraws_with_a_bar() -> None:
 
 def test_loading_the_plugin_imports_nothing_heavy() -> None:
     code = ("import sys, chaos.pytest_plugin; "
-            "print([m for m in ('docker', 'pyspark', 'confluent_kafka', 'chaos.orchestrator',"
+            "print([m for m in ('docker', 'pyspark', 'confluent_kafka', 'runner.orchestrator',"
             " 'compose.cluster') if m in sys.modules])")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout.strip()

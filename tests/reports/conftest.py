@@ -1,8 +1,8 @@
 """Run directories for the report tests: written by hand, or by the synthetic generator.
 
-``hand_run`` is fully literal (:mod:`kafka_chaos_testing.hand_run`: a dozen writes, single-file
+``hand_run`` is fully literal (:mod:`tests.support.hand_run`: a dozen writes, single-file
 Parquet, a torn events line), so the report's reading of the contract is tested without our own
-generator in the loop. The ``*_run`` fixtures built with :mod:`kafka_chaos_testing.synthetic`
+generator in the loop. The ``*_run`` fixtures built with :mod:`tests.support.synthetic`
 write Parquet datasets as directories of part files, like the workloads do (CONVENTIONS.md).
 """
 
@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from kafka_chaos_testing.hand_run import T0, S, hand_results, write_hand_run
-from kafka_chaos_testing.synthetic import PlannedFault, SyntheticSpec, write_synthetic_run
+from tests.support.hand_run import T0, S, hand_results, write_hand_run
+from tests.support.synthetic import PlannedFault, SyntheticSpec, write_synthetic_run
 
 __all__ = ["S", "T0"]  # the tests' time base (test_reading, test_series import them from here)
 

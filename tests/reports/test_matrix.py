@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from kafka_chaos_testing.synthetic import PlannedFault, SyntheticSpec, write_synthetic_run
 from reports import ReportError, render_matrix
 from reports.matrix import build_matrix, find_runs
+from tests.support.synthetic import PlannedFault, SyntheticSpec, write_synthetic_run
 
 
 def small(scenario: str, day: int, **kw) -> SyntheticSpec:

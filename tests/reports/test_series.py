@@ -7,10 +7,10 @@ from pathlib import Path
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kafka_chaos_testing.tables import table, write_single_file
 from reports import svg
 from reports.cluster_state import load_cluster_state
 from reports.throughput import MAX_BUCKETS, bucket_width, downsample, from_checker, from_history
+from tests.support.tables import table, write_single_file
 
 from .conftest import T0, S
 

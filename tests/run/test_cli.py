@@ -61,7 +61,7 @@ def test_bad_input_is_one_line_and_exit_2(args, reason, tmp_path):
 
 _LIGHT_REFUSAL = """
 import sys
-from chaos.cli import main
+from runner.cli import main
 for argv in (["run", "--brokers", "12"], ["run", "--bug", "nope#1"],
              ["run", "--scenario", "no-such-scenario"]):
     try:

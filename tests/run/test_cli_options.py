@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import fields
 
-from chaos.cli import SPECIAL_FIELDS, build_parser, run_overrides
-from chaos.config import RunConfig
+from runner.cli import SPECIAL_FIELDS, build_parser, run_overrides
+from runner.config import RunConfig
 
 
 def test_every_plain_run_option_reaches_its_runconfig_field() -> None:

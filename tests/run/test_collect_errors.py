@@ -10,11 +10,11 @@ import json
 import docker
 import pytest
 
-from chaos.config import RunConfig
-from chaos.orchestrator import Run
 from compose.cleanup import LABEL_CLUSTER
 from compose.cluster import KafkaCluster
 from compose.config import ClusterConfig
+from runner.config import RunConfig
+from runner.orchestrator import Run
 
 pytestmark = pytest.mark.cluster
 

@@ -12,9 +12,9 @@ import os
 import signal
 import time
 
-from chaos.config import RunConfig
-from chaos.orchestrator import Run
 from contract.events import CONSUMERS_STOPPED
+from runner.config import RunConfig
+from runner.orchestrator import Run
 from workloads import ConsumerConfig, ConsumerSpec, start_consumers
 
 

@@ -11,14 +11,14 @@ from pathlib import Path
 import pytest
 from confluent_kafka.admin import AdminClient
 
-from chaos.orchestrator import run
-from chaos.scenarios.toml_file import load_scenarios
 from compose.cleanup import extra_labels
 from compose.remote import SshNode
 from contract.known_bugs import EPOCH_BUMP_RESEND
-from kafka_chaos_testing.verdicts import assert_only_accepted_bug
+from runner.orchestrator import run
+from scenarios.toml_file import load_scenarios
 from tests.run.cli import CLI
 from tests.run.ssh_cluster import SshCluster
+from tests.support.verdicts import assert_only_accepted_bug
 
 
 def _window(fault: str, target: str, ref: str, seconds: float, shape: str = "") -> str:

@@ -21,10 +21,10 @@ import pyarrow.dataset as ds
 import pytest
 from tenacity import Retrying, stop_after_delay, wait_fixed
 
-from chaos.config import RunConfig
-from chaos.orchestrator import run
 from compose.cleanup import LABEL_OWNER, sweep_orphans
 from contract.owners import sweep_owned_dirs
+from runner.config import RunConfig
+from runner.orchestrator import run
 from tests.hygiene import left_behind
 from tests.run.cli import start
 

@@ -1,4 +1,4 @@
-"""The operational scenarios (chaos/scenarios/operations.py) and safe-config-chaos, each run
+"""The operational scenarios (scenarios/operations.py) and safe-config-chaos, each run
 for real against a Kafka cluster, with the outcome DESIGN.md §6 expects asserted on
 results.json. Plus pure tests of what each scenario declares per configuration."""
 
@@ -12,16 +12,16 @@ from typing import Any
 import pyarrow.dataset as ds
 import pytest
 
-from chaos.config import RunConfig, RunConfigError
-from chaos.faults.factory import draw_params, make_fault
-from chaos.faults.quorum import VOTER_SHAPES
-from chaos.nemesis import random_fault
-from chaos.orchestrator import run
-from chaos.scenarios import SCENARIOS
-from chaos.scenarios.operations import OPERATIONS, TXN_UNKNOWN_MAX_PERCENT, VoterPartition
 from contract.faults import FAULTS
 from contract.known_bugs import LEADER_MOVE_CLIENT_BUGS
-from kafka_chaos_testing.verdicts import assert_only_accepted_bug
+from nemesis.faults.factory import draw_params, make_fault
+from nemesis.faults.quorum import VOTER_SHAPES
+from nemesis.schedule import random_fault
+from runner.config import RunConfig, RunConfigError
+from runner.orchestrator import run
+from scenarios import SCENARIOS
+from scenarios.operations import OPERATIONS, TXN_UNKNOWN_MAX_PERCENT, VoterPartition
+from tests.support.verdicts import assert_only_accepted_bug
 
 
 def run_scenario(name: str, tmp_path: Any, **overrides: Any) -> dict[str, Any]:

@@ -1,4 +1,4 @@
-"""The replication scenarios (chaos/scenarios/replication.py) on real clusters: each run
+"""The replication scenarios (scenarios/replication.py) on real clusters: each run
 must reach its mechanism and show the outcome the scenario promises, per Kafka version.
 
 Cluster tests take ~2 minutes each (one run: cluster, 30-45 s workload, drain, Spark check).
@@ -13,15 +13,15 @@ from typing import Any
 
 import pytest
 
-from chaos.faults.network import Partition
-from chaos.faults.process import Pause
-from chaos.orchestrator import run
-from chaos.scenarios import SCENARIOS
-from chaos.scenarios.replication import SCENARIOS as REPLICATION
-from chaos.scenarios.replication import elr_default
-from chaos.scenarios.replication_steps import SITUATION_MECHANISM
 from compose.image import DEFAULT_KAFKA_VERSION
-from kafka_chaos_testing.verdicts import assert_only_accepted_bug
+from nemesis.faults.network import Partition
+from nemesis.faults.process import Pause
+from runner.orchestrator import run
+from scenarios import SCENARIOS
+from scenarios.replication import SCENARIOS as REPLICATION
+from scenarios.replication import elr_default
+from scenarios.replication_steps import SITUATION_MECHANISM
+from tests.support.verdicts import assert_only_accepted_bug
 
 OLD = "3.9.1"  # newest 3.x: KRaft honours unclean election, no Eligible Leader Replicas
 NEW = DEFAULT_KAFKA_VERSION  # ELR on by default (new clusters, 4.1+)

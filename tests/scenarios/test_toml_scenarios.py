@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from chaos.config import RunConfigError
-from chaos.orchestrator import run
-from chaos.scenarios import SCENARIOS
-from chaos.scenarios.toml_file import load_scenarios
-from kafka_chaos_testing.verdicts import assert_only_accepted_bug
+from runner.config import RunConfigError
+from runner.orchestrator import run
+from scenarios import SCENARIOS
+from scenarios.toml_file import load_scenarios
+from tests.support.verdicts import assert_only_accepted_bug
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "scenarios.toml"
 

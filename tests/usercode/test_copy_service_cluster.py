@@ -15,7 +15,7 @@ import pyarrow.dataset as ds
 
 from chaos.user_api import ChaosSession
 from compose.cluster import KafkaCluster
-from kafka_chaos_testing.client_state import ConsumerStats
+from tests.support.client_state import ConsumerStats
 from tests.usercode.copy_example import load_copy_service as _example
 
 ORDERS = 600

@@ -17,7 +17,7 @@ from tenacity import Retrying, stop_after_delay, wait_fixed
 from chaos.user_api import ChaosSession
 from compose.cluster import KafkaCluster
 from contract.events import END, PRODUCER_EPOCH, START
-from kafka_chaos_testing.client_state import ConsumerStats
+from tests.support.client_state import ConsumerStats
 
 TOPIC = "orders"
 #: How long a partition may wait for its committed offset before the application rejoins.

@@ -12,9 +12,9 @@ import pyarrow.dataset as ds
 import pytest
 from confluent_kafka import Message
 
-from chaos.user_faults import ClusterFaults, target_spec
+from contract.events import EventLog
+from nemesis.cluster_faults import ClusterFaults, target_spec
 from workloads.consumer import ReadRecorder
-from workloads.history import EventLog
 from workloads.record import (
     IDENTITY_HEADER,
     SOURCE_HEADER,

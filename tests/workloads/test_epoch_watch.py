@@ -8,8 +8,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from contract.events import EventLog
 from workloads.epoch_watch import EpochWatch, is_idempotent, snapshot_ns, watched
-from workloads.history import EventLog
 
 
 def _stats(pid: int, epoch: int, ts_us: int | None = None) -> str:

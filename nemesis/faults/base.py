@@ -1,0 +1,76 @@
+"""What a fault is: a small object that starts, stops, and records both as events.
+
+Faults are applied from outside the broker containers (the engine's kill/pause, nsenter into
+a container's network namespace), so the same code works with the official apache/kafka
+image, which has no iptables or tc inside.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+if TYPE_CHECKING:  # annotations only: the CLI validates its input before loading Docker
+    from compose.cluster import KafkaCluster
+    from compose.remote import ExternalCluster
+    from contract.events import EventLog
+
+
+@dataclass
+class FaultContext:
+    """What a fault may touch: the cluster, the event log, the topic, a seeded RNG."""
+
+    cluster: KafkaCluster | ExternalCluster
+    events: EventLog
+    topic: str = "chaos"
+    rng: random.Random = field(default_factory=lambda: random.Random(0))
+    # False while healing a cluster that is about to be removed: undoing a fault then need
+    # not wait for the cluster to serve again (a restarted broker can take a minute).
+    settle: bool = True
+
+
+@runtime_checkable
+class Fault(Protocol):
+    """A fault. ``start`` applies it and records a start event; ``stop`` undoes it and
+    records the end event. ``stop`` is idempotent and safe after a failed ``start``."""
+
+    kind: str
+
+    def start(self, ctx: FaultContext) -> None: ...
+
+    def stop(self, ctx: FaultContext) -> None: ...
+
+    @property
+    def active(self) -> bool: ...
+
+    def describe(self) -> dict[str, Any]: ...
+
+
+class FaultError(RuntimeError):
+    """A fault could not be applied; the message says why in one line."""
+
+
+class BaseFault:
+    """Shared bookkeeping: resolved targets, the active flag, start/end events."""
+
+    kind = "fault"
+
+    def __init__(self) -> None:
+        self.targets: list[int] = []
+        self._active = False
+
+    @property
+    def active(self) -> bool:
+        return self._active
+
+    def describe(self) -> dict[str, Any]:
+        return {"kind": self.kind, "targets": list(self.targets)}
+
+    def _started(self, ctx: FaultContext, **detail: Any) -> None:
+        self._active = True
+        ctx.events.emit(self.kind, "start", self.targets, detail)
+
+    def _ended(self, ctx: FaultContext, **detail: Any) -> None:
+        self._active = False
+        ctx.events.emit(self.kind, "end", self.targets, detail)

@@ -1,0 +1,224 @@
+"""Power loss: crash a node and make it lose everything Kafka never fsynced.
+
+What it simulates, precisely: the machine loses power, so the OS page cache is gone. Kafka
+fsyncs a partition's log only up to its *recovery point* (on segment roll, on
+``flush.messages``/``flush.ms``, on clean shutdown) and records that point in
+``recovery-point-offset-checkpoint`` (itself written atomically and fsynced). We kill the JVM
+with SIGKILL, then cut every partition log back to the recorded recovery point: whole record
+batches at or past it are removed, with their offset/time/transaction index entries (Kafka
+rebuilds indexes when it recovers an uncleanly shut-down log). Checkpoint files, the KRaft
+metadata log (which Kafka does fsync) and producer snapshots are kept. This is the worst
+case of a power cut: in reality the kernel's writeback may already have put some of the
+unflushed tail on disk.
+
+The data volume is edited from the host (a local engine; root), while the container is down;
+on a node reached over SSH the same cut is made on the node's log dirs, while its broker is
+down.
+
+The start event also records the ISR of every partition of the topic as the cluster reported it
+just before the first kill (``isr_before``): the checker excuses a loss only when the power
+loss hit the whole ISR, and this reading is milliseconds old where the observer's last sample
+can be a whole interval old (or missing, when its request went to the dying broker).
+"""
+
+from __future__ import annotations
+
+import shlex
+import struct
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from nemesis.faults.base import FaultContext, FaultError
+from nemesis.faults.network import over_ssh
+from nemesis.faults.process import Kill
+
+if TYPE_CHECKING:
+    from compose.remote import SshNode
+
+BATCH_HEADER = struct.Struct(">qi")  # baseOffset, batchLength
+LAST_OFFSET_DELTA_AT = 23  # baseOffset(8) length(4) epoch(4) magic(1) crc(4) attributes(2)
+METADATA_DIR = "__cluster_metadata-0"
+
+
+@dataclass(frozen=True)
+class TruncatedPartition:
+    """What power loss removed from one partition directory."""
+
+    partition_dir: str
+    recovery_point: int
+    removed_bytes: int
+    removed_batches: int
+
+
+def parse_checkpoint(text: str) -> dict[str, int]:
+    """``topic partition offset`` lines of a Kafka offset checkpoint → {"topic-p": offset}."""
+    out: dict[str, int] = {}
+    for line in text.splitlines()[2:]:
+        parts = line.split()
+        if len(parts) == 3:
+            out[f"{parts[0]}-{parts[1]}"] = int(parts[2])
+    return out
+
+
+def read_checkpoint(path: Path) -> dict[str, int]:
+    """The checkpoint file at ``path`` (empty when absent)."""
+    return parse_checkpoint(path.read_text()) if path.exists() else {}
+
+
+def cut_point(data: bytes, keep_below: int) -> tuple[int, int]:
+    """Where a segment's bytes are cut so only batches whose last offset is below
+    ``keep_below`` stay (a torn trailing batch goes too): (bytes kept, batches removed)."""
+    pos = 0
+    batches_kept_end = 0
+    while pos + BATCH_HEADER.size <= len(data):
+        base, length = BATCH_HEADER.unpack_from(data, pos)
+        end = pos + BATCH_HEADER.size + length
+        if end > len(data) or pos + LAST_OFFSET_DELTA_AT + 4 > len(data):
+            break
+        (delta,) = struct.unpack_from(">i", data, pos + LAST_OFFSET_DELTA_AT)
+        if base + delta >= keep_below:
+            break
+        batches_kept_end = end
+        pos = end
+    if batches_kept_end == len(data):
+        return batches_kept_end, 0
+    return batches_kept_end, _count_batches(data[batches_kept_end:])
+
+
+def truncate_segment(path: Path, keep_below: int) -> tuple[int, int]:
+    """Cuts a ``.log`` segment at the first batch whose last offset is >= ``keep_below``.
+
+    Returns (bytes removed, batches removed). A torn trailing batch is removed as well.
+    """
+    data = path.read_bytes()
+    keep, n_removed = cut_point(data, keep_below)
+    removed = len(data) - keep
+    if not removed:
+        return 0, 0
+    with open(path, "r+b") as fh:
+        fh.truncate(keep)
+    return removed, n_removed
+
+
+def _count_batches(data: bytes) -> int:
+    pos, n = 0, 0
+    while pos + BATCH_HEADER.size <= len(data):
+        _, length = BATCH_HEADER.unpack_from(data, pos)
+        pos += BATCH_HEADER.size + length
+        n += 1
+    return n
+
+
+def drop_unflushed(log_dir: Path) -> list[TruncatedPartition]:
+    """Cuts every partition of a Kafka log dir back to its recovery point."""
+    points = read_checkpoint(log_dir / "recovery-point-offset-checkpoint")
+    out: list[TruncatedPartition] = []
+    for pdir in sorted(p for p in log_dir.iterdir() if p.is_dir()):
+        if pdir.name == METADATA_DIR or "-" not in pdir.name:
+            continue
+        rp = points.get(pdir.name, 0)
+        removed_bytes = removed_batches = 0
+        for seg in sorted(pdir.glob("*.log")):
+            rb, nb = truncate_segment(seg, rp)
+            if rb:
+                removed_bytes += rb
+                removed_batches += nb
+                # Indexes may point past the cut; Kafka rebuilds missing ones on recovery.
+                for ext in (".index", ".timeindex", ".txnindex"):
+                    seg.with_suffix(ext).unlink(missing_ok=True)
+        # Kafka writes this marker on clean shutdown only; a power cut never leaves one.
+        (log_dir / ".kafka_cleanshutdown").unlink(missing_ok=True)
+        out.append(TruncatedPartition(pdir.name, rp, removed_bytes, removed_batches))
+    return out
+
+
+def drop_unflushed_remote(node: SshNode) -> list[TruncatedPartition]:
+    """:func:`drop_unflushed` on a node reached over SSH (the broker is down): the segments
+    that may hold offsets at or past the recovery point are read over SSH, the cut is
+    computed here, and ``truncate`` applies it there, so the node needs no Python."""
+    out: list[TruncatedPartition] = []
+    for log_dir in node.spec.log_dirs:
+        q = shlex.quote(log_dir)
+        points = parse_checkpoint(node.ssh.run(f"cat {q}/recovery-point-offset-checkpoint",
+                                               check=False).stdout)
+        listing = node.ssh.run(f"cd {q} && ls -1 -- */*.log", check=False).stdout
+        segments: dict[str, list[tuple[int, str]]] = {}
+        for rel in listing.split():
+            pdir, name = rel.split("/", 1)
+            if pdir != METADATA_DIR and "-" in pdir and name[:-4].isdigit():
+                segments.setdefault(pdir, []).append((int(name[:-4]), rel))
+        cmds = [f"rm -f {q}/.kafka_cleanshutdown"]
+        for pdir, segs in sorted(segments.items()):
+            rp = points.get(pdir, 0)
+            segs.sort()
+            removed_bytes = removed_batches = 0
+            for i, (_, rel) in enumerate(segs):
+                if i + 1 < len(segs) and segs[i + 1][0] <= rp:
+                    continue  # every offset of this segment is below the recovery point
+                data = node.ssh.run(["cat", f"{log_dir}/{rel}"], binary=True, timeout=300).stdout
+                keep, batches = cut_point(data, rp)
+                if keep < len(data):
+                    removed_bytes += len(data) - keep
+                    removed_batches += batches
+                    path = shlex.quote(f"{log_dir}/{rel}")
+                    stem = shlex.quote(f"{log_dir}/{rel[:-4]}")
+                    cmds.append(f"truncate -s {keep} {path} && "
+                                f"rm -f {stem}.index {stem}.timeindex {stem}.txnindex")
+            out.append(TruncatedPartition(pdir, rp, removed_bytes, removed_batches))
+        node.ssh.run(" && ".join(cmds), timeout=60)
+    return out
+
+
+def isr_now(ctx: FaultContext) -> dict[str, list[int]]:
+    """``{"topic:partition": ISR}`` from the cluster's metadata now; empty when it cannot be
+    read within 2 s (the checker then falls back to the observer's samples)."""
+    from confluent_kafka import KafkaException
+
+    from compose.admin import ClusterError
+
+    try:
+        parts = ctx.cluster.describe(ctx.topic, ctx.cluster.admin(timeout_ms=2000), timeout_s=2)
+    except (KafkaException, ClusterError):
+        return {}
+    return {f"{p.topic}:{p.partition}": sorted(p.isr) for p in parts if p.isr}
+
+
+class PowerLoss(Kill):
+    """Kill -9 plus the loss of unflushed data; ``stop`` restarts the node."""
+
+    kind = "power-loss"
+
+    def __init__(self, target: str = "random", wait_ready: bool = True) -> None:
+        super().__init__(target, wait_ready)
+        self.lost: dict[int, list[TruncatedPartition]] = {}
+        self.isr_before: dict[str, list[int]] = {}
+
+    def start(self, ctx: FaultContext) -> None:
+        self.isr_before = isr_now(ctx)
+        super().start(ctx)
+
+    def _apply(self, ctx: FaultContext, nid: int) -> None:
+        node = ctx.cluster.node(nid)
+        super()._apply(ctx, nid)
+        if over_ssh(node):
+            self.lost[nid] = drop_unflushed_remote(node)
+            return
+        try:
+            log_dir = node.data_mountpoint()
+            self.lost[nid] = drop_unflushed(log_dir)
+        except (OSError, KeyError) as e:
+            raise FaultError(f"power loss needs the data volume on this host: {e}") from e
+
+    def _start_detail(self) -> dict[str, Any]:
+        detail: dict[str, Any] = {"lost": self._lost_summary()}
+        if self.isr_before:
+            detail["isr_before"] = self.isr_before
+        return detail
+
+    def _lost_summary(self) -> dict[str, Any]:
+        return {str(nid): {t.partition_dir: {"recovery_point": t.recovery_point,
+                                             "removed_batches": t.removed_batches,
+                                             "removed_bytes": t.removed_bytes}
+                           for t in parts if t.removed_bytes}
+                for nid, parts in self.lost.items()}

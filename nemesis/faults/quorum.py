@@ -1,0 +1,53 @@
+"""A partition of the KRaft controller quorum (registry kind ``voter-partition``): reachable
+from scripted scenarios, TOML steps and ``--faults`` alike through ``nemesis.faults.factory``."""
+
+from __future__ import annotations
+
+from nemesis.faults.base import FaultContext, FaultError
+from nemesis.faults.network import CLIENT, Partition, cluster_nodes, node_name
+from nemesis.net import PartitionSpec
+
+#: The cuts of the quorum a voter partition can make (the class docstring says what each is).
+VOTER_SHAPES = ("leader-from-voters", "voter-minority", "voter-majority")
+
+
+class VoterPartition(Partition):
+    """A partition of the KRaft controller quorum (dedicated controllers).
+
+    ``leader-from-voters``: the active controller is cut from the other voters only; brokers
+    still reach it, so it must notice it lost the quorum and resign (KAFKA-15489).
+    ``voter-minority``: one voter that is not the active controller is cut from every node.
+    ``voter-majority``: a majority of the voters, the active one among them, are each cut
+    from every node: no quorum remains, so no metadata change can be made until healed.
+    """
+
+    kind = "voter-partition"
+    VOTER_SHAPES = VOTER_SHAPES
+
+    def __init__(self, shape: str) -> None:
+        if shape not in self.VOTER_SHAPES:
+            raise ValueError(f"unknown voter partition {shape!r}")
+        super().__init__("isolate", "controller")
+        self.shape = shape
+
+    def spec(self, ctx: FaultContext) -> PartitionSpec:
+        voters = list(ctx.cluster.controller_ids)
+        if len(voters) < 3:
+            raise FaultError("a quorum partition needs 3 or more controllers")
+        nodes = cluster_nodes(ctx)
+        names = [n.name for n in nodes if n.name != CLIENT]
+        active = ctx.cluster.active_controller()
+        others = [v for v in voters if v != active]
+        if self.shape == "leader-from-voters":
+            self.targets = [active]
+            return PartitionSpec.cut_from(nodes, node_name(active),
+                                          [node_name(v) for v in others])
+        if self.shape == "voter-minority":
+            chosen = [ctx.rng.choice(others)]
+        else:
+            chosen = [active] + others[: len(voters) // 2]
+        self.targets = sorted(chosen)
+        cut = {node_name(v) for v in chosen}
+        return PartitionSpec.custom(
+            nodes, {(a, b) for a in cut for b in names if a != b}
+            | {(b, a) for a in cut for b in names if a != b}, shape=self.shape)

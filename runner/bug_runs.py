@@ -1,0 +1,56 @@
+"""``kafka-chaos run`` itself: one run, or a known bug's runs repeated on one or both of its
+sides with a tally of how often each showed what the catalogue entry promises (its rate)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from contract.exit_codes import exit_code_of_results
+
+
+@dataclass
+class Ran:
+    """What the command needs of one run."""
+
+    results: dict[str, Any] | None
+    interrupted: bool
+    exit_code: int
+
+
+def run_once(cfg: Any, scenario: Any) -> Ran:
+    """One run with progress on the terminal and its verdict printed."""
+    from runner.orchestrator import run
+    from runner.progress import Progress
+    from runner.verdict import print_verdict
+
+    outcome = run(cfg, scenario, progress=Progress())
+    print_verdict(outcome)
+    return Ran(outcome.results, outcome.interrupted, exit_code_of_results(outcome.results))
+
+
+def run_bug(entry: Any, runs: list[tuple[Any, Any]], scenario: Any, repeat: int | None) -> int:
+    """One run (exit code: its verdict's), or ``repeat`` runs per side and a tally of the runs
+    that showed the bug (exit code: 0 when no run contradicted the entry, else 1; a
+    timing-dependent bug may stay hidden in some runs). Ctrl-C ends the repetitions."""
+    from scenarios.bugs import run_misses, summary, tally
+
+    seen: dict[Any, list[dict[str, Any] | None]] = {side: [] for side, _cfg in runs}
+    last = Ran(None, False, 2)
+    for side, cfg in runs:
+        for _ in range(repeat or 1):
+            last = run_once(cfg, scenario)
+            print(summary(entry, side, last.results))
+            if last.interrupted:
+                break
+            seen[side].append(last.results)
+        if last.interrupted:
+            break
+    if repeat is None and len(runs) == 1:
+        return last.exit_code
+    for side, results in seen.items():
+        if results:
+            print(tally(entry, side, results))
+    if last.interrupted:
+        return last.exit_code
+    return 0 if all(not run_misses(entry, side, r) for side, rs in seen.items() for r in rs) else 1

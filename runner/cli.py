@@ -1,0 +1,436 @@
+"""The ``kafka-chaos`` command (DESIGN.md §5): run, check, report, scenarios, cluster up.
+
+Exit codes: run/check 0 valid, 1 invalid, 2 unknown or error; report 0, 2 on error. Bad
+options are refused with one line and exit 2 before anything starts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import faulthandler
+import signal
+import sys
+from pathlib import Path
+from typing import Any
+
+from contract.exit_codes import exit_code_of_results
+from contract.faults import RANDOM_FAULT_KINDS
+from contract.settings import ACKS_VALUES, CONSUMER_MODES, ISOLATION_LEVELS, spark_master_problem
+from runner.bug_runs import run_bug, run_once
+from runner.config import KAFKA_TABLES, RUN_FIELDS, RunConfigError
+
+EXAMPLES = {
+    "run": """examples:
+  kafka-chaos run                                   # safe-config-chaos, 60 s, 3 brokers
+  kafka-chaos run --scenario acks1-leader-failover
+  kafka-chaos run --acks 1 --faults kill --fault-interval 5 --duration 30 --seed 7
+  kafka-chaos run --kafka-version 3.9.1 --unclean --min-insync 1
+  kafka-chaos run --image apache/kafka:4.1.1        # where the official image can be pulled
+  kafka-chaos run --scenario-file my-scenarios.toml --scenario my-case
+  kafka-chaos run --bug librdkafka#4844             # the known bug on its affected version
+  kafka-chaos run --bug KIP-966 --on fixed          # ... and on the version that fixed it
+  kafka-chaos run --bug KIP-966 --on both --repeat 5  # its rate: 5 runs per side, a tally""",
+    "bugs": """examples:
+  kafka-chaos bugs                                  # the known-bug catalogue
+  kafka-chaos run --bug KIP-966 --on affected""",
+    "check": """examples:
+  kafka-chaos check runs/latest
+  kafka-chaos check runs/safe-config-chaos/20261122T093000Z --spark-master spark://host:7077""",
+    "report": """examples:
+  kafka-chaos report runs/latest        # one run -> runs/latest/report.html
+  kafka-chaos report runs               # a folder of runs -> runs/index.html (matrix)""",
+    "cluster": """examples:
+  kafka-chaos cluster up --brokers 3    # prints bootstrap servers; Ctrl-C tears it down
+  kafka-chaos cluster up --brokers 5 --kafka-version 3.9.1
+  kafka-chaos cluster compose-file -o kc/   # docker-compose.yml + nodes.toml, same cluster""",
+    "scenarios": """examples:
+  kafka-chaos scenarios
+  kafka-chaos scenarios --scenario-file examples/scenarios.toml""",
+    "config": """config file (--config FILE): a [run] table of the same options, e.g.
+  [run]
+  duration = 30
+  acks = "1"
+  faults = ["kill", "pause"]
+  [run.topic_config]
+  "min.insync.replicas" = "2"
+Options given on the command line win over the file's.""",
+    "main": """examples:
+  kafka-chaos run --duration 30                     # a 30 s chaos run; prints the verdict
+  kafka-chaos scenarios                             # the catalogue
+  kafka-chaos report runs                           # matrix of every run under runs/
+exit codes: run/check 0 valid, 1 invalid, 2 unknown or error; report 0, 2 on error.
+Colours and live progress only on a terminal (NO_COLOR=1 turns colours off).""",
+}
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that exits 2 with a single line (its default prints usage too)."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        print(f"kafka-chaos: error: {message}", file=sys.stderr)
+        raise SystemExit(2)
+
+
+def _kv(text: str) -> tuple[str, str]:
+    if "=" not in text:
+        raise argparse.ArgumentTypeError(f"expected key=value, got {text!r}")
+    k, v = text.split("=", 1)
+    return k.strip(), v.strip()
+
+
+def _bool_pair(p: argparse.ArgumentParser, name: str, help_: str) -> None:
+    p.add_argument(f"--{name}", dest=name.replace("-", "_"), action="store_true",
+                   default=None, help=help_)
+    p.add_argument(f"--no-{name}", dest=name.replace("-", "_"), action="store_false")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = _Parser(prog="kafka-chaos", description="Chaos testing for real Apache Kafka.",
+                 epilog=EXAMPLES["main"], formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    fmt = argparse.RawDescriptionHelpFormatter
+
+    r = sub.add_parser("run", help="cluster up, workload + faults, heal, drain, check, report",
+                       epilog=EXAMPLES["run"] + "\n\n" + EXAMPLES["config"],
+                       formatter_class=fmt)
+    r.add_argument("--scenario", help="a scenario name (default safe-config-chaos)")
+    r.add_argument("--bug", metavar="ID",
+                   help="run a known bug's scenario pinned to its version (kafka-chaos bugs)")
+    r.add_argument("--on", choices=["affected", "fixed", "both"],
+                   help="with --bug: the affected version (default), the fixed one, or both")
+    r.add_argument("--repeat", type=int, metavar="N",
+                   help="with --bug: N runs per side, then one tally line per side; exit 0 "
+                        "when no run contradicted the entry, else 1")
+    r.add_argument("--scenario-file", type=Path, help="TOML file with more scenarios")
+    r.add_argument("--config", type=Path, help="TOML file of run options (CLI wins)")
+    r.add_argument("--brokers", type=int)
+    r.add_argument("--controllers", type=int, help="0: combined mode (default)")
+    r.add_argument("--partitions", type=int)
+    r.add_argument("--replication-factor", type=int)
+    r.add_argument("--min-insync", type=int)
+    _bool_pair(r, "unclean", "unclean.leader.election.enable")
+    r.add_argument("--acks", choices=ACKS_VALUES)
+    _bool_pair(r, "idempotence", "enable.idempotence (default: on with acks=all)")
+    r.add_argument("--transactions", action="store_true", default=None)
+    r.add_argument("--producers", type=int)
+    r.add_argument("--consumers", type=int)
+    r.add_argument("--consumer-mode", choices=CONSUMER_MODES,
+                   help="restart: a group consumer that closes and rejoins after catching up")
+    r.add_argument("--isolation-level", choices=ISOLATION_LEVELS)
+    r.add_argument("--rate", type=float, help="records/s per producer (0: flat out)")
+    r.add_argument("--duration", type=float, help="seconds of workload")
+    r.add_argument("--record-size", type=int)
+    r.add_argument("--faults", help=f"comma list of {','.join(RANDOM_FAULT_KINDS)}, or none")
+    r.add_argument("--fault-interval", type=float, help="seconds between fault starts")
+    r.add_argument("--targets", help="comma list: random,leader,follower,controller,...")
+    r.add_argument("--seed", type=int)
+    r.add_argument("--kafka-version")
+    r.add_argument("--image", help="use this image as is (e.g. apache/kafka:4.1.1)")
+    r.add_argument("--client-version", metavar="X.Y.Z",
+                   help="confluent-kafka release for the producers and consumers (a venv "
+                   "cached under ~/.cache/kafka-chaos/clients, built from PyPI on first use)")
+    r.add_argument("--bootstrap-servers", metavar="HOST:PORT[,...]",
+                   help="run against this existing cluster instead of starting one")
+    r.add_argument("--nodes", metavar="nodes.toml",
+                   help="the existing cluster's nodes faults may touch, reached over SSH")
+    r.add_argument("--out", help="runs folder (default runs)")
+    r.add_argument("--broker-config", type=_kv, action="append", metavar="K=V")
+    r.add_argument("--topic-config", type=_kv, action="append", metavar="K=V")
+    r.add_argument("--producer-config", type=_kv, action="append", metavar="K=V")
+    r.add_argument("--consumer-config", type=_kv, action="append", metavar="K=V")
+    r.add_argument("--accept-known", metavar="ID[,ID]",
+                   help="known bugs (e.g. librdkafka#4953) whose records may leave the "
+                   "verdict valid; they are still counted and shown")
+    r.add_argument("--spark-master", help="Spark master URL for the check (default local[2])")
+    r.add_argument("--no-check", dest="check", action="store_false", default=None)
+    r.add_argument("--no-report", dest="report", action="store_false", default=None)
+
+    c = sub.add_parser("check", help="(re)check a run directory", epilog=EXAMPLES["check"],
+                       formatter_class=fmt)
+    c.add_argument("run_dir", type=Path)
+    c.add_argument("--spark-master")
+
+    rp = sub.add_parser("report", help="render a run's report, or a matrix of runs",
+                        epilog=EXAMPLES["report"], formatter_class=fmt)
+    rp.add_argument("path", type=Path)
+
+    s = sub.add_parser("scenarios", help="list the scenarios", epilog=EXAMPLES["scenarios"],
+                       formatter_class=fmt)
+    s.add_argument("--scenario-file", type=Path)
+
+    sub.add_parser("bugs", help="list the known-bug catalogue", epilog=EXAMPLES["bugs"],
+                   formatter_class=fmt)
+
+    cl = sub.add_parser("cluster", help="start a cluster and keep it up",
+                        epilog=EXAMPLES["cluster"], formatter_class=fmt)
+    cl_sub = cl.add_subparsers(dest="cluster_command", required=True, parser_class=_Parser)
+    up = cl_sub.add_parser("up", help="start, print bootstrap servers, wait for Ctrl-C",
+                           epilog=EXAMPLES["cluster"], formatter_class=fmt)
+    up.add_argument("--brokers", type=int, default=3)
+    up.add_argument("--controllers", type=int, default=0)
+    up.add_argument("--kafka-version")
+    up.add_argument("--image")
+    cf = cl_sub.add_parser("compose-file", formatter_class=fmt,
+                           help="write docker-compose.yml and nodes.toml for the same cluster")
+    cf.add_argument("--brokers", type=int, default=3)
+    cf.add_argument("--controllers", type=int, default=0)
+    cf.add_argument("--kafka-version")
+    cf.add_argument("--image")
+    cf.add_argument("--project", default="kafka-chaos",
+                    help="compose project name; containers are <project>-node-<id>")
+    cf.add_argument("-o", "--out", type=Path, default=Path("."), help="folder to write into")
+    return ap
+
+
+# ---------------------------------------------------------------------- run options
+#: RunConfig fields the run command reads in its own way (lists, K=V pairs) or not at all.
+SPECIAL_FIELDS = frozenset({"scenario", "faults", "targets", "spark_master", "accept_known",
+                            *KAFKA_TABLES})
+
+
+def run_overrides(args: argparse.Namespace, file_opts: dict[str, Any]) -> dict[str, Any]:
+    """Options from a TOML config file, then the command line on top.
+
+    Every RunConfig field with a same-named option is taken as given (the dataclass is the
+    one list of fields); the special ones are parsed below.
+    """
+    known = set(RUN_FIELDS)
+    out: dict[str, Any] = {k.replace("-", "_"): v for k, v in file_opts.items()}
+    unknown = sorted(set(out) - known)
+    if unknown:
+        raise RunConfigError(f"--config: unknown run option {unknown[0]!r}")
+    for name in sorted(known - SPECIAL_FIELDS):
+        v = getattr(args, name, None)
+        if v is not None:
+            out[name] = v
+    if getattr(args, "spark_master", None):
+        out["spark_master"] = args.spark_master
+    if args.faults is not None:
+        out["faults"] = [] if args.faults in ("", "none") else [
+            x.strip() for x in args.faults.split(",") if x.strip()]
+    if args.targets is not None:
+        out["targets"] = [x.strip() for x in args.targets.split(",") if x.strip()]
+    if getattr(args, "accept_known", None) is not None:
+        out["accept_known"] = [x.strip() for x in args.accept_known.split(",") if x.strip()]
+    for key in KAFKA_TABLES:
+        pairs = getattr(args, key)
+        if pairs:
+            out[key] = {**out.get(key, {}), **dict(pairs)}
+    return out
+
+
+def _load_toml(path: Path) -> dict[str, Any]:
+    import tomllib
+
+    try:
+        with open(path, "rb") as fh:
+            return tomllib.load(fh)
+    except (OSError, tomllib.TOMLDecodeError) as e:
+        raise RunConfigError(f"{path}: {e}") from None
+
+
+def _scenarios(scenario_file: Path | None) -> dict[str, Any]:
+    from scenarios import SCENARIOS
+
+    found = dict(SCENARIOS)
+    if scenario_file is not None:
+        from scenarios.toml_file import load_scenarios
+
+        found.update(load_scenarios(scenario_file))
+    return found
+
+
+def _bug_run(args: argparse.Namespace) -> tuple[Any, list[tuple[Any, dict[str, Any]]]] | None:
+    """With --bug: (entry, [(side, the side's pinned options), ...]); refuses what
+    contradicts it."""
+    from scenarios.bugs import as_side, find
+
+    if args.bug is None:
+        for flag, value in (("--on", args.on), ("--repeat", args.repeat)):
+            if value is not None:
+                raise RunConfigError(f"{flag} needs --bug")
+        return None
+    if args.scenario is not None:
+        raise RunConfigError("--bug runs its own scenario; drop --scenario")
+    if args.repeat is not None and args.repeat < 1:
+        raise RunConfigError(f"--repeat must be >= 1 (got {args.repeat})")
+    try:
+        entry = find(args.bug)
+    except ValueError as e:
+        raise RunConfigError(str(e)) from None
+    sides = list(entry.sides) if args.on == "both" else [as_side(args.on)]
+    if sides[-1] not in entry.sides:
+        raise RunConfigError(f"bug {entry.id} is not fixed: it runs on its affected side only")
+    if getattr(args, entry.axis, None) is not None:
+        flag = "--" + entry.axis.replace("_", "-")
+        pins = ", ".join(f"{entry.version(side)} on {side}" for side in sides)
+        raise RunConfigError(f"--bug {entry.id} pins {flag} ({pins}); drop {flag}")
+    return entry, [(side, entry.pin(side)) for side in sides]
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    try:
+        bug = _bug_run(args)
+        scenarios = _scenarios(args.scenario_file)
+        if bug is not None:
+            scenario = bug[0].scenario
+        else:
+            name = args.scenario or "safe-config-chaos"
+            if name not in scenarios:
+                raise RunConfigError(f"unknown scenario {name!r} "
+                                     "(see: kafka-chaos scenarios)")
+            scenario = scenarios[name]
+        file_opts = _load_toml(args.config).get("run", {}) if args.config else {}
+        overrides = run_overrides(args, file_opts)
+        # every side's configuration is checked before the first cluster starts
+        runs = [(None, scenario.run_config(**overrides))] if bug is None else [
+            (side, scenario.run_config(**{**overrides, **pin})) for side, pin in bug[1]]
+        for _side, cfg in runs:
+            cfg.validate()
+            if cfg.client_version:  # before the cluster: a release pip cannot install is bad
+                from runner.clients import ensure_client
+
+                ensure_client(cfg.client_version, say=print)
+    except (RunConfigError, TypeError) as e:  # ClientVenvError is a RunConfigError
+        print(f"kafka-chaos: error: {e}", file=sys.stderr)
+        return 2
+    if bug is None:
+        return run_once(runs[0][1], scenario).exit_code
+    return run_bug(bug[0], runs, scenario, args.repeat)
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    if not (args.run_dir / "history").is_dir():
+        print(f"kafka-chaos: error: {args.run_dir} is not a run directory (no history/)",
+              file=sys.stderr)
+        return 2
+    spark = spark_master_problem(args.spark_master)
+    if spark:
+        print(f"kafka-chaos: error: {spark}", file=sys.stderr)
+        return 2
+    from checkers import check_run
+
+    results = check_run(args.run_dir, spark_master=args.spark_master)
+    print(f"valid: {results.get('valid')}  ({args.run_dir / 'results.json'})")
+    return exit_code_of_results(results)
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from reports import ReportError, render_matrix, render_run
+
+    try:
+        if (args.path / "run.json").exists():
+            out = render_run(args.path)
+        elif args.path.is_dir():
+            out = render_matrix(args.path)
+        else:
+            raise ReportError(f"{args.path} is neither a run directory nor a folder of runs")
+    except (ReportError, OSError) as e:
+        print(f"kafka-chaos: error: {e}", file=sys.stderr)
+        return 2
+    print(out)
+    return 0
+
+
+def cmd_scenarios(args: argparse.Namespace) -> int:
+    try:
+        scenarios = _scenarios(args.scenario_file)
+    except RunConfigError as e:
+        print(f"kafka-chaos: error: {e}", file=sys.stderr)
+        return 2
+    width = max(len(n) for n in scenarios)
+    for name, sc in scenarios.items():
+        print(f"{name:<{width}}  {sc.summary}")
+    return 0
+
+
+def cmd_bugs(args: argparse.Namespace) -> int:
+    from scenarios.bugs import table
+
+    header = ("id", "title", "affected", "fixed", "status")
+    rows = [header, *table()]
+    widths = [min(max(len(r[i]) for r in rows), 60) for i in range(4)]
+    for r in rows:
+        cells = [r[i][:widths[i]].ljust(widths[i]) for i in range(4)]
+        print("  ".join([*cells, r[4]]))
+    return 0
+
+
+def _cluster_config(args: argparse.Namespace) -> Any:
+    """The ClusterConfig of ``cluster up`` / ``compose-file``; None (said) when bad."""
+    from compose.config import ClusterConfig, ConfigError
+
+    cfg = ClusterConfig(brokers=args.brokers, controllers=args.controllers, image=args.image)
+    if args.kafka_version:
+        cfg.kafka_version = args.kafka_version
+    try:
+        cfg.validate()
+    except ConfigError as e:
+        print(f"kafka-chaos: error: {e}", file=sys.stderr)
+        return None
+    return cfg
+
+
+def cmd_compose_file(args: argparse.Namespace) -> int:
+    import re
+
+    from compose.compose_file import write_compose_files
+    from compose.config import FAST_FAULTS
+
+    cfg = _cluster_config(args)
+    if cfg is None:
+        return 2
+    cfg.broker_config = dict(FAST_FAULTS)  # as in a run's own cluster: faults heal fast
+    if not re.match(r"^[a-z0-9][a-z0-9_-]*$", args.project):
+        print(f"kafka-chaos: error: --project must be lower-case letters, digits, - and _, "
+              f"got {args.project!r}", file=sys.stderr)
+        return 2
+    files = write_compose_files(args.out, cfg, args.project, image=args.image)
+    print(f"wrote {files.compose} and {files.nodes}")
+    print(f"  docker-compose -f {files.compose} -p {args.project} up -d")
+    print(f"  kafka-chaos run --bootstrap-servers {files.bootstrap_servers} --nodes {files.nodes}")
+    print(f"  docker-compose -f {files.compose} -p {args.project} down -v")
+    return 0
+
+
+def cmd_cluster_up(args: argparse.Namespace) -> int:
+    from compose.cluster import KafkaCluster
+    from compose.stop_signals import signals_raise
+
+    cfg = _cluster_config(args)
+    if cfg is None:
+        return 2
+    try:
+        with signals_raise(), KafkaCluster(cfg) as cluster:
+            print(f"bootstrap servers: {cluster.bootstrap_servers}", flush=True)
+            print("Ctrl-C to stop and remove the cluster", flush=True)
+            import threading
+
+            threading.Event().wait()
+    except (KeyboardInterrupt, SystemExit):
+        print("cluster removed")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    # `kill -USR1 <pid>` prints every thread's stack to stderr: what a run that does not
+    # stop is waiting for (the tests ask for it before they give up on a run).
+    faulthandler.register(signal.SIGUSR1, all_threads=True)
+    args = build_parser().parse_args(argv)
+    if args.command == "run":
+        return cmd_run(args)
+    if args.command == "check":
+        return cmd_check(args)
+    if args.command == "report":
+        return cmd_report(args)
+    if args.command == "scenarios":
+        return cmd_scenarios(args)
+    if args.command == "bugs":
+        return cmd_bugs(args)
+    if args.cluster_command == "compose-file":
+        return cmd_compose_file(args)
+    return cmd_cluster_up(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,166 @@
+"""Client versions per run: a cached virtualenv per confluent-kafka release.
+
+``--client-version 2.12.0`` runs the workload processes (producers, consumers) with that
+release. Each version gets one venv under the user's cache directory
+(``$XDG_CACHE_HOME`` or ``~/.cache``, then ``kafka-chaos/clients/confluent-kafka-<v>``), made
+on first use: ``python -m venv`` from this interpreter (the children unpickle what the
+orchestrator sends, so the Python version must be the same), then ``pip install`` of
+confluent-kafka and the other packages the workload processes import, pinned to the versions
+installed here. The venv is built in a temporary folder and renamed into place, under a file
+lock, so two runs never build the same one at once and a half-built one is never used.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from importlib import metadata
+from pathlib import Path
+
+from contract.known_bugs import version_tuple
+from runner.config import CLIENT_VERSION, RunConfigError
+from workloads import ChildInterpreter
+
+#: The packages the workload processes import besides confluent-kafka (workloads/, contract/).
+WORKLOAD_DEPS = ("pyarrow", "numpy", "tenacity")
+INFO_FILE = "kafka-chaos-client.json"  # written last: its presence means "complete"
+# version()/libversion() are (str, int) pairs, but plain strings in some releases (2.12.0).
+_PROBE = ("import json, sys, confluent_kafka as c\n"
+          "s = lambda v: v if isinstance(v, str) else v[0]\n"
+          "print(json.dumps({'sys_path': sys.path, "
+          "'confluent_kafka': s(c.version()), 'librdkafka': s(c.libversion())}))")
+
+
+class ClientVenvError(RunConfigError):
+    """A client venv could not be made (bad input: exit 2 before the cluster starts); the
+    message is the one line shown to the user."""
+
+
+def cache_root() -> Path:
+    """``$XDG_CACHE_HOME/kafka-chaos/clients`` (``~/.cache`` when the variable is unset)."""
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "kafka-chaos" / "clients"
+
+
+def venv_dir(version: str) -> Path:
+    """Where the venv of confluent-kafka ``version`` lives."""
+    return cache_root() / f"confluent-kafka-{version}"
+
+
+def requirements(version: str) -> list[str]:
+    """confluent-kafka at ``version`` plus the workload's other imports at this venv's versions
+    (the same pyarrow writes the history either way)."""
+    reqs = [f"confluent-kafka=={version}"]
+    for dist in WORKLOAD_DEPS:
+        try:
+            reqs.append(f"{dist}=={metadata.version(dist)}")
+        except metadata.PackageNotFoundError:
+            reqs.append(dist)
+    return reqs
+
+
+def _run(cmd: list[str], what: str) -> str:
+    # Our PYTHONPATH (a checkout, another site-packages) must not leak into the venv's pip
+    # ("already installed") nor into its recorded sys.path.
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=False, env=env)
+    if proc.returncode != 0:
+        lines = [ln.strip() for ln in (proc.stderr + proc.stdout).splitlines() if ln.strip()]
+        errors = [ln for ln in lines if ln.startswith("ERROR")]
+        reason = (errors or lines or [f"exit {proc.returncode}"])[-1]
+        raise ClientVenvError(f"{what}: {reason}")
+    return proc.stdout
+
+
+def _has_pip() -> bool:
+    """Whether this environment's pip can install into another interpreter (``--python``
+    came in pip 22.3)."""
+    try:
+        return version_tuple(metadata.version("pip")) >= (22, 3)
+    except metadata.PackageNotFoundError:
+        return False
+
+
+def build_venv(target: Path, version: str) -> None:
+    """Makes a venv at ``target`` with confluent-kafka ``version`` (pip from PyPI; only wheels,
+    so a missing release fails in seconds instead of compiling librdkafka)."""
+    # With a pip of our own, the venv gets none (``ensurepip`` costs ~4 s of CPU) and ours
+    # installs into it (``pip --python``, pip >= 22.3). Asked of the installed distributions:
+    # ``find_spec("pip")`` would make setuptools' distutils shim step aside for the process.
+    own_pip = _has_pip()
+    _run([sys.executable, "-m", "venv", *(["--without-pip"] if own_pip else []), str(target)],
+         "python -m venv")
+    pip = ([sys.executable, "-m", "pip", "--python", str(target / "bin" / "python")] if own_pip
+           else [str(target / "bin" / "python"), "-m", "pip"])
+    _run([*pip, "install", "--quiet", "--disable-pip-version-check", "--only-binary", ":all:",
+          *requirements(version)],
+         f"--client-version {version}: pip could not install confluent-kafka=={version}")
+
+
+def _probe(python: Path) -> dict[str, object]:
+    out = _run([str(python), "-I", "-c", _PROBE], f"{python}: confluent_kafka does not import")
+    info: dict[str, object] = json.loads(out.strip().splitlines()[-1])
+    return info
+
+
+@contextmanager
+def _lock(path: Path) -> Iterator[None]:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)  # released when the file closes (or the process dies)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def _interpreter(final: Path) -> ChildInterpreter:
+    info = json.loads((final / INFO_FILE).read_text())
+    paths = [str(p) for p in info["sys_path"]]
+    return ChildInterpreter(python=final / "bin" / "python", sys_path=paths,
+                            confluent_kafka=str(info["confluent_kafka"]),
+                            librdkafka=str(info["librdkafka"]), venv=final)
+
+
+def ensure_client(version: str, say: Callable[[str], None] = print,
+                  builder: Callable[[Path, str], None] = build_venv) -> ChildInterpreter:
+    """The interpreter for confluent-kafka ``version``: the cached venv, built first if absent.
+
+    Raises ClientVenvError (one line) when the version is malformed or pip cannot install it.
+    """
+    if not CLIENT_VERSION.match(version):
+        raise ClientVenvError(f"--client-version must be a release such as 2.12.0, "
+                              f"got {version!r}")
+    final = venv_dir(version)
+    if (final / INFO_FILE).exists():
+        return _interpreter(final)
+    with _lock(cache_root() / f".confluent-kafka-{version}.lock"):
+        if (final / INFO_FILE).exists():  # another run built it while we waited
+            return _interpreter(final)
+        tmp = cache_root() / f".tmp-confluent-kafka-{version}-{os.getpid()}"
+        shutil.rmtree(tmp, ignore_errors=True)
+        t0 = time.monotonic()
+        say(f"building the confluent-kafka {version} venv in {final} (first use)")
+        try:
+            builder(tmp, version)
+            info = _probe(tmp / "bin" / "python")
+            if info["confluent_kafka"] != version:
+                raise ClientVenvError(f"--client-version {version}: the venv imports "
+                                      f"confluent-kafka {info['confluent_kafka']}")
+            # The probe ran in the temporary folder: its paths move with the rename.
+            info["sys_path"] = [str(p).replace(str(tmp), str(final))
+                                for p in info["sys_path"]]  # type: ignore[attr-defined]
+            (tmp / INFO_FILE).write_text(json.dumps(info))
+            shutil.rmtree(final, ignore_errors=True)  # an incomplete one (no info file)
+            os.replace(tmp, final)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+        say(f"confluent-kafka {version} venv ready in {time.monotonic() - t0:.0f}s")
+    return _interpreter(final)

@@ -1,0 +1,214 @@
+"""The typed configuration of one chaos run, and its validation (before anything starts)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+from compose.config import ClusterConfig, ConfigError
+from compose.image import SUPPORTED_VERSIONS
+from compose.nodes_file import NodesFileError, load_nodes
+from contract.faults import RANDOM_FAULT_KINDS
+from contract.known_bugs import KNOWN_BUGS, unknown_ids
+from contract.settings import (
+    CONSUMER_MODES,
+    ISOLATION_LEVELS,
+    ProducerSettingsError,
+    normalise_acks,
+    producer_settings,
+    spark_master_problem,
+)
+from nemesis.faults import targets
+
+TOPIC = "chaos"
+#: host:port pairs, comma-separated (IPv6 hosts in brackets).
+BOOTSTRAP = re.compile(r"^(\[[0-9a-fA-F:]+\]|[\w.-]+):\d+(,(\[[0-9a-fA-F:]+\]|[\w.-]+):\d+)*$")
+#: What faults can do to nodes reached over SSH (no container engine, no cgroups of ours).
+EXISTING_CLUSTER_FAULTS = ("kill", "stop", "pause", "partition", "slow", "power-loss")
+#: The four tables of Kafka properties (Kafka's own names) that extend the typed fields.
+KAFKA_TABLES = ("broker_config", "topic_config", "producer_config", "consumer_config")
+#: A confluent-kafka release string (also refuses paths and pip options).
+CLIENT_VERSION = re.compile(r"^\d+\.\d+(\.\d+)?([.-]?(a|b|rc|post|dev)\d+)?$")
+
+
+class RunConfigError(ValueError):
+    """A run option is invalid; the message is the one line shown to the user."""
+
+
+@dataclass
+class RunConfig:
+    """Everything a run needs. Kafka settings use Kafka's own property names in the four
+    ``*_config`` dicts, which extend (and override) what the typed fields imply."""
+
+    scenario: str = "custom"
+    brokers: int = 3
+    controllers: int = 0
+    partitions: int = 3
+    replication_factor: int = 3
+    min_insync: int = 2
+    unclean: bool = False
+    acks: str = "all"
+    idempotence: bool | None = None
+    transactions: bool = False
+    producers: int = 2
+    consumers: int = 1
+    consumer_mode: str = "assign"
+    isolation_level: str = "read_committed"
+    rate: float = 200.0
+    duration: float = 60.0
+    record_size: int = 100
+    faults: list[str] = field(default_factory=lambda: ["kill", "pause", "partition"])
+    fault_interval: float = 10.0
+    targets: list[str] = field(default_factory=lambda: ["random", "leader", "follower"])
+    seed: int = 0
+    kafka_version: str | None = None
+    # confluent-kafka release for the producers and consumers (a cached venv, runner/clients.py);
+    # None: the one installed with kafka-chaos
+    client_version: str | None = None
+    image: str | None = None
+    # an existing cluster (not started by kafka-chaos) and the nodes.toml of its faultable nodes
+    bootstrap_servers: str | None = None
+    nodes: str | None = None
+    out: str = "runs"
+    fast_faults: bool = True
+    drain_timeout: float = 120.0
+    collect_data: bool = True
+    check: bool = True
+    spark_master: str | None = None
+    report: bool = True
+    broker_config: dict[str, str] = field(default_factory=dict)
+    topic_config: dict[str, str] = field(default_factory=dict)
+    producer_config: dict[str, str] = field(default_factory=dict)
+    consumer_config: dict[str, str] = field(default_factory=dict)
+    # known-bug ids (contract/known_bugs.py) whose records may leave the verdict valid
+    accept_known: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        # acks=-1 is acks=all: spelled one way from here on (orchestrator, scenarios' expectations
+        # and run.json's options read it); a bad value is left for validate() to refuse.
+        if isinstance(self.acks, str):
+            self.acks = normalise_acks(self.acks) or self.acks
+
+    def validate(self) -> None:
+        """Raises RunConfigError with a one-line reason for the first bad value."""
+        def bad(msg: str) -> RunConfigError:
+            return RunConfigError(msg)
+
+        if self.bootstrap_servers is not None or self.nodes is not None:
+            self._validate_existing()
+        else:
+            try:  # the cluster's own rules, in the words `cluster up` uses too
+                ClusterConfig(brokers=self.brokers, controllers=self.controllers).validate()
+            except ConfigError as e:
+                raise bad(str(e)) from None
+        if not 1 <= self.partitions <= 1000:
+            raise bad(f"--partitions must be 1..1000, got {self.partitions}")
+        if not 1 <= self.replication_factor <= self.brokers:
+            raise bad(f"--replication-factor must be 1..{self.brokers} (the brokers), "
+                      f"got {self.replication_factor}")
+        if not 1 <= self.min_insync <= self.replication_factor:
+            raise bad(f"--min-insync must be 1..{self.replication_factor} (the replication "
+                      f"factor), got {self.min_insync}")
+        try:  # the producer rules live once, in the contract (the workload asks them too)
+            producer_settings(self.acks, self.idempotence, self.transactions,
+                              self.producer_config)
+        except ProducerSettingsError as e:
+            raise bad(str(e)) from None
+        if not 1 <= self.producers <= 64:
+            raise bad(f"--producers must be 1..64, got {self.producers}")
+        if not 0 <= self.consumers <= 16:
+            raise bad(f"--consumers must be 0..16, got {self.consumers}")
+        if self.consumer_mode not in CONSUMER_MODES:
+            raise bad(f"--consumer-mode must be one of {', '.join(CONSUMER_MODES)}, "
+                      f"got {self.consumer_mode!r}")
+        if self.isolation_level not in ISOLATION_LEVELS:
+            raise bad(f"--isolation-level must be {' or '.join(ISOLATION_LEVELS)}, "
+                      f"got {self.isolation_level!r}")
+        if self.rate < 0:
+            raise bad(f"--rate must be >= 0 (0: flat out), got {self.rate}")
+        if not 1 <= self.duration <= 24 * 3600:
+            raise bad(f"--duration must be 1..86400 s, got {self.duration}")
+        if not 16 <= self.record_size <= 1_000_000:
+            raise bad(f"--record-size must be 16..1000000 bytes, got {self.record_size}")
+        unknown = [f for f in self.faults if f not in RANDOM_FAULT_KINDS]
+        if unknown:
+            known = ", ".join(RANDOM_FAULT_KINDS)
+            raise bad(f"--faults: unknown kind {unknown[0]!r} (known: {known})")
+        if "voter-partition" in self.faults and self.controllers < 3:
+            raise bad("--faults voter-partition needs --controllers 3 or 5 (a quorum to cut)")
+        if self.fault_interval <= 0:
+            raise bad(f"--fault-interval must be > 0 s, got {self.fault_interval}")
+        for t in self.targets:
+            try:
+                targets.validate(t)
+            except ValueError as e:
+                raise bad(f"--targets: {e}") from None
+        if self.kafka_version and self.image:
+            raise bad("give --kafka-version or --image, not both")
+        if self.kafka_version and not SUPPORTED_VERSIONS.match(self.kafka_version):
+            raise bad(f"--kafka-version must be 3.9.x or 4.x.y, got {self.kafka_version!r}")
+        if self.image and not re.match(r"^[\w./:@-]+$", self.image):
+            raise bad(f"--image is not an image reference: {self.image!r}")
+        if self.client_version is not None and not CLIENT_VERSION.match(self.client_version):
+            raise bad(f"--client-version must be a confluent-kafka release such as 2.12.0, "
+                      f"got {self.client_version!r}")
+        spark = spark_master_problem(self.spark_master)
+        if spark:
+            raise bad(spark)
+        unknown_bugs = unknown_ids(list(self.accept_known))
+        if unknown_bugs:
+            raise bad(f"--accept-known: unknown known-bug id {unknown_bugs[0]!r} (known: "
+                      f"{', '.join(b.id for b in KNOWN_BUGS)})")
+        for name in KAFKA_TABLES:
+            for k in getattr(self, name):
+                if not re.match(r"^[a-z0-9._-]+$", k):
+                    raise bad(f"{name}: {k!r} is not a Kafka property name")
+
+    def _validate_existing(self) -> None:
+        """An existing cluster: reachable addresses, a readable nodes.toml for faults, and
+        nothing that only a cluster kafka-chaos starts can honour. Sets ``brokers`` to the
+        broker nodes listed (the replication factor is checked against them)."""
+        if not self.bootstrap_servers:
+            raise RunConfigError("--nodes needs --bootstrap-servers (the cluster's address)")
+        if not BOOTSTRAP.match(self.bootstrap_servers):
+            raise RunConfigError(f"--bootstrap-servers must be host:port[,host:port...], "
+                                 f"got {self.bootstrap_servers!r}")
+        if self.kafka_version or self.image:
+            raise RunConfigError("--bootstrap-servers runs against the cluster given: drop "
+                                 "--kafka-version and --image")
+        if self.controllers:
+            raise RunConfigError("--controllers describes a cluster kafka-chaos starts; "
+                                 "with --bootstrap-servers the roles come from --nodes")
+        cannot = [f for f in self.faults if f not in EXISTING_CLUSTER_FAULTS]
+        if cannot:
+            raise RunConfigError(f"--faults {cannot[0]} needs a cluster kafka-chaos starts "
+                                 f"(on --nodes: {', '.join(EXISTING_CLUSTER_FAULTS)})")
+        if not self.nodes:
+            if self.faults:
+                raise RunConfigError("faults on an existing cluster need --nodes nodes.toml "
+                                     "(or --faults none)")
+            return
+        try:
+            specs = load_nodes(self.nodes)
+        except NodesFileError as e:
+            raise RunConfigError(f"--nodes: {e}") from None
+        self.brokers = sum("broker" in s.roles for s in specs)
+
+    # ------------------------------------------------------------------ Kafka settings
+    def effective_topic_config(self) -> dict[str, str]:
+        return {
+            "min.insync.replicas": str(self.min_insync),
+            "unclean.leader.election.enable": "true" if self.unclean else "false",
+            **self.topic_config,
+        }
+
+    def replace(self, **changes: Any) -> RunConfig:
+        data = {f.name: getattr(self, f.name) for f in fields(self)}
+        data.update(changes)
+        return RunConfig(**data)
+
+
+#: Every RunConfig field, in the order declared: the one list of run options that the command
+#: line, TOML files and test matrices read (``dataclasses.fields`` of the class).
+RUN_FIELDS = tuple(f.name for f in fields(RunConfig))

@@ -1,0 +1,62 @@
+"""What a scenario is: a named configuration, a scripted fault sequence that drives Kafka
+into one mechanism, what must be observed for the run to count, and the expected outcome.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from contract.events import Event
+from runner.config import RunConfig
+
+Script = Callable[[Any], None]  # called with the run's Nemesis
+Expect = dict[str, Any]
+#: A scenario without faults that needs something to happen before its run may end: a pure
+#: test of the events recorded so far (events.jsonl, sorted by time).
+DoneWhen = Callable[[list[Event]], bool]
+
+
+@dataclass
+class Scenario:
+    """A named chaos scenario.
+
+    ``config`` overrides RunConfig fields. ``expect`` / ``mechanism`` are either fixed or
+    functions of (config, Kafka version), because the outcome depends on both (e.g. unclean
+    election on or off). ``script`` is None for random faults from ``config['faults']``.
+    ``settle_s``: when set, the workload ends this long after the script returns (the
+    configured duration stays the upper bound), so a script that finishes early does not
+    leave the run idling until the deadline; None runs the workload to its full duration.
+    ``done_when``: for a scenario with no faults, what must be in the history before the
+    workload may end; once it holds, the workload ends ``settle_s`` later (the duration is
+    still the upper bound: a run where it never holds runs to the end).
+    """
+
+    name: str
+    summary: str
+    doc: str
+    config: dict[str, Any] = field(default_factory=dict)
+    script: Script | None = None
+    expect: Expect | Callable[[RunConfig, str], Expect] = field(default_factory=dict)
+    mechanism: list[dict[str, Any]] | Callable[[RunConfig, str], list[dict[str, Any]]] = (
+        field(default_factory=list))
+    settle_s: float | None = None
+    done_when: DoneWhen | None = None
+
+    def run_config(self, **overrides: Any) -> RunConfig:
+        """The scenario's configuration with command-line overrides applied on top."""
+        base = RunConfig(scenario=self.name)
+        merged = {**self.config, **{k: v for k, v in overrides.items() if v is not None}}
+        for key in ("broker_config", "topic_config", "producer_config", "consumer_config"):
+            if key in self.config and key in overrides and overrides[key] is not None:
+                merged[key] = {**self.config[key], **overrides[key]}
+        return base.replace(**merged)
+
+    def expect_for(self, cfg: RunConfig, kafka_version: str) -> Expect:
+        return self.expect(cfg, kafka_version) if callable(self.expect) else dict(self.expect)
+
+    def mechanism_for(self, cfg: RunConfig, kafka_version: str) -> list[dict[str, Any]]:
+        if callable(self.mechanism):
+            return self.mechanism(cfg, kafka_version)
+        return list(self.mechanism)

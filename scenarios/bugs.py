@@ -1,0 +1,298 @@
+"""The known-bug catalogue: each entry pins a scenario to a version that has a registered bug
+(contract/known_bugs.py: id, link, status, affected/fixed versions) and to one that fixed it,
+says what the checker must show on each, and how often it reproduced here.
+
+``kafka-chaos bugs`` lists it; ``kafka-chaos run --bug ID [--on affected|fixed]`` runs one
+side; the nightly matrix runs both sides of every runnable entry (chaos/nightly.py).
+
+On the affected side the bug's anomaly kind must be counted and at least one of its records
+must be tagged with the entry's registry id (so the checker explains it by the bug's facts,
+not by accident), with the verdict the entry states. On the fixed side that kind must be 0
+(and the verdict valid). A bug that did not reproduce keeps its entry with the evidence in
+``status``: never an entry that "passes" by expecting nothing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from contract.events import REBALANCE, Event
+from contract.known_bugs import BY_ID, KnownBug
+from runner.config import RunConfig
+from scenarios.base import Expect, Scenario
+from scenarios.operations import ALL_REPLICAS_POWER_LOSS, STALE_TXN_REQUESTS
+from scenarios.replication import LAST_REPLICA_STANDING
+
+Side = Literal["affected", "fixed"]
+SIDES: tuple[Side, ...] = ("affected", "fixed")
+NOT_ATTEMPTED = "not yet attempted"
+
+
+def as_side(text: str | None) -> Side:
+    """``"fixed"`` -> "fixed"; anything else (None included) -> "affected"."""
+    return "fixed" if text == "fixed" else "affected"
+
+
+# ---------------------------------------------------------------- eof-consumer-restart
+def _eof_restart_expect(cfg: RunConfig, kafka_version: str) -> Expect:
+    bug = BY_ID["librdkafka#4844"]
+    version = cfg.client_version or installed_client_version()
+    if bug.affects(version):
+        return {"valid": False, "anomalies": {"poll-skip": ">0"}}
+    return {"valid": True, "anomalies": {"poll-skip": "==0", "nonmonotonic-poll": "==0"}}
+
+
+def installed_client_version() -> str | None:
+    """The confluent-kafka release installed with kafka-chaos (the workload's default)."""
+    try:
+        from importlib.metadata import version
+
+        return version("confluent-kafka")
+    except Exception:  # noqa: BLE001 - unknown: the registry counts it as affected
+        return None
+
+
+#: Restarts the eof-consumer-restart workload waits for before it may end early: the
+#: mechanism needs one, and on the affected version every restart skipped (8 of 8); more make
+#: the fixed side's "no skip" rest on more than one chance.
+EOF_RESTARTS = 3
+
+
+def eof_restarts_done(events: list[Event]) -> bool:
+    """EOF_RESTARTS consumer restarts recorded, and a new consumer assigned after the last
+    (it reads the next record within the scenario's settle time: that read shows a skip)."""
+    restarts = 0
+    assigned_since = False
+    for e in events:
+        if e.kind != REBALANCE:
+            continue
+        if e.detail.get("what") == "restart":
+            restarts += 1
+            assigned_since = False
+        elif e.detail.get("what") == "assigned":
+            assigned_since = True
+    return restarts >= EOF_RESTARTS and assigned_since
+
+
+EOF_CONSUMER_RESTART = Scenario(
+    name="eof-consumer-restart",
+    summary="librdkafka#4844: a group consumer with enable.partition.eof=true restarts after "
+            "catching up; on 2.2.0-2.13.0 it resumes one record too far",
+    doc=(
+        "One partition, one slow producer (5 records/s: the consumer catches up between "
+        "records, so librdkafka emits end-of-partition events), no faults. The consumer "
+        "reads with Consumer.consume() (librdkafka's batch path) and "
+        "enable.partition.eof=true, alone in its own group with auto-commit. Each time its "
+        "last batch ended with the partition's end event and a few seconds have passed, it "
+        "closes — committing its stored offsets — and a second later (the time a restart "
+        "takes) a new consumer joins the same group, resuming at the committed offset. "
+        "librdkafka 2.2.0 to 2.13.0 store last offset + 2 after the end event in the batch "
+        "path (librdkafka#4844, fixed by PR #5213 in 2.13.2), so the new consumer skips the "
+        "next record: a poll-skip of exactly one offset, which the drain reads. "
+        "A restart may re-read (at least once) but must never skip. The workload ends 4 s "
+        "after the third restart's new consumer is assigned (40 s at most)."
+    ),
+    config={"brokers": 1, "partitions": 1, "replication_factor": 1, "min_insync": 1,
+            "acks": "all", "producers": 1, "rate": 5.0, "consumers": 1,
+            "consumer_mode": "restart", "consumer_config": {"enable.partition.eof": "true"},
+            "faults": [], "duration": 40.0},
+    expect=_eof_restart_expect,
+    # Without a restart a clean fixed side would prove nothing; one suffices, since on the
+    # affected version every restart skipped (8 of 8). A restart needs the consumer to end a
+    # batch at the partition's end: under load the first came 18 s after the assignment.
+    mechanism=[{"kind": "consumer-restart", "count": 1}],
+    # Restarts came every 4-12 s once the consumer had caught up (5-8 in a 40 s run): the run
+    # ends 4 s after the third restart's new consumer is assigned (~15 records at 5/s),
+    # instead of idling to the 40 s bound.
+    done_when=eof_restarts_done,
+    settle_s=4.0,
+)
+
+
+# ---------------------------------------------------------------- the catalogue
+@dataclass(frozen=True)
+class BugEntry:
+    """One runnable (or not yet runnable) known bug.
+
+    ``axis`` is what the two sides vary: ``kafka_version`` or ``client_version``
+    (confluent-kafka). ``kind`` is the anomaly kind the bug produces; ``affected_valid`` the
+    verdict the affected side must have (False: INVALID; True when Kafka's documented
+    guarantee excuses the records and only the tag names the bug). ``status``: "reproduces
+    (N/M runs)", "not reproduced: <evidence>" or NOT_ATTEMPTED. ``fixed`` is "none" for an
+    open bug: only its affected side runs. ``timing``: the bug shows in some runs only (its
+    rate is the point); a run without it is no failure of the nightly, one with the kind
+    untagged or the wrong verdict is (``run_misses``).
+    """
+
+    id: str
+    axis: Literal["kafka_version", "client_version"]
+    affected: str
+    fixed: str
+    kind: str
+    status: str
+    scenario: Scenario | None = None
+    affected_valid: bool = False
+    overrides: dict[str, Any] = field(default_factory=dict)
+    title: str = ""  # for a bug the registry does not hold (yet)
+    timing: bool = False
+
+    @property
+    def bug(self) -> KnownBug | None:
+        return BY_ID.get(self.id)
+
+    @property
+    def runnable(self) -> bool:
+        return self.scenario is not None
+
+    @property
+    def sides(self) -> tuple[Side, ...]:
+        """The sides that can run: both, or the affected one of a bug nobody fixed."""
+        return SIDES if self.fixed != "none" else ("affected",)
+
+    def version(self, side: Side) -> str:
+        return self.affected if side == "affected" else self.fixed
+
+    def pin(self, side: Side) -> dict[str, Any]:
+        """The run options of one side: the entry's overrides and its version."""
+        return {**self.overrides, self.axis: self.version(side)}
+
+    def label(self, side: Side) -> str:
+        what = "Kafka" if self.axis == "kafka_version" else "confluent-kafka"
+        return f"{what} {self.version(side)}"
+
+
+def judge(entry: BugEntry, side: Side, results: dict[str, Any] | None) -> list[str]:
+    """Why a run of ``side`` does not show what the entry promises (empty: it does)."""
+    if results is None:
+        return ["no results"]
+    anomaly = (results.get("anomalies") or {}).get(entry.kind) or {}
+    count = int(anomaly.get("count", 0))
+    tagged = int((anomaly.get("known_bugs") or {}).get(entry.id, 0))
+    valid = results.get("valid")
+    misses: list[str] = []
+    if side == "affected":
+        if count == 0:
+            misses.append(f"{entry.kind} == 0 (expected > 0)")
+        elif tagged == 0:
+            misses.append(f"{entry.kind} = {count} but none tagged {entry.id}")
+        if valid is not entry.affected_valid:
+            misses.append(f"verdict {valid} (expected {entry.affected_valid})")
+    else:
+        if count:
+            misses.append(f"{entry.kind} = {count} (expected 0 on the fixed version)")
+        if tagged:
+            misses.append(f"{tagged} records tagged {entry.id} on the fixed version")
+        if valid is not True:
+            misses.append(f"verdict {valid} (expected True)")
+    return misses
+
+
+def run_misses(entry: BugEntry, side: Side, results: dict[str, Any] | None) -> list[str]:
+    """Why a run of ``side`` (in the nightly, or repeated for a rate) contradicts the entry.
+    As ``judge``, except that a timing-dependent bug's affected run need not show it: it must
+    only tag every record of the kind it counts and have the stated verdict."""
+    if not (entry.timing and side == "affected") or results is None:
+        return judge(entry, side, results)
+    anomaly = (results.get("anomalies") or {}).get(entry.kind) or {}
+    count = int(anomaly.get("count", 0))
+    tagged = int((anomaly.get("known_bugs") or {}).get(entry.id, 0))
+    misses = []
+    if tagged != count:
+        misses.append(f"{entry.kind} = {count} but {tagged} tagged {entry.id}")
+    if results.get("valid") is not entry.affected_valid:
+        misses.append(f"verdict {results.get('valid')} (expected {entry.affected_valid})")
+    return misses
+
+
+def summary(entry: BugEntry, side: Side, results: dict[str, Any] | None) -> str:
+    """One line: what the run showed for the entry."""
+    anomaly = ((results or {}).get("anomalies") or {}).get(entry.kind) or {}
+    tagged = int((anomaly.get("known_bugs") or {}).get(entry.id, 0))
+    misses = run_misses(entry, side, results)
+    if misses:
+        state = "NOT as expected: " + "; ".join(misses)
+    elif judge(entry, side, results):  # a timing-dependent bug that stayed hidden
+        state = "not shown by this run (timing-dependent: counts against its rate only)"
+    else:
+        state = "as expected"
+    return (f"{entry.id} on {side} ({entry.label(side)}): {entry.kind} "
+            f"{anomaly.get('count', '?')}, {tagged} tagged {entry.id}, valid "
+            f"{(results or {}).get('valid')} — {state}")
+
+
+def tally(entry: BugEntry, side: Side, runs: list[dict[str, Any] | None]) -> str:
+    """One line over repeated runs of one side: how many showed what the entry promises (for
+    a timing-dependent bug: how many showed the bug), and the anomaly's count in each (``-``:
+    the run has no results)."""
+    counts = []
+    for results in runs:
+        anomaly = ((results or {}).get("anomalies") or {}).get(entry.kind)
+        counts.append(str(anomaly.get("count", "?")) if anomaly else "-")
+    hits = sum(not judge(entry, side, r) for r in runs)
+    return (f"{entry.id} on {side} ({entry.label(side)}): {hits}/{len(runs)} runs as "
+            f"expected; {entry.kind} per run: {', '.join(counts) or 'none'}")
+
+
+BUGS: tuple[BugEntry, ...] = (
+    BugEntry(
+        id="librdkafka#4844", axis="client_version", affected="2.13.0", fixed="2.13.2",
+        kind="poll-skip", scenario=EOF_CONSUMER_RESTART,
+        status="reproduces: 6/6 runs (each restart skipped one record); fixed 5/5 clean",
+    ),
+    BugEntry(
+        id="KIP-966", axis="kafka_version", affected="3.9.1", fixed="4.3.1",
+        kind="lost", scenario=LAST_REPLICA_STANDING, affected_valid=True,
+        # drain only: with a live consumer the vanished records were read first and count
+        # as reused-offset, not lost (the scenario's default has one)
+        overrides={"consumers": 0},
+        status="reproduces: 6/6 runs (1935-2235 lost, all tagged); fixed 5/5 clean",
+    ),
+    # all-replicas-power-loss (which accepts the bug) times out in-flight batches; in some
+    # runs the producer then bumps its epoch and resends batches the log already holds.
+    BugEntry(id="librdkafka#4953", axis="client_version", affected="2.16.1", fixed="none",
+             kind="duplicate", scenario=ALL_REPLICAS_POWER_LOSS, affected_valid=True,
+             timing=True,
+             status="reproduces sometimes (timing): 3/7 all-replicas-power-loss runs "
+                    "(librdkafka 2.16.0) had duplicates (1447; 4130; 4411), all after an "
+                    "epoch bump, all tagged"),
+    # Seen in a suite run of all-replicas-power-loss (which accepts it); too rare there to
+    # measure a rate with, and no scenario forces the race yet.
+    BugEntry(id="confluent-kafka-go#921", axis="client_version", affected="2.16.1",
+             fixed="none", kind="lost", affected_valid=True, timing=True,
+             status="seen twice (timing): 1 suite run of all-replicas-power-loss (librdkafka "
+                    "2.16.0) lost 51 records acknowledged without offsets, right after the "
+                    "producer was recreated and their partition's leader moved (0 of 22 "
+                    "reruns); 1 KIP-966 run on Kafka 3.9.1 lost 3, acknowledged without "
+                    "offsets after the power loss cut their partition's log"),
+    # stale-txn-requests (which accepts the bug) holds requests in flight until after their
+    # retries; a stale EndTxn then commits the producer's next transaction in part.
+    BugEntry(id="KAFKA-17754", axis="kafka_version", affected="3.9.1", fixed="none",
+             kind="torn-transaction", scenario=STALE_TXN_REQUESTS, affected_valid=True,
+             timing=True,
+             status="reproduces (timing): 6/7 stale-txn-requests runs had torn "
+                    "transactions, all tagged: 4/5 on Kafka 3.9.1 (9, 20, 18, 15, 0 records "
+                    "visible), 2/2 on 4.3.1 (17, 29)"),
+)
+
+BUG_BY_ID: dict[str, BugEntry] = {b.id: b for b in BUGS}
+
+
+def find(bug_id: str) -> BugEntry:
+    """The entry; ValueError with a one-line reason when there is none or it cannot run."""
+    entry = BUG_BY_ID.get(bug_id)
+    if entry is None:
+        raise ValueError(f"unknown bug {bug_id!r} (see: kafka-chaos bugs)")
+    if not entry.runnable:
+        raise ValueError(f"bug {bug_id!r} has no scenario yet ({entry.status})")
+    return entry
+
+
+def table() -> list[tuple[str, str, str, str, str]]:
+    """The rows of ``kafka-chaos bugs``: id, title, affected, fixed, status."""
+    rows = []
+    for b in BUGS:
+        title = b.bug.title if b.bug else b.title
+        rows.append((b.id, title, b.label("affected"),
+                     b.label("fixed") if b.fixed != "none" else "not fixed", b.status))
+    return rows
