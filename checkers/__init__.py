@@ -1,6 +1,6 @@
 """kafka-chaos checkers: a run directory's history in, results.json out (PySpark).
 
-Public entry points (called by ``chaos/cli.py``):
+Public entry points (called by ``runner/cli.py``):
 
 - :func:`check_run` — check a run directory, write and return results.json;
 - :func:`warm_up` — start the Spark session in the background while a run goes on, and

@@ -107,7 +107,7 @@ def _end_txn_held(held: list[tuple[str, int, int]]) -> Column:
 
 def held_end_txns(events: list[Event]) -> list[tuple[str, int, int]]:
     """(transactional id, start_ns, end_ns) of every EndTxn a hold fault held, from its
-    end events' ``held_end_txn`` (chaos/faults/hold.py) and the window each closed."""
+    end events' ``held_end_txn`` (nemesis/faults/hold.py) and the window each closed."""
     windows = {(w.kind, tuple(map(str, w.targets)), w.end_ns): w.start_ns
                for w in fault_windows(events) if w.end_ns is not None}
     out: set[tuple[str, int, int]] = set()
