@@ -97,11 +97,25 @@ class ChaosResult:
         when the run named no pipeline."""
         return dict((self.results or {}).get("pipeline") or {})
 
-    def count(self, kind: str) -> int:
-        """The count of one anomaly kind; KeyError for a kind the checker does not know."""
+    def count(self, kind: str, allow_unknown: bool = False) -> int:
+        """The count of one anomaly kind; KeyError for a kind the checker does not know.
+
+        A count the run did not establish cannot pass an assertion silently: on an
+        ``unknown`` verdict, or for a kind the checker did not check (its count is a lower
+        bound), this raises :class:`CountNotEstablished` saying why, unless
+        ``allow_unknown=True`` asks for the number as it stands."""
         counts = self.counts
         if self.results is not None and kind not in counts:
             raise KeyError(f"unknown anomaly kind {kind!r} (known: {', '.join(sorted(counts))})")
+        if not allow_unknown:
+            if self.valid == "unknown":
+                raise CountNotEstablished(f"{kind}: the verdict is {self.why_verdict()}, so "
+                                          "no count is established (count(kind, "
+                                          "allow_unknown=True) returns it anyway)")
+            if not self.checked(kind):
+                raise CountNotEstablished(f"{kind} was not checked "
+                                          f"({self.unchecked_reason(kind)}): its count "
+                                          f"{counts.get(kind, 0)} is a lower bound")
         return counts.get(kind, 0)
 
     def checked(self, kind: str) -> bool:
@@ -198,6 +212,12 @@ class Miss:
         return f"expected {self.what}, got {self.actual}"
 
 
+class CountNotEstablished(AssertionError):
+    """An anomaly count asked of a run that did not establish it (an ``unknown`` verdict,
+    or a kind the checker did not check). An AssertionError, so a test that counts on it
+    fails, saying why."""
+
+
 @dataclass
 class Expectation:
     """What a chaos test expects: a verdict and/or conditions on anomaly counts."""
@@ -245,6 +265,27 @@ class Expectation:
     def __str__(self) -> str:
         parts = [] if self.valid is None else [f"verdict {VERDICT_LABEL[self.valid]}"]
         return ", ".join(parts + [f"{k} {c}" for k, c in self.anomalies.items()]) or "nothing"
+
+
+def states_verdict(result: ChaosResult) -> bool:
+    """Whether the run's scenario stated a verdict of its own (its ``expect.valid``)."""
+    block = (result.results or {}).get("expectations")
+    details = block.get("details") if isinstance(block, dict) else None
+    return any(isinstance(d, dict) and str(d.get("what", "")).startswith("valid ==")
+               for d in details or [])
+
+
+#: What a chaos test that states no verdict (nor its scenario) is judged by.
+IMPLIED_VALID = "verdict valid (the test and its scenario state no verdict, so the run must " \
+    "be valid)"
+
+
+def implied_misses(expectation: Expectation, result: ChaosResult) -> list[Miss]:
+    """A chaos test is judged ``valid is True`` unless it (``expect_valid``) or its
+    scenario states another verdict."""
+    if expectation.valid is not None or states_verdict(result) or result.valid is True:
+        return []
+    return [Miss(IMPLIED_VALID, result.why_verdict())]
 
 
 def scenario_misses(result: ChaosResult) -> list[Miss]:

@@ -32,6 +32,13 @@ known bugs, as ``--accept-known`` does) and ``chaos_matrix(**axes)``. Options: s
 ``pytest --help`` under "kafka-chaos". Every run is listed in a terminal summary; its verdict,
 anomaly counts and report path go into failures and into JUnit properties.
 
+Judging: after a passing body, each run must meet the test's ``expect``/``expect_valid`` and,
+besides (``expect`` adds to them), its scenario's own expectations
+(``scenario_expectations=False`` leaves those out); where neither states a verdict the run
+must be valid. ``ChaosResult.count(kind)`` raises ``CountNotEstablished`` (an AssertionError)
+on an unknown verdict or an unchecked kind, so ``count("lost") == 0`` never passes on a run
+that proved nothing.
+
 Loading this module must stay cheap (it loads in every pytest session of the environment):
 Docker, Spark and the orchestrator are imported inside the fixtures that need them.
 """
@@ -61,6 +68,7 @@ from chaos.plugin_result import (
     ChaosRunError,
     Expectation,
     Miss,
+    implied_misses,
     scenario_misses,
 )
 
@@ -371,9 +379,12 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, object, object]:
     out = yield
     failed: list[str] = []
     for rec in item.stash.get(_RECORDS, []):
+        # the test's own expectations, and the scenario's besides (``expect`` adds to
+        # them); a verdict neither states is ``valid``
         rec.misses = rec.expectation.misses(rec.result)
-        if rec.expectation.empty and rec.scenario_expectations:
-            rec.misses = scenario_misses(rec.result)
+        if rec.scenario_expectations:
+            rec.misses += [m for m in scenario_misses(rec.result) if m not in rec.misses]
+        rec.misses += implied_misses(rec.expectation, rec.result)
         item.user_properties.append(
             ("chaos.expectations", "; ".join(map(str, rec.misses)) or "met"))
         if rec.misses:

@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from tests.plugin.fakes import write_run
 
 pytest_plugins = ["pytester"]
+
+
+def _failed(res: pytest.RunResult) -> set[str]:
+    """The names of the tests a pytester run failed."""
+    return set(re.findall(r"^FAILED \S+::(\w+)", res.stdout.str(), re.M))
 
 
 def _suite(pytester: pytest.Pytester, body: str) -> pytest.Pytester:
@@ -47,7 +54,7 @@ def test_not_a_run_dir(chaos_check, tmp_path):
     assert "is not a run directory" in out
 
 
-def test_scenario_expectations_apply_when_the_marker_has_none(
+def test_scenario_expectations_apply_beside_the_markers(
         pytester: pytest.Pytester) -> None:
     res = _suite(pytester, """
 def test_scenario(chaos_check):
@@ -58,11 +65,58 @@ def test_ignored(chaos_check):
     chaos_check(RUNS / "scenario" / "r1")
 
 @pytest.mark.chaos(expect={"lost": 2})
-def test_marker_wins(chaos_check):
+def test_marker_adds(chaos_check):
     chaos_check(RUNS / "scenario" / "r1")
 """).runpytest()
-    res.assert_outcomes(passed=2, failed=1)
+    # ``expect`` adds to the scenario's expectations (it replaced them before issue 44)
+    res.assert_outcomes(passed=1, failed=2)
+    assert _failed(res) == {"test_scenario", "test_marker_adds"}
     assert "expected lost >5, got 2" in res.stdout.str()
+
+
+def test_a_test_that_states_no_verdict_is_judged_valid(pytester: pytest.Pytester) -> None:
+    """Issue 44: an INVALID run passed a chaos test with no expectation, and one with
+    ``expect`` but no ``expect_valid`` (both passed on the old plugin)."""
+    res = _suite(pytester, """
+def test_silent(chaos_check):
+    chaos_check(RUNS / "bad" / "r1")
+
+@pytest.mark.chaos(expect={"duplicate": 3})
+def test_counts_only(chaos_check):
+    chaos_check(RUNS / "bad" / "r1")
+
+@pytest.mark.chaos(expect={"duplicate": 3}, expect_valid=False)
+def test_says_invalid(chaos_check):
+    chaos_check(RUNS / "bad" / "r1")
+
+def test_valid_run(chaos_check):
+    chaos_check(RUNS / "acks1" / "r1")
+""").runpytest()
+    res.assert_outcomes(passed=2, failed=2)
+    assert _failed(res) == {"test_silent", "test_counts_only"}
+    assert ("expected verdict valid (the test and its scenario state no verdict, so the run "
+            "must be valid), got INVALID") in res.stdout.str()
+
+
+def test_counting_on_an_unknown_result_fails(pytester: pytest.Pytester) -> None:
+    """``count("unseen") == 4`` passed on an unknown run before issue 44; now it raises,
+    unless the test asks for the number as it stands."""
+    res = _suite(pytester, """
+from chaos.plugin_result import CountNotEstablished
+
+def test_counts(chaos_check):
+    r = chaos_check(RUNS / "unknown" / "r1", expect_valid="unknown")
+    assert r.count("unseen") == 4
+
+def test_raw(chaos_check):
+    r = chaos_check(RUNS / "unknown" / "r1", expect_valid="unknown")
+    assert r.count("unseen", allow_unknown=True) == 4
+    with pytest.raises(CountNotEstablished):
+        r.count("lost")
+""").runpytest()
+    res.assert_outcomes(passed=1, failed=1)
+    assert _failed(res) == {"test_counts"}
+    assert "CountNotEstablished: unseen: the verdict is unknown" in res.stdout.str()
 
 
 def test_unknown_anomaly_kind_is_a_miss(pytester: pytest.Pytester) -> None:
