@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from contract.exit_codes import exit_code_of_results
+from contract.exit_codes import exit_code_of_results, missed_expectations
 from contract.faults import RANDOM_FAULT_KINDS
 from contract.settings import ACKS_VALUES, CONSUMER_MODES, ISOLATION_LEVELS, spark_master_problem
 from runner.bug_runs import run_bug, run_once
@@ -312,6 +312,8 @@ def cmd_check(args: argparse.Namespace) -> int:
 
     results = check_run(args.run_dir, spark_master=args.spark_master)
     print(f"valid: {results.get('valid')}  ({args.run_dir / 'results.json'})")
+    for miss in missed_expectations(results):
+        print(f"expectation missed: {miss}")
     return exit_code_of_results(results)
 
 

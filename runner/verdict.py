@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
+from contract.exit_codes import missed_expectations
 from runner.orchestrator import RunOutcome
 
 _COLOURS = {True: "\033[32m", False: "\033[31m", "unknown": "\033[33m"}
@@ -30,6 +31,8 @@ def print_verdict(outcome: RunOutcome) -> None:
     if outcome.error:
         line += f"  [run error: {outcome.error}]"
     print(_paint(line, valid))
+    for miss in missed_expectations(res):
+        print(_paint(f"expectation missed: {miss}", False))
     print(f"run directory: {outcome.run_dir}")
     if outcome.report:
         print(f"report: {outcome.report}")

@@ -9,7 +9,7 @@ import pytest
 
 from contract.anomalies import ANOMALY_KINDS, DEFINITIONS, MEANINGS, REPORT_ORDER, UNITS
 from contract.conditions import ConditionError, holds, normalise_condition
-from contract.exit_codes import exit_code_of_results, exit_code_of_valid
+from contract.exit_codes import exit_code_of_results, exit_code_of_valid, missed_expectations
 from contract.faults import (
     CLOSERS,
     DELAYING_FAULT_KINDS,
@@ -81,6 +81,15 @@ def test_condition_grammar_refuses(bad: object) -> None:
 def test_exit_codes() -> None:
     assert [exit_code_of_valid(v) for v in (True, False, "unknown", None)] == [0, 1, 2, 2]
     assert exit_code_of_results(None) == 2 and exit_code_of_results({"valid": False}) == 1
+    # a valid run that missed a stated expectation exits 1 (it exited 0 before issue 44)
+    missed = {"valid": True, "expectations": {"met": False, "details": [
+        {"what": "lost >0", "actual": 0, "met": False}, {"what": "valid == True",
+                                                          "actual": True, "met": True}]}}
+    assert exit_code_of_results(missed) == 1
+    assert missed_expectations(missed) == ["lost >0 (got 0)"]
+    met = {"valid": True, "expectations": {"met": True, "details": []}}
+    assert exit_code_of_results(met) == 0 and missed_expectations(met) == []
+    assert exit_code_of_results({**missed, "valid": "unknown"}) == 2
 
 
 def test_settings_defaults_and_transactions() -> None:
