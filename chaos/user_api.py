@@ -203,6 +203,9 @@ class ChaosSession(ClusterFaults):
             "broker_config": {**cfg.default_broker_config(), **cfg.broker_config},
             "topic_config": self._topic_config(topic),
             "producer_config": _public(self.producers[0].kafka_config) if self.producers else {},
+            # every producer's own settings: the checker judges each record by its producer's
+            "producer_configs": {str(p.producer_id): _public(p.kafka_config)
+                                 for p in self.producers},
             "consumer_config": _public(self.consumers[0].kafka_config) if self.consumers else {},
             "options": {"collect_data": False},
             "versions": versions(version),

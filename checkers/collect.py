@@ -5,6 +5,7 @@ example (one semi-join against the examples' identities and offsets)."""
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import reduce
 from typing import Any
@@ -44,20 +45,21 @@ class Findings:
 
 def collect_findings(frames: list[DataFrame], known: Column | None = None,
                      accepted: tuple[str, ...] = (),
-                     power_lost: Column | None = None,
+                     excuses: Sequence[tuple[Column, str]] = (),
                      batches: DataFrame | None = None) -> Findings:
     """Counts and examples of the union of all anomaly rows (materialised once).
 
     ``known`` (checkers/known.py) names the known bug explaining each row; counts are
-    split by it exactly, in the same aggregation. ``power_lost`` excuses the rows a power
-    loss is proven to have lost (checkers/power_proof.py). Examples come forbidden first: records
-    neither excused nor explained, then those a known bug explains, then those of an
+    split by it exactly, in the same aggregation. ``excuses``: (condition, excuse) pairs that
+    excuse single rows besides their checks' own (a power loss proven to have lost the
+    record, power_proof.py; the record's own producer's settings). Examples come forbidden
+    first: records neither excused nor explained, then those a known bug explains, then those of an
     ``accepted`` known bug, then excused ones."""
     union = reduce(DataFrame.unionByName, frames)
-    if power_lost is not None:  # the per-record power-loss proof (checkers/power_proof.py)
-        proven = power_lost & ~F.col("excused")
+    for cond, name in excuses:
+        proven = F.coalesce(cond, F.lit(False)) & ~F.col("excused")
         union = union.withColumns({
-            "excuse": F.when(proven, F.lit("power-loss")).otherwise(F.col("excuse")),
+            "excuse": F.when(proven, F.lit(name)).otherwise(F.col("excuse")),
             "excused": F.col("excused") | proven})
     # the copies' batch ids (batch_ids.py): evidence for a known bug's facts, and the
     # broker's findings

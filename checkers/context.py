@@ -20,6 +20,7 @@ from .collect import Findings, attach_reads, collect_findings
 from .engines import keep, release, release_shared
 from .epochs import epoch_bumps
 from .fresh_ids import client_starts, first_offset_acks, leader_moves, state_cuts
+from .guarantees import producer_allowed
 from .history import (
     OBSERVATIONS_SCHEMA,
     READS_SCHEMA,
@@ -110,7 +111,9 @@ class CheckContext:
         if self._findings is None:
             self._findings = collect_findings(self.rows, known_bug_column(self.known),
                                               self.settings.accept_known,
-                                              covered(self.power_proof),
+                                              [(covered(self.power_proof), "power-loss"),
+                                               (producer_allowed(self.settings),
+                                                "producer-settings")],
                                               batch_table(self.spark, self.run,
                                                           self.inputs.topics)
                                               if self._bumped() else None)

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from pyspark.sql import Column
+from pyspark.sql import functions as F
+
 from contract.anomalies import ANOMALY_KINDS
 from contract.settings import Settings
 
@@ -140,6 +143,34 @@ def rules(s: Settings) -> dict[str, Rule]:
     return out
 
 
+#: The kinds whose rule depends on the producer's own settings (acks, idempotence).
+PRODUCER_KINDS = ("lost", "duplicate", "reorder")
+
+
+def producer_allowances(s: Settings) -> dict[str, list[int]]:
+    """Kind -> the producers whose own settings allow it where the run's (its strictest
+    producer's) do not: their records of that kind are excused one by one."""
+    from dataclasses import replace
+
+    strict = rules(s)
+    out: dict[str, list[int]] = {}
+    for producer, (acks, idempotence) in sorted(s.per_producer.items()):
+        own = rules(replace(s, acks=acks, idempotence=idempotence))
+        for kind in PRODUCER_KINDS:
+            if own[kind].allowed and not strict[kind].allowed:
+                out.setdefault(kind, []).append(producer)
+    return out
+
+
+def producer_allowed(s: Settings) -> Column:
+    """True on anomaly rows whose own producer's settings allow their kind
+    (producer_allowances)."""
+    out: Column = F.lit(False)
+    for kind, producers in producer_allowances(s).items():
+        out = out | ((F.col("kind") == kind) & F.col("producer").isin(producers))
+    return out
+
+
 def _ids(ids: list[str]) -> str:
     return ", ".join(ids)
 
@@ -176,7 +207,12 @@ def decide(kind: str, count: int, excused: int, rule: Rule,
 EXCUSES: dict[str, str] = {
     "lost": "was proven lost to a power loss: every replica in its partition's ISR from its "
     "acknowledgement until the crash lost power, and it lay at or above each one's recovery "
-    "point (Kafka promises durability only while one in-sync replica keeps it)",
+    "point (Kafka promises durability only while one in-sync replica keeps it), or was "
+    "written by a producer whose own acks (0 or 1) allow the loss",
+    "duplicate": "was written by a producer whose own settings (enable.idempotence=false) "
+    "allow it",
+    "reorder": "was written by a producer whose own settings (enable.idempotence=false) "
+    "allow it",
     "vanished": "was proven lost to a power loss: every replica in its partition's ISR from "
     "its first read until the crash lost power, and it lay at or above each one's recovery "
     "point",

@@ -74,6 +74,10 @@ class Settings:
     # consumer_config's group.id, the group of a reader it does not list
     reader_groups: dict[str, str | None] = field(default_factory=dict)
     consumer_group: str | None = None
+    # producer id -> (acks, idempotence) of each producer of run.json ``producer_configs``
+    # (a test body's session records every producer's settings); the run-level ``acks``
+    # and ``idempotence`` are then the strictest of them
+    per_producer: dict[int, tuple[str, bool]] = field(default_factory=dict)
 
     def isolation(self, reader: str) -> str:
         """The isolation level of one reader (per-reader setting, else consumer_config)."""
@@ -155,6 +159,28 @@ def _acks(producer: dict[str, Any]) -> str:
     return normalise_acks(DEFAULT_ACKS if raw is None else raw) or DEFAULT_ACKS
 
 
+#: acks from the loosest to the strictest.
+ACKS_ORDER = ("0", "1", "all")
+
+
+def _per_producer(run: Mapping[str, Any], transactional: bool
+                       ) -> dict[int, tuple[str, bool]]:
+    """run.json ``producer_configs`` (producer id -> its producer_config) as (acks,
+    idempotence) per producer; malformed entries are left out."""
+    out: dict[int, tuple[str, bool]] = {}
+    configs = run.get("producer_configs")
+    for key, conf in (configs.items() if isinstance(configs, Mapping) else ()):
+        try:
+            producer = int(key)
+        except (TypeError, ValueError):
+            continue
+        if isinstance(conf, Mapping):
+            out[producer] = (_acks(dict(conf)), _truthy(conf.get("enable.idempotence"),
+                                                       DEFAULT_IDEMPOTENCE) or transactional
+                             or bool(conf.get("transactional.id")))
+    return out
+
+
 def settings_from_run(run: dict[str, Any]) -> Settings:
     """Build :class:`Settings` from a parsed run.json (missing keys mean defaults)."""
     broker = run.get("broker_config") or {}
@@ -170,6 +196,11 @@ def settings_from_run(run: dict[str, Any]) -> Settings:
 
     transactional = transactions_enabled(run)
     idempotence = _truthy(producer.get("enable.idempotence"), DEFAULT_IDEMPOTENCE) or transactional
+    acks = _acks(producer)
+    per_producer = _per_producer(run, transactional)
+    if per_producer:  # the run is judged by its strictest producer; looser ones per record
+        acks = max((a for a, _ in per_producer.values()), key=_acks_rank)
+        idempotence = any(i for _, i in per_producer.values())
     default_iso = str(consumer.get("isolation.level", DEFAULT_ISOLATION)).strip().lower()
     reader_iso: dict[str, str] = {}
     reader_modes: dict[str, str] = {}
@@ -198,7 +229,7 @@ def settings_from_run(run: dict[str, Any]) -> Settings:
     if isinstance(drain, dict) and drain.get("isolation_level"):
         reader_iso[DRAIN_READER] = str(drain["isolation_level"]).strip().lower()
     return Settings(
-        acks=_acks(producer),
+        acks=acks,
         min_insync=_int(topic_or_broker("min.insync.replicas"), DEFAULT_MIN_INSYNC)
         or DEFAULT_MIN_INSYNC,
         replication_factor=_int(
@@ -223,7 +254,12 @@ def settings_from_run(run: dict[str, Any]) -> Settings:
                            if isinstance(x, str)),
         reader_groups=reader_groups,
         consumer_group=default_group,
+        per_producer=per_producer,
     )
+
+
+def _acks_rank(acks: str) -> int:
+    return ACKS_ORDER.index(acks) if acks in ACKS_ORDER else len(ACKS_ORDER)
 
 
 def _group(consumer: Mapping[str, Any], default: str | None) -> str | None:

@@ -224,3 +224,28 @@ def test_a_truncation_explains_only_offsets_at_or_above_its_lowest_vanished_one(
     incons = r["anomalies"]["inconsistent-offset"]
     assert incons["count"] == 1 and incons["examples"][0]["offset"] == 0
     assert r["anomalies"]["vanished"]["count"] == 1
+
+
+def test_each_record_is_judged_by_its_own_producers_settings(check) -> None:  # type: ignore[no-untyped-def]
+    """A test body's session with an acks=1, non-idempotent producer (the first, so its
+    settings were run.json's producer_config) and an acks=all idempotent one: the old
+    checker allowed every lost write and duplicate of the run by the first producer's
+    settings (VALID). Now the run is judged by the strictest and only producer 1's own
+    records are excused by its settings."""
+    h = History()
+    h.run["producer_config"] = {"acks": "1", "enable.idempotence": False}
+    h.run["producer_configs"] = {"1": {"acks": "1", "enable.idempotence": False},
+                                 "2": {"acks": "all", "enable.idempotence": True}}
+    for producer, partition in ((1, 0), (2, 1)):
+        h.write(producer, 0, partition=partition, offset=0)  # lost: never read
+        h.write(producer, 1, partition=partition, offset=2)  # a duplicate at 1 and 2
+        h.drain(partition, 1, producer, 1).drain(partition, 2, producer, 1)
+    h.drain_end(complete=True)
+    r = check(h)
+    for kind in ("lost", "duplicate"):
+        a = r["anomalies"][kind]
+        assert (a["count"], a["excused"], a["allowed"]) == (2, 1, False), kind
+        assert {(e["producer"], e["excused"]) for e in a["examples"]} == {(1, True), (2, False)}
+        assert next(e for e in a["examples"] if e["producer"] == 1)["excuse"] == \
+            "producer-settings"
+    assert r["valid"] is False

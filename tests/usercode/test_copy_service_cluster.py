@@ -59,6 +59,8 @@ def test_transactional_copy_service_is_exactly_once(chaos: ChaosSession,
     assert txns["committed"] > 0 and txns["unknown"] > 0, txns  # crashed transactions
     run = json.loads((result.run_dir / "run.json").read_text())
     assert run["pipeline"]["delivery"] == "exactly-once"
+    # every producer's own settings (the first one's are producer_config too)
+    assert run["producer_configs"]["0"] == run["producer_config"], run["producer_configs"]
     assert {"kill", "pause"} & set(run["faults"]["kinds"]), run["faults"]
 
 
