@@ -71,6 +71,9 @@ EPOCH_BUMP_RESEND = "librdkafka#4953"
 #: broker holds the later one only and librdkafka acks the first implicitly, without offsets.
 FRESH_ID_IMPLICIT_ACK = "confluent-kafka-go#921"
 
+#: Kafka's design limitation before Eligible Leader Replicas: the last replica standing.
+KIP_966 = "KIP-966"
+
 #: The client bugs a scenario that moves leaders under an idempotent, non-transactional
 #: librdkafka producer accepts (records they explain stay counted and named).
 LEADER_MOVE_CLIENT_BUGS: tuple[str, ...] = (EPOCH_BUMP_RESEND, FRESH_ID_IMPLICIT_ACK)
@@ -174,7 +177,7 @@ KNOWN_BUGS: tuple[KnownBug, ...] = (
         "(fixed by PR #5213)",
     ),
     KnownBug(
-        id="KIP-966",
+        id=KIP_966,
         title="Last replica standing: committed data lost when the only in-sync replica "
         "loses its page cache",
         link="https://cwiki.apache.org/confluence/display/KAFKA/KIP-966%3A+Eligible+Leader+Replicas",
@@ -222,6 +225,6 @@ def unknown_ids(ids: list[str] | tuple[str, ...]) -> list[str]:
     return [i for i in ids if i not in BY_ID]
 
 
-__all__ = ["BY_ID", "EPOCH_BUMP_RESEND", "FACTS", "FIXED", "FRESH_ID_IMPLICIT_ACK",
+__all__ = ["BY_ID", "EPOCH_BUMP_RESEND", "FACTS", "FIXED", "FRESH_ID_IMPLICIT_ACK", "KIP_966",
            "KNOWN_BUGS", "LEADER_MOVE_CLIENT_BUGS", "OPEN", "KnownBug", "known_bug",
            "unknown_ids", "version_tuple"]
