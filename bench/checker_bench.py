@@ -13,7 +13,7 @@ Each side runs as its own process, timed from launch to exit (Spark's start incl
 memory is the largest resident set of that process tree (python + JVM), sampled every
 0.1 s. Both must report the same counts. Synthetic histories are generated once per size
 and reused until the generator's source changes. Each size's table, with the machine, the
-versions and the date, replaces that size's section of ``--figures`` (bench/figures.py).
+versions and the date, replaces that size's section of ``--figures`` (reports/figures.py).
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.figures import FIGURES, write_figure  # noqa: E402
+from reports.figures import FIGURES, write_figure  # noqa: E402
 from tests.support import bench_data  # noqa: E402
 from tests.support.bench_data import Spec, generate  # noqa: E402
 

@@ -6,7 +6,7 @@
 The synthetic run (``tests.support.synthetic``) is written once and reused while its
 spec is the same; rendering is timed separately (best of ``--repeat``), and ``--browser`` also times
 opening the report in headless Chromium. The figures, with the machine, the versions and the
-date, replace that size's section of ``--figures`` (bench/figures.py).
+date, replace that size's section of ``--figures`` (reports/figures.py).
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.figures import FIGURES, write_figure  # noqa: E402
 from reports import render_run  # noqa: E402
+from reports.figures import FIGURES, write_figure  # noqa: E402
 from tests.support.synthetic import PlannedFault, SyntheticSpec, write_synthetic_run  # noqa: E402
 
 

@@ -11,7 +11,7 @@ of the whole run (cluster start to report). A row is ``stable`` when every run g
 (valid, expectations, mechanism) triple and it was the expected one; the exit code is 1 if
 any row is not, or if any run took longer than --budget seconds. The table, with the machine,
 the versions and the date, replaces its section of ``--figures`` (one section per Kafka
-version and set of scenarios; bench/figures.py).
+version and set of scenarios; reports/figures.py).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.figures import FIGURES, write_figure
+from reports.figures import FIGURES, write_figure
 from runner.orchestrator import run
 from scenarios import SCENARIOS
 

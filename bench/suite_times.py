@@ -1,6 +1,6 @@
 """How long the test suite takes on this machine: runs ``make test`` (or ``make unit``) once,
 times it and writes the result, with the machine, the versions and the date, into its
-section of ``docs/figures/suite-times.md`` (bench/figures.py).
+section of ``docs/figures/suite-times.md`` (reports/figures.py).
 
     python -m bench.suite_times [--target test|unit] [--figures PATH | --no-figures]
                                 [--command 'CMD'] [-- MAKE ARGS]
@@ -24,7 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.figures import FIGURES, write_figure  # noqa: E402
+from reports.figures import FIGURES, write_figure  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 # pytest's last line: "==== 561 passed, 2 skipped in 1234.56s (0:20:34) ===="

@@ -9,7 +9,7 @@ Runs on one 3-broker cluster, topic RF=3, min.insync.replicas=2, acks=all, 100-b
 Prints acknowledged records/s side by side with the ratios the project aims at: (b)/(a) ≥ 0.5
 and a recording overhead 1 - (b)/(c) ≤ 15 %. Usage: ``python -m bench.workload_bench``
 (or ``python -m bench workload``). The figures, with the machine, the versions and the date,
-replace their section of ``--figures`` (bench/figures.py; ``--no-figures`` writes none).
+replace their section of ``--figures`` (reports/figures.py; ``--no-figures`` writes none).
 """
 
 from __future__ import annotations
@@ -26,9 +26,9 @@ from pathlib import Path
 # project installs, so the repository's root goes on the path (as in checker_bench.py).
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.figures import FIGURES, write_figure  # noqa: E402
 from compose.cluster import KafkaCluster  # noqa: E402
 from compose.config import ClusterConfig  # noqa: E402
+from reports.figures import FIGURES, write_figure  # noqa: E402
 from workloads import ProducerConfig, start_producers  # noqa: E402
 
 _PERF_LINE = re.compile(r"(\d+) records sent, ([\d.]+) records/sec")

@@ -4,6 +4,7 @@ sides with a tally of how often each showed what the catalogue entry promises (i
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from contract.exit_codes import exit_code_of_results
@@ -29,11 +30,14 @@ def run_once(cfg: Any, scenario: Any) -> Ran:
     return Ran(outcome.results, outcome.interrupted, exit_code_of_results(outcome.results))
 
 
-def run_bug(entry: Any, runs: list[tuple[Any, Any]], scenario: Any, repeat: int | None) -> int:
+def run_bug(entry: Any, runs: list[tuple[Any, Any]], scenario: Any, repeat: int | None,
+            figures: Path | None = None, command: str = "kafka-chaos run") -> int:
     """One run (exit code: its verdict's), or ``repeat`` runs per side and a tally of the runs
     that showed the bug (exit code: 0 when no run contradicted the entry, else 1; a
-    timing-dependent bug may stay hidden in some runs). Ctrl-C ends the repetitions."""
-    from scenarios.bugs import run_misses, summary, tally
+    timing-dependent bug may stay hidden in some runs). Ctrl-C ends the repetitions.
+    ``figures``: the file whose section for the entry the tally rewrites (``command`` is
+    named there as its writer)."""
+    from scenarios.bugs import rate, run_misses, summary, tally
 
     seen: dict[Any, list[dict[str, Any] | None]] = {side: [] for side, _cfg in runs}
     last = Ran(None, False, 2)
@@ -53,4 +57,12 @@ def run_bug(entry: Any, runs: list[tuple[Any, Any]], scenario: Any, repeat: int 
             print(tally(entry, side, results))
     if last.interrupted:
         return last.exit_code
+    if figures is not None:
+        from reports.figures import write_bug_rate
+
+        write_bug_rate(entry.id, command,
+                       [(side, entry.label(side), *rate(entry, side, results))
+                        for side, results in seen.items() if results],
+                       kind=entry.kind, path=figures)
+        print(f"figures: {figures}")
     return 0 if all(not run_misses(entry, side, r) for side, rs in seen.items() for r in rs) else 1

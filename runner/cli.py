@@ -101,6 +101,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--repeat", type=int, metavar="N",
                    help="with --bug: N runs per side, then one tally line per side; exit 0 "
                         "when no run contradicted the entry, else 1")
+    r.add_argument("--figures", type=Path, metavar="FILE",
+                   help="with --bug and --repeat: write the tally as this entry's section of "
+                        "FILE (docs/figures/bug-rates.md in a source checkout)")
     r.add_argument("--scenario-file", type=Path, help="TOML file with more scenarios")
     r.add_argument("--config", type=Path, help="TOML file of run options (CLI wins)")
     r.add_argument("--brokers", type=int)
@@ -246,7 +249,8 @@ def _bug_run(args: argparse.Namespace) -> tuple[Any, list[tuple[Any, dict[str, A
     from scenarios.bugs import as_side, find
 
     if args.bug is None:
-        for flag, value in (("--on", args.on), ("--repeat", args.repeat)):
+        for flag, value in (("--on", args.on), ("--repeat", args.repeat),
+                            ("--figures", args.figures)):
             if value is not None:
                 raise RunConfigError(f"{flag} needs --bug")
         return None
@@ -254,6 +258,10 @@ def _bug_run(args: argparse.Namespace) -> tuple[Any, list[tuple[Any, dict[str, A
         raise RunConfigError("--bug runs its own scenario; drop --scenario")
     if args.repeat is not None and args.repeat < 1:
         raise RunConfigError(f"--repeat must be >= 1 (got {args.repeat})")
+    if args.figures is not None and args.repeat is None:
+        raise RunConfigError("--figures needs --repeat (a rate is a tally of runs)")
+    if args.figures is not None and not args.figures.parent.is_dir():
+        raise RunConfigError(f"--figures: no folder {args.figures.parent}")
     try:
         entry = find(args.bug)
     except ValueError as e:
@@ -296,7 +304,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         return 2
     if bug is None:
         return run_once(runs[0][1], scenario).exit_code
-    return run_bug(bug[0], runs, scenario, args.repeat)
+    return run_bug(bug[0], runs, scenario, args.repeat, figures=args.figures,
+                   command=" ".join(["kafka-chaos", *sys.argv[1:]]))
 
 
 def cmd_check(args: argparse.Namespace) -> int:

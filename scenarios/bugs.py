@@ -221,16 +221,22 @@ def summary(entry: BugEntry, side: Side, results: dict[str, Any] | None) -> str:
             f"{(results or {}).get('valid')} — {state}")
 
 
-def tally(entry: BugEntry, side: Side, runs: list[dict[str, Any] | None]) -> str:
-    """One line over repeated runs of one side: how many showed what the entry promises (for
-    a timing-dependent bug: how many showed the bug), and the anomaly's count in each (``-``:
-    the run has no results)."""
+def rate(entry: BugEntry, side: Side, runs: list[dict[str, Any] | None]
+         ) -> tuple[int, int, list[str]]:
+    """Over repeated runs of one side: how many showed what the entry promises (for a
+    timing-dependent bug: how many showed the bug), how many ran, and the anomaly's count in
+    each (``-``: the run has no results)."""
     counts = []
     for results in runs:
         anomaly = ((results or {}).get("anomalies") or {}).get(entry.kind)
         counts.append(str(anomaly.get("count", "?")) if anomaly else "-")
-    hits = sum(not judge(entry, side, r) for r in runs)
-    return (f"{entry.id} on {side} ({entry.label(side)}): {hits}/{len(runs)} runs as "
+    return sum(not judge(entry, side, r) for r in runs), len(runs), counts
+
+
+def tally(entry: BugEntry, side: Side, runs: list[dict[str, Any] | None]) -> str:
+    """One line over repeated runs of one side (:func:`rate`)."""
+    hits, n, counts = rate(entry, side, runs)
+    return (f"{entry.id} on {side} ({entry.label(side)}): {hits}/{n} runs as "
             f"expected; {entry.kind} per run: {', '.join(counts) or 'none'}")
 
 

@@ -1,5 +1,5 @@
 """The figures under docs/figures are written by the commands that measure them
-(bench/figures.py): a run rewrites its own section, names its command, the machine, the
+(reports/figures.py): a run rewrites its own section, names its command, the machine, the
 versions and the date, and leaves every other section alone. The writers are run here at
 their smallest sizes into temporary files, never into docs/figures."""
 
@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from bench import checker_bench
-from bench.figures import FIGURES, sections, write_bug_rate, write_figure
 from bench.suite_times import pytest_counts
+from reports.figures import FIGURES, sections, write_bug_rate, write_figure
 
 ROOT = Path(__file__).resolve().parents[1]
 

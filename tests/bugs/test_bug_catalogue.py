@@ -161,6 +161,10 @@ def test_bugs_lists_the_catalogue() -> None:
     (["--on", "fixed"], "--on needs --bug"),
     (["--repeat", "5"], "--repeat needs --bug"),
     (["--bug", "KIP-966", "--repeat", "0"], "--repeat must be >= 1"),
+    (["--figures", "f.md"], "--figures needs --bug"),
+    (["--bug", "KIP-966", "--figures", "f.md"], "--figures needs --repeat"),
+    (["--bug", "KIP-966", "--repeat", "2", "--figures", "/nonexistent/dir/f.md"],
+     "--figures: no folder /nonexistent/dir"),
     (["--bug", "KIP-966", "--on", "both", "--kafka-version", "4.3.1"],
      "pins --kafka-version (3.9.1 on affected, 4.3.1 on fixed)"),
     # every side is validated before the first cluster starts
@@ -173,3 +177,15 @@ def test_run_bug_bad_input_is_one_line_and_exit_2(args, reason, tmp_path) -> Non
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and reason in lines[0], proc.stderr
     assert not list(tmp_path.iterdir()), "a refused run must not create a run directory"
+
+
+def test_rate_counts_the_runs_as_the_tally_says() -> None:
+    """The numbers a bug-rate figure is written from (``--figures``) are the tally's."""
+    from scenarios.bugs import rate, tally
+
+    kip = find("KIP-966")
+    shown = {"valid": True, "anomalies": {"lost": {"count": 9, "known_bugs": {"KIP-966": 9}}}}
+    clean = {"valid": True, "anomalies": {"lost": {"count": 0, "known_bugs": {}}}}
+    assert rate(kip, "affected", [shown, clean, None]) == (1, 3, ["9", "0", "-"])
+    assert tally(kip, "affected", [shown, clean, None]).endswith(
+        "1/3 runs as expected; lost per run: 9, 0, -")
