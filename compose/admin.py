@@ -13,9 +13,27 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from confluent_kafka import KafkaException, TopicPartition
+from confluent_kafka import KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 from tenacity import Retrying, retry_if_exception_type, stop_after_delay, wait_fixed
+
+
+class _CreateTimedOut(Exception):
+    """A CreateTopics request whose answer did not come in time (asked again)."""
+
+
+def _create_once(admin: AdminClient, nt: NewTopic, timeout_s: float, first: bool) -> None:
+    """One CreateTopics of ``nt``; a retry that finds the topic made it."""
+    try:
+        admin.create_topics([nt], operation_timeout=30)[nt.topic].result(timeout=timeout_s)
+    except KafkaException as e:
+        err = e.args[0] if e.args else None
+        code = err.code() if isinstance(err, KafkaError) else None
+        if code == KafkaError._TIMED_OUT:
+            raise _CreateTimedOut(str(e)) from e
+        if code == KafkaError.TOPIC_ALREADY_EXISTS and not first:
+            return
+        raise
 
 
 class ClusterError(RuntimeError):
@@ -232,7 +250,12 @@ class ClusterAdmin:
         nt = NewTopic(topic, num_partitions=partitions, replication_factor=replication_factor,
                       config={k: str(v) for k, v in (config or {}).items()})
         admin = self.admin()  # keep a reference: a collected client cancels its futures
-        admin.create_topics([nt], operation_timeout=30)[topic].result(timeout=timeout_s)
+        # A CreateTopics whose answer timed out (a controller still settling, a loaded host)
+        # is asked again; one that had succeeded then answers TOPIC_ALREADY_EXISTS.
+        for attempt in Retrying(stop=stop_after_delay(timeout_s), wait=wait_fixed(1),
+                                retry=retry_if_exception_type(_CreateTimedOut), reraise=True):
+            with attempt:
+                _create_once(admin, nt, timeout_s, first=attempt.retry_state.attempt_number == 1)
         self.wait_partitions(topic, timeout_s=timeout_s)
 
     def delete_topic(self, topic: str, timeout_s: float = 30) -> None:

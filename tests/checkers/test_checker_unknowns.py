@@ -221,3 +221,15 @@ def test_a_group_member_given_no_partition_may_read_nothing(spark, tmp_path) -> 
     assert r["unknown_reasons"] == [
         "consumer(s) read nothing of partitions holding acknowledged writes they were "
         "given: c1 (subscribe, never assigned) t:0 (4 acknowledged)"]
+
+
+def test_a_test_bodys_member_that_never_joined_is_not_judged(spark, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """A test body's own service (workload.source "user") restarts its consumer; one
+    incarnation closed before its first assignment. The built-in workload's member that
+    never joined is unknown (above); this one was given nothing the history knows of (a
+    suite run of the copy-service example was unknown for it)."""
+    h = _consumers(_drained(_writes(History())), ("c0", "subscribe"), ("c1", "subscribe"))
+    h.run["workload"]["source"] = "user"
+    h.event("rebalance", at_ms=500, reader="c0", what="assigned", poll=1, partitions=["t:0"])
+    r = _check(_read_by(h, "c0").drain_end(), tmp_path / "run")
+    assert r["valid"] is True, r.get("unknown_reasons")
