@@ -9,7 +9,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from contract.settings import Settings, settings_from_run
@@ -20,7 +20,7 @@ from .collect import Findings, attach_reads, collect_findings
 from .engines import keep, release, release_shared
 from .epochs import epoch_bumps
 from .fresh_ids import client_starts, first_offset_acks, leader_moves, state_cuts
-from .guarantees import producer_allowed
+from .guarantees import producer_allowances
 from .history import (
     OBSERVATIONS_SCHEMA,
     READS_SCHEMA,
@@ -112,7 +112,7 @@ class CheckContext:
             self._findings = collect_findings(self.rows, known_bug_column(self.known),
                                               self.settings.accept_known,
                                               [(covered(self.power_proof), "power-loss"),
-                                               (producer_allowed(self.settings),
+                                               (_producer_allowed(self.settings),
                                                 "producer-settings")],
                                               batch_table(self.spark, self.run,
                                                           self.inputs.topics)
@@ -153,6 +153,15 @@ class CheckContext:
             release(self._ident)
             self._ident = None
         release(self.inputs.epoch_bumps)
+
+
+def _producer_allowed(s: Settings) -> Column:
+    """True on anomaly rows whose own producer's settings allow their kind
+    (guarantees.producer_allowances)."""
+    out: Column = F.lit(False)
+    for kind, producers in producer_allowances(s).items():
+        out = out | ((F.col("kind") == kind) & F.col("producer").isin(producers))
+    return out
 
 
 def load_context(spark: SparkSession, run: RunDir) -> CheckContext:

@@ -5,9 +5,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pyspark.sql import Column
-from pyspark.sql import functions as F
-
 from contract.anomalies import ANOMALY_KINDS
 from contract.settings import Settings
 
@@ -159,15 +156,6 @@ def producer_allowances(s: Settings) -> dict[str, list[int]]:
         for kind in PRODUCER_KINDS:
             if own[kind].allowed and not strict[kind].allowed:
                 out.setdefault(kind, []).append(producer)
-    return out
-
-
-def producer_allowed(s: Settings) -> Column:
-    """True on anomaly rows whose own producer's settings allow their kind
-    (producer_allowances)."""
-    out: Column = F.lit(False)
-    for kind, producers in producer_allowances(s).items():
-        out = out | ((F.col("kind") == kind) & F.col("producer").isin(producers))
     return out
 
 

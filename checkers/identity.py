@@ -253,7 +253,7 @@ def identity_anomalies(ident: DataFrame, inp: IdentityInputs, acks: DataFrame) -
     flagged = flag_kinds(ident, kinds).withColumn("tid", F.col("w_tid")).withColumn(
         "partition", F.col("w_partition"))
     dup = F.col("kind") == "duplicate"
-    flagged = with_append_bound(flagged, acks, F.when(dup, F.col("last_copy_off")))
+    flagged = _append_bound(flagged, inp, acks, F.when(dup, F.col("last_copy_off")))
     resent_ack = (F.col("w_rank") != OK) | F.col("w_offset").eqNullSafe(F.col("last_copy_off"))
     flagged = _with_bump(flagged, inp, F.col("invoke_ns"),
                          F.least(F.when(F.col("w_rank") == OK, F.col("complete_ns")),
@@ -279,6 +279,15 @@ def identity_anomalies(ident: DataFrame, inp: IdentityInputs, acks: DataFrame) -
         # change while it was in flight, confluent-kafka-go#921)
         invoke_ns=F.when(kind.isin("read-before-write", "lost"), F.col("invoke_ns")),
     )
+
+
+def _append_bound(df: DataFrame, inp: IdentityInputs, acks: DataFrame,
+                  offset: Column) -> DataFrame:
+    """with_append_bound, only where an epoch bump can be asked about (_with_bump): the
+    bound serves nothing else, and its scan of the acknowledgements is not free."""
+    if inp.epoch_bumps is None or not inp.settings.idempotence:
+        return df.withColumn("append_bound_ns", F.lit(None).cast("long"))
+    return with_append_bound(df, acks, offset)
 
 
 def _with_bump(df: DataFrame, inp: IdentityInputs, lo: Column, hi: Column,
@@ -323,7 +332,7 @@ def reorder_anomalies(ident: DataFrame, inp: IdentityInputs, acks: DataFrame) ->
     found = times.join(found.hint("shuffle_hash"), ["producer", "seq"])
     # as for a duplicate: the bump after the first attempt, before the acknowledgement of
     # the copy that is stored (the resend's) and before that copy's append
-    found = with_append_bound(found, acks, F.col("stored_off"))
+    found = _append_bound(found, inp, acks, F.col("stored_off"))
     found = _with_bump(found, inp, F.col("invoke_ns"),
                        F.least(F.col("complete_ns"), F.col("read_ns"), F.col("append_bound_ns")),
                        F.col("w_offset").eqNullSafe(F.col("stored_off")))

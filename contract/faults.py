@@ -19,11 +19,8 @@ class FaultKind:
     ``params``: the parameters a scripted step may state (the nemesis draws or defaults
     them). ``random``: drawn by ``--faults`` / the random nemesis. ``closed_by``: the instant
     event kind that ends a window this fault opened as an instant event (older histories and
-    synthetic ones record ``kill`` … ``start`` instead of a start/end pair). ``delays_requests``:
-    requests a client sent while the fault was active may reach the broker late, after the
-    client timed out and retried them on a new connection (a stale request; the checker's
-    known-bug facts use it). ``css``, ``colour``, ``label_colour``: the report's class, fill and
-    label colour for its windows.
+    synthetic ones record ``kill`` … ``start`` instead of a start/end pair). ``css``,
+    ``colour``, ``label_colour``: the report's class, fill and label colour for its windows.
     """
 
     kind: str
@@ -31,7 +28,6 @@ class FaultKind:
     params: tuple[str, ...] = ()
     random: bool = True
     closed_by: str | None = None
-    delays_requests: bool = False
     css: str = "f-other"
     colour: str = "#64748b"
     label_colour: str = "#334155"
@@ -47,23 +43,23 @@ FAULTS: dict[str, FaultKind] = {f.kind: f for f in (
     FaultKind("stop", "clean stop (SIGTERM) of a node; restarted at the end", (),
               closed_by="start", css="f-kill", colour="#dc2626", label_colour="#991b1b"),
     FaultKind("pause", "SIGSTOP (freezer) of a node: connections stay open, nothing answers", (),
-              closed_by="resume", delays_requests=True, css="f-pause", colour="#7c3aed",
+              closed_by="resume", css="f-pause", colour="#7c3aed",
               label_colour="#5b21b6"),
     FaultKind("partition", "network partition of a node (or a shape of nodes)",
-              ("shape", "peer"), closed_by="heal", delays_requests=True, css="f-part",
+              ("shape", "peer"), closed_by="heal", css="f-part",
               colour="#ea580c", label_colour="#9a3412"),
     FaultKind("slow", "slow or lossy links of a node (delay, jitter, loss, rate)",
               ("delay_ms", "jitter_ms", "loss", "rate_kbit"), closed_by="heal",
-              delays_requests=True, css="f-slow", colour="#0284c7", label_colour="#075985"),
+              css="f-slow", colour="#0284c7", label_colour="#075985"),
     FaultKind("hold", "requests the clients already have in flight to a node held for a "
               "window (new connections served at once), so a retry overtakes its stale "
-              "original", ("hold_s",), random=False, delays_requests=True, css="f-slow",
+              "original", ("hold_s",), random=False, css="f-slow",
               colour="#0284c7", label_colour="#075985"),
     FaultKind(POWER_LOSS, "kill -9 that also loses the node's unflushed page cache", (),
               closed_by="start", css="f-power", colour="#111827", label_colour="#111827"),
     FaultKind("cpu-throttle", "a node starved of CPU (a cgroup quota, e.g. 5 % of one core): "
               "alive and connected but slow, like a noisy neighbour or a GC-bound JVM",
-              ("share",), delays_requests=True, css="f-cpu", colour="#65a30d",
+              ("share",), css="f-cpu", colour="#65a30d",
               label_colour="#3f6212"),
     FaultKind("voter-partition", "a partition of the KRaft controller quorum (3+ dedicated "
               "controllers): the active controller cut from its voters, or a minority or a "
@@ -75,9 +71,6 @@ FAULTS: dict[str, FaultKind] = {f.kind: f for f in (
 FAULT_KINDS: tuple[str, ...] = tuple(FAULTS)
 #: The kinds the random nemesis may draw.
 RANDOM_FAULT_KINDS: tuple[str, ...] = tuple(k for k, f in FAULTS.items() if f.random)
-#: The kinds that can make a request reach its broker after the client's retry of it.
-DELAYING_FAULT_KINDS: frozenset[str] = frozenset(k for k, f in FAULTS.items()
-                                                 if f.delays_requests)
 #: Instant kind that ends a window -> the fault kinds it ends.
 CLOSERS: dict[str, tuple[str, ...]] = {}
 for _f in FAULTS.values():

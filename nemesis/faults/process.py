@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 from typing import Any
 
-from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_fixed
+from tenacity import Retrying, retry_if_exception, stop_after_delay, wait_exponential
 
 from nemesis.faults import targets as tg
 from nemesis.faults.base import BaseFault, FaultContext
@@ -96,6 +96,10 @@ class Stop(_NodeFault):
         _ensure_running(ctx, nid)
 
 
+#: How long a pause goes on asking for the freeze runc gave up on.
+FREEZE_RETRY_S = 30.0
+
+
 def _freeze_failed(e: BaseException) -> bool:
     import docker
 
@@ -109,10 +113,13 @@ class Pause(_NodeFault):
 
     def _apply(self, ctx: FaultContext, nid: int) -> None:
         node = ctx.cluster.node(nid)
-        # runc gives up ("unable to freeze") when the cgroup's tasks do not all freeze in
-        # time, e.g. one blocked in the kernel, and thaws it again; a moment later the freeze
-        # works. Seen once in nine full test suites (safe-config-chaos, a random pause).
-        for attempt in Retrying(stop=stop_after_attempt(5), wait=wait_fixed(0.5),
+        # runc gives up ("unable to freeze") when the cgroup's tasks do not all freeze within
+        # its short loop, e.g. threads blocked in the kernel (an fsync on a busy disk), and
+        # thaws it again; its maintainers leave the retry to the caller (runc#4388). On a
+        # loaded machine five tries half a second apart all failed (a full test suite's
+        # safe-config-chaos, a leader's pause), so the tries back off and go on for 30 s.
+        for attempt in Retrying(stop=stop_after_delay(FREEZE_RETRY_S),
+                                wait=wait_exponential(multiplier=0.25, max=4),
                                 retry=retry_if_exception(_freeze_failed), reraise=True):
             with attempt:
                 if node.status() == "running":

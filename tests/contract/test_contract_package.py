@@ -12,7 +12,6 @@ from contract.conditions import ConditionError, holds, normalise_condition
 from contract.exit_codes import exit_code_of_results, exit_code_of_valid, missed_expectations
 from contract.faults import (
     CLOSERS,
-    DELAYING_FAULT_KINDS,
     FAULT_KINDS,
     FAULTS,
     RANDOM_FAULT_KINDS,
@@ -53,7 +52,6 @@ def test_fault_registry_closers_and_css() -> None:
                            "cpu-throttle", "voter-partition")
     # hold is scripted only (stale-txn-requests); the random nemesis never draws it
     assert "hold" not in RANDOM_FAULT_KINDS and FAULTS["hold"].params == ("hold_s",)
-    assert {"pause", "partition", "slow", "hold", "cpu-throttle"} == DELAYING_FAULT_KINDS
     assert CLOSERS == {"start": ("kill", "stop", "power-loss"), "resume": ("pause",),
                        "heal": ("partition", "slow", "voter-partition")}
     assert FAULTS["slow"].params == ("delay_ms", "jitter_ms", "loss", "rate_kbit")
