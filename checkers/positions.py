@@ -109,9 +109,10 @@ def position_anomalies(reads: DataFrame, partitions: int, topics: list[str],
     live readers read there *vanished* (the drain read it nowhere in the partition: the
     truncated tail's record), or it is still in the log at another offset (a duplicate's
     copy cut by the truncation, a write retried after it) and some offset of the partition
-    shows a vanished record at or below this offset (the proof that the log was truncated
-    there: a truncation removes a tail). Without that proof a record the log holds
-    elsewhere stays ``inconsistent-offset``. A reused offset is excused only by the
+    at or below this one shows a vanished record (the proof that the log was truncated
+    there: a truncation removes a tail) whose replacement was first read after the old
+    record here was (the truncation came between them). Without that proof a record the
+    log holds elsewhere stays ``inconsistent-offset``. A reused offset is excused only by the
     per-record power-loss proof (power_proof.py, applied to the collected rows).
 
     A poll step is excused when the reader is in subscribe mode and one of its recorded
@@ -235,13 +236,22 @@ def _by_windows(reads: DataFrame, partitions: int, topics: list[str], readers: l
                    & (F.col("lo") != UNDECODABLE))
     # a record at this offset other than the drain's that the log still holds elsewhere
     elsewhere = (F.col("rec") != F.col("d_lo")) & (F.col("drained") == 1)
-    r2 = r2a.select("*", F.max(elsewhere.cast("int")).over(at_offset).alias("moved"))
+    r2 = r2a.select(
+        "*", F.max(elsewhere.cast("int")).over(at_offset).alias("moved"),
+        # when a record other than the drain's was first read here, and the drain's
+        F.min(F.when(F.col("rec") != F.col("d_lo"), F.col("read_ns"))).over(at_offset)
+        .alias("old_ns"),
+        F.min(F.when(F.col("rec") == F.col("d_lo"), F.col("read_ns"))).over(at_offset)
+        .alias("new_ns"))
     vanished = one_drained & (F.col("lo") != F.col("hi")) & (F.col("moved") == 0)
-    # ``low_vanished`` (the partition's lowest offset whose record vanished: where its
-    # truncation began) is computed on the flagged rows only: a window over a whole
-    # partition of the reads would hold all of it in memory. A truncation explains an
-    # offset only at or above it.
-    reused = one_drained & ((F.col("moved") == 0) | (F.col("offset") >= F.col("low_vanished")))
+    # A truncation explains an offset whose old record the log still holds elsewhere only
+    # at or above an offset whose record vanished (where a truncation began), and only if
+    # the old record was read before the record that replaced the vanished one was first
+    # read (the truncation lies between): ``trunc_ns``, the latest such first read at or
+    # below the offset, computed on the flagged rows only (a window over a whole partition
+    # of the reads would hold all of it in memory).
+    reused = one_drained & ((F.col("moved") == 0)
+                            | F.coalesce(F.col("old_ns") <= F.col("trunc_ns"), F.lit(False)))
     by_reader = Window.partitionBy("rid", "tid", "partition").orderBy(
         "poll", "read_ns", "offset"
     )
@@ -262,9 +272,11 @@ def _by_windows(reads: DataFrame, partitions: int, topics: list[str], readers: l
          & (F.col("rank") - F.col("prev_rank") > 1), "poll-skip"),
     ])
     # every offset read as two records has its flagged row: the partition's truncation proof
-    flagged = flagged.select("*", F.min(F.when((F.col("kind") == two) & vanished,
-                                               F.col("offset")))
-                             .over(in_partition).alias("low_vanished"))
+    upto = in_partition.orderBy("offset").rangeBetween(Window.unboundedPreceding,
+                                                       Window.currentRow)
+    flagged = flagged.select("*", F.max(F.when((F.col("kind") == two) & vanished,
+                                               F.col("new_ns")))
+                             .over(upto).alias("trunc_ns"))
     flagged = flagged.withColumn("kind", F.when(
         F.col("kind") == two,
         F.when(reused, "reused-offset").otherwise("inconsistent-offset")).otherwise(

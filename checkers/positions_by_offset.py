@@ -133,26 +133,35 @@ def _two_records(r: DataFrame, two: DataFrame) -> DataFrame:
     one decodable record there and every other record read there is in the log nowhere
     (the truncated tail's record). An offset is reused when the drain read one decodable
     record there and either its other records vanished or the partition shows a vanished
-    record elsewhere (the proof that the log was truncated)."""
+    record at or below it (the proof that the log was truncated) whose replacement was
+    first read after the old record here was (the truncation came between them)."""
     key = ["tid", "partition", "offset"]
     one_drained = (F.col("d_lo").isNotNull() & (F.col("d_lo") == F.col("d_hi"))
                    & (F.col("lo") != UNDECODABLE))
-    there = shared(r.select(*key, "rec").join(F.broadcast(two.select(*key, "d_lo")), key))
+    there = shared(r.select(*key, "rec", "read_ns")
+                   .join(F.broadcast(two.select(*key, "d_lo")), key))
     drained = (r.where(~F.col("consumer")).select("tid", "partition", "rec")
                .join(F.broadcast(there.select("tid", "partition", "rec").distinct()),
                      ["tid", "partition", "rec"], "left_semi")
                .distinct().select("tid", "partition", "rec", F.lit(1).alias("drained")))
     moved = there.join(drained, ["tid", "partition", "rec"], "left").groupBy(*key).agg(
         F.max(((F.col("rec") != F.col("d_lo")) & (F.col("drained") == 1)).cast("int"))
-        .alias("moved"))
+        .alias("moved"),
+        F.min(F.when(F.col("rec") != F.col("d_lo"), F.col("read_ns"))).alias("old_ns"),
+        F.min(F.when(F.col("rec") == F.col("d_lo"), F.col("read_ns"))).alias("new_ns"))
     flags = shared(two.join(moved, key, "left").select(
         "*", one_drained.alias("one_drained"),
         (one_drained & (F.coalesce(F.col("moved"), F.lit(0)) == 0)).alias("vanished")))
-    low = flags.groupBy("tid", "partition").agg(
-        F.min(F.when(F.col("vanished"), F.col("offset"))).alias("low_vanished"))
-    return flags.join(low, ["tid", "partition"]).select(
+    # the latest first read of a vanished offset's replacement at or below each offset (the
+    # offsets read as two records are few: a join within the partition)
+    van = flags.where(F.col("vanished")).select(
+        "tid", "partition", F.col("offset").alias("v_off"), F.col("new_ns").alias("v_ns"))
+    trunc = (flags.select(*key).join(van, ["tid", "partition"])
+             .where(F.col("v_off") <= F.col("offset"))
+             .groupBy(*key).agg(F.max("v_ns").alias("trunc_ns")))
+    return flags.join(trunc, key, "left").select(
         *key, (F.col("one_drained") & (F.col("vanished")
-                                       | F.coalesce(F.col("offset") >= F.col("low_vanished"),
+                                       | F.coalesce(F.col("old_ns") <= F.col("trunc_ns"),
                                                     F.lit(False))))
         .alias("reused"))
 

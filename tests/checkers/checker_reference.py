@@ -98,12 +98,14 @@ def reference(writes: list[dict[str, Any]], reads: list[dict[str, Any]], complet
     drained_at: dict[tuple[str, int, int], set[tuple[Any, ...]]] = defaultdict(set)
     drained_in: dict[tuple[str, int], set[tuple[Any, ...]]] = defaultdict(set)
     first_read: dict[tuple[str, int, int], int] = {}
+    rec_first: dict[tuple[tuple[str, int, int], tuple[Any, ...]], int] = {}
     for r in reads:
         valid = bool(r["valid"]) and r["producer"] is not None and r["seq"] is not None
         rec = (True, r["producer"], r["seq"]) if valid else (False,)
         pos = (r["topic"], r["partition"], r["offset"])
         at[pos].add(rec)
         first_read[pos] = min(first_read.get(pos, r["read_ns"]), r["read_ns"])
+        rec_first[(pos, rec)] = min(rec_first.get((pos, rec), r["read_ns"]), r["read_ns"])
         if r["reader"] == "drain" or r["mode"] == "drain":
             drained_at[pos].add(rec)
             drained_in[(r["topic"], r["partition"])].add(rec)
@@ -115,15 +117,33 @@ def reference(writes: list[dict[str, Any]], reads: list[dict[str, Any]], complet
         return (len(now) == 1 and (False,) not in recs and len(recs) >= 2
                 and all(o not in drained_in[pos[:2]] for o in recs - now))
 
-    truncated = {pos[:2] for pos in at if vanished(pos)}
+    def replaced_ns(pos: tuple[str, int, int]) -> int:
+        """When the record the log holds at ``pos`` was first read."""
+        (now,) = drained_at[pos]
+        return rec_first[(pos, now)]
+
+    # a truncation, by the vanished offsets: (topic, partition) -> [(offset, when its
+    # replacement was first read)]
+    truncations: dict[tuple[str, int], list[tuple[int, int]]] = defaultdict(list)
+    for pos in at:
+        if vanished(pos):
+            truncations[pos[:2]].append((pos[2], replaced_ns(pos)))
+
+    def after_truncation(pos: tuple[str, int, int]) -> bool:
+        """A truncation at or below ``pos`` came after its old records were first read:
+        one vanished offset at or below it whose replacement was first read later."""
+        now = drained_at[pos]
+        old_ns = min(rec_first[(pos, rec)] for rec in at[pos] - now)
+        return any(v <= pos[2] and old_ns <= ns for v, ns in truncations.get(pos[:2], []))
+
     reused: set[tuple[str, int, int]] = set()
     for pos, recs in at.items():
         if len(recs) >= 2:
             # reused: the offset's record vanished from the log, or the record is still in
-            # the log elsewhere and the partition shows a vanished record (a truncation)
+            # the log elsewhere and a truncation at or below it came after it was read
             now = drained_at.get(pos, set())
             if len(now) == 1 and (False,) not in recs and (
-                    vanished(pos) or pos[:2] in truncated):
+                    vanished(pos) or after_truncation(pos)):
                 reused.add(pos)
                 add("reused-offset")
             else:

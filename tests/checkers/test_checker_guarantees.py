@@ -91,12 +91,14 @@ def _truncations(h: History) -> None:
     h.write(30, 0, offset=0, topic=t).write(30, 1, offset=1, topic=t)
     h.read("c0", 0, 0, 30, 0, topic=t).read("c0", 0, 1, 30, 1, topic=t)
     h.write(30, 2, offset=1, topic=t)
-    h.drain(0, 0, 30, 0, topic=t).drain(0, 1, 30, 2, topic=t)
+    # (the drain reads at the end, after every live read: at 90 s)
+    h.drain(0, 0, 30, 0, topic=t, at_ms=90_000).drain(0, 1, 30, 2, topic=t, at_ms=90_001)
     # and c0 read a copy of (30, 0) at offset 2, cut by the same truncation: the log holds
     # (30, 3) there. (30, 0) is still in the log (offset 0), and offset 1 proves the
-    # truncation: offset 2 was reused too
+    # truncation, whose replacement (30, 2) was first read after c0 read offset 2: offset 2
+    # was reused too
     h.read("c0", 0, 2, 30, 0, topic=t).write(30, 3, offset=2, topic=t)
-    h.drain(0, 2, 30, 3, topic=t)
+    h.drain(0, 2, 30, 3, topic=t, at_ms=90_002)
     t = "moved"  # c0 read (31, 1) at offset 0, the log holds it at 1, no truncation shown
     h.write(31, 0, offset=0, topic=t).write(31, 1, offset=1, topic=t)
     h.read("c0", 0, 0, 31, 1, topic=t)

@@ -226,6 +226,36 @@ def test_a_truncation_explains_only_offsets_at_or_above_its_lowest_vanished_one(
     assert r["anomalies"]["vanished"]["count"] == 1
 
 
+@pytest.mark.parametrize(("old_read_ms", "reused", "inconsistent"), [(1500, 2, 0), (3000, 1, 1)])
+def test_a_truncation_explains_only_old_records_read_before_it(  # type: ignore[no-untyped-def]
+        check, old_read_ms: int, reused: int, inconsistent: int) -> None:
+    """The log lost (40, 5) at offset 5 to a truncation: c0 read it at 1 s, c1 read its
+    replacement (40, 6) there at 2 s, so the truncation lay between. c0 also read (40, 8) at
+    offset 6, where the log now holds (40, 7) ((40, 8) sits at 7). Read at 1.5 s, before the
+    replacement was, the truncation explains it (reused-offset); read at 3 s, after, it is a
+    reader served a log that no longer was: inconsistent-offset (the old checker took any
+    offset at or above a vanished one as reused: reused-offset 2 either way)."""
+    h = History()
+    t = "latetrunc"
+    for s in range(5):
+        h.write(40, s, offset=s, topic=t).drain(0, s, 40, s, topic=t, at_ms=90_000 + s)
+    h.write(40, 5, offset=5, topic=t).write(40, 6, offset=5, topic=t)
+    h.write(40, 7, offset=6, topic=t).write(40, 8, offset=7, topic=t)
+    h.read("c0", 0, 5, 40, 5, topic=t, at_ms=1000)
+    h.read("c1", 0, 5, 40, 6, topic=t, at_ms=2000)
+    h.read("c0", 0, 6, 40, 8, topic=t, at_ms=old_read_ms)
+    for off, s in ((5, 6), (6, 7), (7, 8)):
+        h.drain(0, off, 40, s, topic=t, at_ms=90_000 + off)
+    h.drain_end(complete=True)
+    r = check(h)
+    a = r["anomalies"]
+    assert a["reused-offset"]["count"] == reused
+    assert a["inconsistent-offset"]["count"] == inconsistent
+    if inconsistent:
+        assert a["inconsistent-offset"]["examples"][0]["offset"] == 6
+    assert a["vanished"]["count"] == 1
+
+
 def test_each_record_is_judged_by_its_own_producers_settings(check) -> None:  # type: ignore[no-untyped-def]
     """A test body's session with an acks=1, non-idempotent producer (the first, so its
     settings were run.json's producer_config) and an acks=all idempotent one: the old
