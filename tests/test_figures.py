@@ -103,7 +103,7 @@ def test_the_suite_timer_writes_how_the_run_ended(tmp_path: Path) -> None:
 def test_pytest_counts_add_up_every_session() -> None:
     out = ("== 46 passed in 1100.12s (0:18:20) ==\nnoise\n"
            "=== 32 passed, 2 errors in 1000.00s (0:16:40) ===\n"
-           "==== 561 passed, 1 skipped in 1200.5s ====\n")
+           "==== 561 passed, 1 skipped, 86 deselected in 1200.5s ====\n")
     assert pytest_counts(out) == {"passed": 639, "error": 2, "skipped": 1}
 
 
