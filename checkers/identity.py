@@ -281,20 +281,25 @@ def identity_anomalies(ident: DataFrame, inp: IdentityInputs, acks: DataFrame) -
     )
 
 
+def _bumps(inp: IdentityInputs) -> DataFrame | None:
+    """The epoch bumps a record can be asked about: idempotent producers only (without
+    idempotence there is no epoch to bump)."""
+    return inp.epoch_bumps if inp.settings.idempotence else None
+
+
 def _append_bound(df: DataFrame, inp: IdentityInputs, acks: DataFrame,
                   offset: Column) -> DataFrame:
     """with_append_bound, only where an epoch bump can be asked about (_with_bump): the
     bound serves nothing else, and its scan of the acknowledgements is not free."""
-    if inp.epoch_bumps is None or not inp.settings.idempotence:
+    if _bumps(inp) is None:
         return df.withColumn("append_bound_ns", F.lit(None).cast("long"))
     return with_append_bound(df, acks, offset)
 
 
 def _with_bump(df: DataFrame, inp: IdentityInputs, lo: Column, hi: Column,
                ask: Column) -> DataFrame:
-    """``epoch_bump_ns``: an epoch bump of the row's producer between ``lo`` and ``hi``
-    (idempotent producers only: without idempotence there is no epoch to bump)."""
-    return with_bump(df, inp.epoch_bumps if inp.settings.idempotence else None, lo, hi, ask)
+    """``epoch_bump_ns``: an epoch bump of the row's producer between ``lo`` and ``hi``."""
+    return with_bump(df, _bumps(inp), lo, hi, ask)
 
 
 def reorder_anomalies(ident: DataFrame, inp: IdentityInputs, acks: DataFrame) -> DataFrame:
