@@ -34,7 +34,14 @@ from .history import (
 from .identity import IdentityInputs, identity_table, topic_id
 from .known import KnownInputs, held_end_txns, known_bug_column
 from .observations import PartitionHistory, collect_changes, power_loss_coverage
-from .power_proof import Term, covered, crash_isr_terms, crashes, proof_terms
+from .power_proof import (
+    Term,
+    covered,
+    crash_isr_terms,
+    crashes,
+    elected_lost_terms,
+    proof_terms,
+)
 from .runfiles import RunDir
 from .stats import ReadSummary, WriteSummary, read_summary, timeseries, write_summary
 from .together import together
@@ -210,6 +217,7 @@ def load_context(spark: SparkSession, run: RunDir) -> CheckContext:
         return CheckContext(spark, run, bool(text), run_cfg, settings, events, bad_lines, writes,
                             reads, ws, rs, drain, history, n_changes, power, inputs,
                             KnownInputs(settings, crash_isr_terms(crash_list, history),
+                                        elected_lost_terms(crash_list, history),
                                         starts, firsts, cuts,
                                         leader_moves(history) if implicit else {},
                                         held_end_txns(events)),

@@ -32,6 +32,9 @@ class KnownInputs:
     settings: Settings
     # power_proof.crash_isr_terms: the whole ISR at a crash lost the record
     crash_isr: list[Term] = field(default_factory=list)
+    # power_proof.elected_lost_terms: every ISR member since the record's start lost power
+    # and the replica elected first after the crash lost the record
+    elected_lost: list[Term] = field(default_factory=list)
     # fresh_producer_id_head (checkers/fresh_ids.py): producer -> its clients' first seqs,
     # and "producer:topic:partition:start" -> that client's first seq acked with an offset
     client_starts: dict[int, list[int]] = field(default_factory=dict)
@@ -75,6 +78,8 @@ def fact_columns(inp: KnownInputs) -> dict[str, Column]:
         & (F.col("offset") - F.col("prev_offset") == 2),
         # a record the full power-loss proof excuses needs no design limitation's name
         "crash_isr_power_loss": covered(inp.crash_isr)
+        & ~F.coalesce(F.col("excused"), F.lit(False)),
+        "elected_lost_power_loss": covered(inp.elected_lost)
         & ~F.coalesce(F.col("excused"), F.lit(False)),
         "fresh_producer_id_head": (kind == "lost")
         & fresh_head(inp.client_starts, inp.first_offset_acks, inp.state_cuts),

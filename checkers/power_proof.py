@@ -9,7 +9,11 @@ cut removed nothing from kept it. Either one not hit means the loss is Kafka's, 
 crash's: not excused. Where only the ISR *at the crash* lost the record (the others had left
 it), Kafka without Eligible Leader Replicas still elects the returning member and the others
 truncate to it: that is KIP-966's design limitation, a known-bug fact
-(``crash_isr_power_loss``), never a silent excuse.
+(``crash_isr_power_loss``), never a silent excuse. And where every replica of the ISR since
+the record's start lost power, so none came back clean, Kafka elects the last known leader
+rather than the longest log (unclean recovery, KIP-966's second part, is not built:
+KAFKA-15580): when the replica elected first after the crash lost the record, a replica
+that kept it truncates to it. That is a known-bug fact too (``elected_lost_power_loss``).
 
 Both become one boolean column over anomaly rows: an OR of a few literal terms (partition,
 time range of the record's start, lowest offset), one per distinct recovery bound.
@@ -17,6 +21,7 @@ time range of the record's start, lowest offset), one per distinct recovery boun
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from pyspark.sql import Column
@@ -112,25 +117,30 @@ def _isr_at_crash(crash: Crash, parts: PartitionHistory, key: str) -> set[int]:
     return set(state.isr) if state is not None else set()
 
 
+def _isr_since(crash: Crash, parts: PartitionHistory, key: str) -> Iterator[tuple[int, set[int]]]:
+    """Walking back from ``crash`` through the partition's observed ISR changes: (the
+    change's time, every replica in the ISR from then until the crash). The set only grows.
+    Before the first observation the ISR is unknown: nothing is yielded for it."""
+    members = _isr_at_crash(crash, parts, key)
+    for c in reversed([c for c in parts.by_tp.get(key, []) if c.ts_ns < crash.ts_ns]):
+        members |= set(c.isr)
+        yield c.ts_ns, set(members)
+
+
 def proof_terms(crash_list: list[Crash], parts: PartitionHistory) -> list[Term]:
-    """The terms of the full proof: walking back from each crash through the partition's
-    observed ISR changes, the ISR since a moment only grows, so its bound only rises, until a
-    member the crash did not cut (no term before that). Before the first observation the ISR
-    is unknown: no term."""
+    """The terms of the full proof: as the ISR since a moment only grows going back, its
+    bound only rises, until a member the crash did not cut (no term before that)."""
     terms: list[Term] = []
     for crash in crash_list:
         for key in sorted({k for r in crash.recovery.values() for k in r}):
-            members = _isr_at_crash(crash, parts, key)
-            changes = [c for c in parts.by_tp.get(key, []) if c.ts_ns < crash.ts_ns]
             last: Term | None = None
-            for c in reversed(changes):
-                members |= set(c.isr)
+            for since_ns, members in _isr_since(crash, parts, key):
                 bound = _bound(crash, key, members)
                 if bound is None:
                     break
                 if last is not None and last.min_offset == bound:
                     terms.pop()  # the same bound holds from this earlier change on
-                last = Term(key, c.ts_ns, crash.ts_ns, bound)
+                last = Term(key, since_ns, crash.ts_ns, bound)
                 terms.append(last)
     return terms[:MAX_TERMS]
 
@@ -143,6 +153,37 @@ def crash_isr_terms(crash_list: list[Crash], parts: PartitionHistory) -> list[Te
             bound = _bound(crash, key, _isr_at_crash(crash, parts, key))
             if bound is not None:
                 terms.append(Term(key, 0, crash.ts_ns, bound))
+    return terms[:MAX_TERMS]
+
+
+def _first_leader_after(parts: PartitionHistory, key: str, ts_ns: int) -> int | None:
+    """The first leader the observer saw for the partition after ``ts_ns`` (None: none)."""
+    for c in parts.between(key, ts_ns + 1, 2**63 - 1):
+        if c.leader >= 0:
+            return c.leader
+    return None
+
+
+def elected_lost_terms(crash_list: list[Crash], parts: PartitionHistory) -> list[Term]:
+    """KAFKA-15580's evidence (no unclean recovery): every replica in the partition's ISR
+    from the record's start until the crash lost power in it, so none came back clean, and
+    the replica first elected after it, one of them, lost the record (at or above its own
+    recovery point) while another may have kept it: Kafka elects the last known leader,
+    not the longest log. The bound is the elected replica's alone."""
+    terms: list[Term] = []
+    for crash in crash_list:
+        for key in sorted({k for r in crash.recovery.values() for k in r}):
+            leader = _first_leader_after(parts, key, crash.ts_ns)
+            bound = crash.recovery.get(leader, {}).get(key) if leader is not None else None
+            if bound is None or leader not in _isr_at_crash(crash, parts, key):
+                continue
+            earliest: int | None = None
+            for since_ns, members in _isr_since(crash, parts, key):
+                if not members <= crash.hit:
+                    break
+                earliest = since_ns
+            if earliest is not None:
+                terms.append(Term(key, earliest, crash.ts_ns, bound))
     return terms[:MAX_TERMS]
 
 

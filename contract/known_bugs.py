@@ -35,6 +35,11 @@ FACTS: dict[str, str] = {
     "crash_isr_power_loss": "every replica in the record's partition's ISR at a power loss "
     "lost power in it, the record lay at or above each one's recovery point (the power-loss "
     "event's ``lost``), and the record was acknowledged or read before it",
+    "elected_lost_power_loss": "every replica in the record's partition's ISR from the "
+    "record's acknowledgement (or first read) until a power loss lost power in it, and the "
+    "replica the observer first saw lead the partition after it, one of them, lost the "
+    "record (it lay at or above that replica's recovery point in the power-loss event's "
+    "``lost``)",
     "transactional_producer": "the run's producers have a transactional.id",
     "fresh_producer_id_head": "the record was acknowledged without an offset, and the "
     "client that sent it (a new producer id: its first ``producer-epoch`` event names its "
@@ -73,6 +78,10 @@ FRESH_ID_IMPLICIT_ACK = "confluent-kafka-go#921"
 
 #: Kafka's design limitation before Eligible Leader Replicas: the last replica standing.
 KIP_966 = "KIP-966"
+
+#: Kafka's missing unclean recovery: after every in-sync replica restarted uncleanly the
+#: controller elects the last known leader, not the replica with the longest log.
+UNCLEAN_RECOVERY = "KAFKA-15580"
 
 #: The client bugs a scenario that moves leaders under an idempotent, non-transactional
 #: librdkafka producer accepts (records they explain stay counted and named).
@@ -192,6 +201,23 @@ KNOWN_BUGS: tuple[KnownBug, ...] = (
         "only for clusters created on 4.1 or later",
     ),
     KnownBug(
+        id=UNCLEAN_RECOVERY,
+        title="Unclean recovery (KIP-966 part 2): elect the replica with the longest log when "
+        "no in-sync replica is clean",
+        link="https://issues.apache.org/jira/browse/KAFKA-15580",
+        status=OPEN,
+        component="kafka",
+        affected_from=None,
+        fixed_in=None,
+        kinds=("lost", "vanished", "reused-offset"),
+        facts=frozenset({"elected_lost_power_loss"}),
+        note="when every replica of a partition's ISR restarts after a power loss, none is "
+        "eligible and the controller elects the last known leader (KIP-966's election order), "
+        "whatever its log holds; records another replica kept on disk past that leader's "
+        "recovery point are truncated from it. The KIP's unclean recovery, which asks every "
+        "replica for its log end and elects the longest, is not in any release",
+    ),
+    KnownBug(
         id="KAFKA-17754",
         title="A delayed EndTxn decides a later transaction of the same producer epoch",
         link="https://issues.apache.org/jira/browse/KAFKA-17754",
@@ -226,5 +252,5 @@ def unknown_ids(ids: list[str] | tuple[str, ...]) -> list[str]:
 
 
 __all__ = ["BY_ID", "EPOCH_BUMP_RESEND", "FACTS", "FIXED", "FRESH_ID_IMPLICIT_ACK", "KIP_966",
-           "KNOWN_BUGS", "LEADER_MOVE_CLIENT_BUGS", "OPEN", "KnownBug", "known_bug",
-           "unknown_ids", "version_tuple"]
+           "KNOWN_BUGS", "LEADER_MOVE_CLIENT_BUGS", "OPEN", "UNCLEAN_RECOVERY", "KnownBug",
+           "known_bug", "unknown_ids", "version_tuple"]

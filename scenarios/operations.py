@@ -15,7 +15,7 @@ from typing import Any
 from compose.admin import ClusterError
 from compose.config import CLIENT_PORT
 from contract.events import CONTROLLER_CHANGE, INSTANT, PREFERRED_LEADERS
-from contract.known_bugs import LEADER_MOVE_CLIENT_BUGS
+from contract.known_bugs import LEADER_MOVE_CLIENT_BUGS, UNCLEAN_RECOVERY
 from nemesis.faults.base import FaultContext, FaultError
 from nemesis.faults.hold import Hold
 from nemesis.faults.network import Partition
@@ -117,7 +117,12 @@ ALL_REPLICAS_POWER_LOSS = Scenario(
         "a power cut: a real kernel writes dirty pages back within ~30 s on its own. Seen "
         "on Kafka 4.3 (Eligible Leader Replicas on): every replica's unclean shutdown empties "
         "the ISR and the ELR, and the controller elects the last known ELR member, logging "
-        "an 'unclean election' although unclean.leader.election.enable=false. A live "
+        "an 'unclean election' although unclean.leader.election.enable=false. That member "
+        "is the last known leader, not the longest log (unclean recovery is not built: "
+        "KAFKA-15580): when a replica checkpointed a later recovery point than the elected "
+        "one, the records between the two, on its disk, are truncated to the leader's log. "
+        "The scenario accepts that known limitation, record by record: only where every "
+        "in-sync replica since the record lost power and the elected one lost the record. A live "
         "consumer reads the tail before it vanishes and then sees its offsets reused by new "
         "records after recovery (reused-offset, excused by the power loss like the loss). The "
         "cut also times out the producers' in-flight batches; librdkafka then bumps the "
@@ -147,7 +152,8 @@ ALL_REPLICAS_POWER_LOSS = Scenario(
             # new producer id, loses its first batch in a partition across a leader move
             # while reporting it delivered: records these known client bugs explain stay
             # counted and named, and only they are accepted.
-            "accept_known": list(LEADER_MOVE_CLIENT_BUGS),
+            # Kafka's own missing unclean recovery (the doc above) likewise.
+            "accept_known": [*LEADER_MOVE_CLIENT_BUGS, UNCLEAN_RECOVERY],
             # A rolled segment is flushed; its recovery point reaches disk within 1 s instead
             # of Kafka's 60 s, so the cut loses what Kafka really never fsynced.
             "topic_config": {"segment.ms": "5000"},

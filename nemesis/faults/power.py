@@ -6,7 +6,8 @@ fsyncs a partition's log only up to its *recovery point* (on segment roll, on
 ``recovery-point-offset-checkpoint`` (itself written atomically and fsynced). We kill the JVM
 with SIGKILL, then cut every partition log back to the recorded recovery point: whole record
 batches at or past it are removed, with their offset/time/transaction index entries (Kafka
-rebuilds indexes when it recovers an uncleanly shut-down log). Checkpoint files, the KRaft
+rebuilds indexes when it recovers an uncleanly shut-down log), and a segment created past it
+goes whole (its directory entry was never fsynced). Checkpoint files, the KRaft
 metadata log (which Kafka does fsync) and producer snapshots are kept. This is the worst
 case of a power cut: in reality the kernel's writeback may already have put some of the
 unflushed tail on disk.
@@ -29,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from nemesis.faults import targets as tg
 from nemesis.faults.base import FaultContext, FaultError
 from nemesis.faults.network import over_ssh
 from nemesis.faults.process import Kill
@@ -110,8 +112,22 @@ def _count_batches(data: bytes) -> int:
     return n
 
 
+def born_after_flush(segment_name: str, recovery_point: int) -> bool:
+    """Whether a ``<base offset>.log`` segment was created after the partition's last flush.
+
+    Kafka fsyncs a partition's directory only when it flushes a segment created since the
+    previous recovery point, so a segment whose base offset lies past the recovery point may
+    not exist on disk at all after a power loss: it goes, not just its bytes. Kept empty, it
+    would leave Kafka a log end at its base offset over a gap of offsets it never holds
+    (seen: a replica came back claiming 503 offsets it had lost, never fetched them, and a
+    reader of it skipped them)."""
+    stem = segment_name.removesuffix(".log")
+    return stem.isdigit() and int(stem) > recovery_point
+
+
 def drop_unflushed(log_dir: Path) -> list[TruncatedPartition]:
-    """Cuts every partition of a Kafka log dir back to its recovery point."""
+    """Cuts every partition of a Kafka log dir back to its recovery point: the batches at or
+    past it go, and so do the segments created after it."""
     points = read_checkpoint(log_dir / "recovery-point-offset-checkpoint")
     out: list[TruncatedPartition] = []
     for pdir in sorted(p for p in log_dir.iterdir() if p.is_dir()):
@@ -120,8 +136,13 @@ def drop_unflushed(log_dir: Path) -> list[TruncatedPartition]:
         rp = points.get(pdir.name, 0)
         removed_bytes = removed_batches = 0
         for seg in sorted(pdir.glob("*.log")):
-            rb, nb = truncate_segment(seg, rp)
-            if rb:
+            if born_after_flush(seg.name, rp):
+                data = seg.read_bytes()
+                rb, nb = len(data), _count_batches(data)
+                seg.unlink()
+            else:
+                rb, nb = truncate_segment(seg, rp)
+            if rb or not seg.exists():
                 removed_bytes += rb
                 removed_batches += nb
                 # Indexes may point past the cut; Kafka rebuilds missing ones on recovery.
@@ -157,14 +178,19 @@ def drop_unflushed_remote(node: SshNode) -> list[TruncatedPartition]:
                 if i + 1 < len(segs) and segs[i + 1][0] <= rp:
                     continue  # every offset of this segment is below the recovery point
                 data = node.ssh.run(["cat", f"{log_dir}/{rel}"], binary=True, timeout=300).stdout
+                path = shlex.quote(f"{log_dir}/{rel}")
+                stem = shlex.quote(f"{log_dir}/{rel[:-4]}")
+                indexes = f"rm -f {stem}.index {stem}.timeindex {stem}.txnindex"
+                if born_after_flush(rel.split("/", 1)[1], rp):
+                    removed_bytes += len(data)
+                    removed_batches += _count_batches(data)
+                    cmds.append(f"rm -f {path} && {indexes}")
+                    continue
                 keep, batches = cut_point(data, rp)
                 if keep < len(data):
                     removed_bytes += len(data) - keep
                     removed_batches += batches
-                    path = shlex.quote(f"{log_dir}/{rel}")
-                    stem = shlex.quote(f"{log_dir}/{rel[:-4]}")
-                    cmds.append(f"truncate -s {keep} {path} && "
-                                f"rm -f {stem}.index {stem}.timeindex {stem}.txnindex")
+                    cmds.append(f"truncate -s {keep} {path} && {indexes}")
             out.append(TruncatedPartition(pdir, rp, removed_bytes, removed_batches))
         node.ssh.run(" && ".join(cmds), timeout=60)
     return out
@@ -196,11 +222,20 @@ class PowerLoss(Kill):
 
     def start(self, ctx: FaultContext) -> None:
         self.isr_before = isr_now(ctx)
-        super().start(ctx)
+        self.targets = tg.resolve(self.target, ctx)
+        # Every JVM dies before any log is cut: cutting takes a while (segments are read),
+        # and a broker still up meanwhile checkpoints a recovery point its dead peers never
+        # reached, so a cut one node at a time was not one power loss but a rolling one
+        # (a loaded machine's run left one replica a whole segment behind the others).
+        for nid in self.targets:
+            self._apply(ctx, nid)  # Kill's: SIGKILL
+        for nid in self.targets:
+            self._cut(ctx, nid)
+        self._started(ctx, target=self.target, **self._start_detail())
 
-    def _apply(self, ctx: FaultContext, nid: int) -> None:
+    def _cut(self, ctx: FaultContext, nid: int) -> None:
+        """What the lost page cache takes: the node's logs back to its recovery points."""
         node = ctx.cluster.node(nid)
-        super()._apply(ctx, nid)
         if over_ssh(node):
             self.lost[nid] = drop_unflushed_remote(node)
             return

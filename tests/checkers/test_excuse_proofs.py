@@ -152,6 +152,53 @@ def test_kip966_losses_pass_only_when_the_run_accepts_them(check) -> None:  # ty
     assert r["anomalies"]["lost"]["known_bugs"] == {} and r["valid"] is False
 
 
+def _unclean_recovery(leader_after: int, hit: list[int], isr_after_ack: list[int]) -> History:
+    """Kafka 4.3.1, replicas 1-3 in sync when seqs 0-3 were acknowledged (offsets 0-3) and
+    c0 read offset 2; the ISR was ``isr_after_ack`` at the power loss of ``hit``, which cut
+    replica 1 back to offset 1 and the others to 3; ``leader_after`` led first after it."""
+    h = History()
+    h.run["versions"] = {"kafka": "4.3.1", "librdkafka": "2.12.0"}
+    h.run["accept_known"] = ["KAFKA-15580"]
+    h.observe(150, 0, 2, [1, 2, 3])
+    for s in range(4):
+        h.write(1, s, offset=s, at_ms=200 + s)
+    h.read("c0", 0, 2, 1, 2, at_ms=250)
+    h.observe(300, 0, 2, isr_after_ack)
+    _power_loss(h, 400, hit, h.topic, {n: (1 if n == 1 else 3) for n in hit}, isr_after_ack)
+    h.observe(3000, 0, leader_after, [leader_after])
+    h.drain(0, 0, 1, 0, at_ms=90_000).drain_end(complete=True)
+    return h
+
+
+def test_a_replica_that_kept_the_record_truncated_to_the_elected_one(check) -> None:  # type: ignore[no-untyped-def]
+    """Every replica lost power; replica 1 lost offsets 1-3, replicas 2 and 3 kept 1 and 2.
+    The controller elected replica 1 (the last known leader, not the longest log), so 2 and
+    3 truncated to it: KAFKA-15580, named per record. Offset 3 every replica lost: the
+    power loss's own. Old checker: no such entry (known_bugs {}, INVALID although the run
+    accepted it)."""
+    r = check(_unclean_recovery(1, [1, 2, 3], [1, 2, 3]))
+    lost, van = r["anomalies"]["lost"], r["anomalies"]["vanished"]
+    assert sorted((e["acked_offset"], e["excused"]) for e in lost["examples"]) == [
+        (1, False), (3, True)]
+    assert lost["known_bugs"] == {"KAFKA-15580": 1} and lost["accepted"] == 1
+    assert [(e["read_offset"], e["known_bug"]["id"]) for e in van["examples"]] == [
+        (2, "KAFKA-15580")]
+    assert van["accepted"] == 1 and r["valid"] is True
+
+
+@pytest.mark.parametrize(("leader_after", "hit", "isr_after_ack"), [
+    (2, [1, 2, 3], [1, 2, 3]),  # the elected replica kept offsets 1 and 2
+    (1, [1, 2], [1, 2]),  # replica 3 was in sync at the acks and never lost power
+], ids=["elected-kept-it", "an-isr-member-since-the-ack-was-not-hit"])
+def test_unclean_recovery_names_only_what_the_elected_replica_lost(  # type: ignore[no-untyped-def]
+        check, leader_after, hit, isr_after_ack) -> None:
+    r = check(_unclean_recovery(leader_after, hit, isr_after_ack))
+    lost, van = r["anomalies"]["lost"], r["anomalies"]["vanished"]
+    assert lost["count"] == 2 and van["count"] == 1
+    assert lost["known_bugs"] == {} and van["known_bugs"] == {}
+    assert r["valid"] is False
+
+
 def test_min_insync_one_allows_only_the_lone_leaders_own_power_loss(check) -> None:  # type: ignore[no-untyped-def]
     """acks=all, min.insync.replicas=1, clean election: a lost write with no power loss is
     Kafka's (old checker: allowed wholesale by min.insync.replicas=1)."""

@@ -13,7 +13,7 @@ import pytest
 from compose.compose_file import COMPOSE_LABEL, _yaml, compose_document
 from compose.config import ClusterConfig
 from compose.nodes_file import NodesFileError, load_nodes
-from nemesis.faults.power import cut_point
+from nemesis.faults.power import born_after_flush, cut_point, drop_unflushed
 from nemesis.net.netns import NetNS
 from nemesis.net.partition import Node, PartitionSpec, plan_rules
 
@@ -119,6 +119,28 @@ def test_cut_point_keeps_whole_batches_below_the_recovery_point():
     # a torn tail goes too: a batch cut short, or a few bytes of a header
     assert cut_point(log + _batch(15, 4)[:30], 20) == (len(log), 1)
     assert cut_point(log + b"\0\0\0", 15) == (len(log), 0)
+
+
+def test_a_power_loss_removes_the_segments_created_after_the_recovery_point(tmp_path):
+    """Kafka fsyncs a partition's directory only when it flushes a segment created since the
+    last recovery point: one created past it goes whole. Kept empty (the old cut), Kafka
+    recovered a log end at its base offset over offsets it no longer held."""
+    part = tmp_path / "chaos-0"
+    part.mkdir()
+    (tmp_path / "recovery-point-offset-checkpoint").write_text("0\n1\nchaos 0 10\n")
+    (part / "00000000000000000000.log").write_bytes(_batch(0, 4) + _batch(5, 4))
+    (part / "00000000000000000010.log").write_bytes(_batch(10, 4))
+    (part / "00000000000000000015.log").write_bytes(_batch(15, 4) + _batch(20, 4))
+    for name in ("00000000000000000010.index", "00000000000000000015.index"):
+        (part / name).write_bytes(b"\0" * 8)
+    (cut,) = drop_unflushed(tmp_path)
+    assert (cut.recovery_point, cut.removed_batches) == (10, 3)
+    assert sorted(p.name for p in part.iterdir()) == [
+        "00000000000000000000.log", "00000000000000000010.log"]
+    assert (part / "00000000000000000000.log").stat().st_size == 2 * len(_batch(0, 4))
+    assert (part / "00000000000000000010.log").stat().st_size == 0  # flushed: it exists
+    assert born_after_flush("00000000000000000015.log", 10)
+    assert not born_after_flush("00000000000000000010.log", 10)
 
 
 def test_compose_document_runs_the_same_nodes():
