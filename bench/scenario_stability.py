@@ -7,7 +7,8 @@ to see whether the scripted mechanisms are reached reliably and the outcomes rep
 
 One run at a time (the machine is shared). Each cell: valid / expectations met / mechanism
 observed, then lost count, the longest stretch without acknowledgements and the wall time
-of the whole run (cluster start to report). A row is ``stable`` when every run gave the same
+of the whole run (cluster start to report), and how many anomaly records were excused by a
+proof or named by an accepted known bug. A row is ``stable`` when every run gave the same
 (valid, expectations, mechanism) triple and it was the expected one; the exit code is 1 if
 any row is not, or if any run took longer than --budget seconds. The table, with the machine,
 the versions and the date, replaces its section of ``--figures`` (one section per Kafka
@@ -55,7 +56,22 @@ def one_run(name: str, overrides: dict[str, Any], out: Path) -> tuple[str, str, 
     lost = res["anomalies"]["lost"]["count"]
     unav = res["stats"].get("unavailable_s", 0.0)
     key = f"valid={res['valid']} exp={'ok' if exp else 'NO'} mech={'ok' if mech else 'NO'}"
-    return key, f"{key} lost={lost} unav={unav:.1f}s ({secs:.0f}s)", secs
+    return key, f"{key} lost={lost} {proofs(res)} unav={unav:.1f}s ({secs:.0f}s)", secs
+
+
+def proofs(res: dict[str, Any]) -> str:
+    """How many anomaly records the run's excuses proved away and how many an accepted known
+    bug named, over every kind, with the bugs' ids: ``excused=971 accepted=3
+    (librdkafka#4953 3)``."""
+    kinds = res["anomalies"].values()
+    excused = sum(int(a.get("excused", 0)) for a in kinds)
+    accepted = sum(int(a.get("accepted", 0)) for a in kinds)
+    named: dict[str, int] = {}
+    for a in kinds:
+        for bug, n in (a.get("known_bugs") or {}).items():
+            named[bug] = named.get(bug, 0) + int(n)
+    tags = ", ".join(f"{b} {n}" for b, n in sorted(named.items()))
+    return f"excused={excused} accepted={accepted}" + (f" ({tags})" if tags else "")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -116,7 +132,8 @@ def write_stability_figure(args: argparse.Namespace, names: list[str],
         title=f"Kafka {version}, {args.runs} runs of each",
         command=command, versions_extra={"kafka": version},
         columns=["scenario", "row", "runs: verdict, expectations, mechanism, lost, "
-                 "longest unavailability (wall time)"],
+                 "records excused and accepted (named known bugs), longest unavailability "
+                 "(wall time)"],
         rows=[(f"`{lab}`", verdict, " / ".join(cells)) for lab, verdict, cells in rows],
         notes=f"One run at a time; the slowest took {slowest:.0f} s end to end (budget "
               f"{args.budget:.0f} s). A row is stable when its runs agree on verdict, "
