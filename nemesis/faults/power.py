@@ -14,7 +14,9 @@ unflushed tail on disk.
 
 The data volume is edited from the host (a local engine; root), while the container is down;
 on a node reached over SSH the same cut is made on the node's log dirs, while its broker is
-down.
+down. On a cluster we did not start only the run's topic is cut, and no symlink in a log dir
+is followed anywhere: whoever can write it (a broker's image, say) could point one at a host
+file that root would then truncate.
 
 The start event also records the ISR of every partition of the topic as the cluster reported it
 just before the first kill (``isr_before``): the checker excuses a loss only when the power
@@ -24,7 +26,11 @@ can be a whole interval old (or missing, when its request went to the dying brok
 
 from __future__ import annotations
 
+import errno
+import logging
+import os
 import shlex
+import stat
 import struct
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,6 +43,8 @@ from nemesis.faults.process import Kill
 
 if TYPE_CHECKING:
     from compose.remote import SshNode
+
+log = logging.getLogger("kafka_chaos.nemesis")
 
 BATCH_HEADER = struct.Struct(">qi")  # baseOffset, batchLength
 LAST_OFFSET_DELTA_AT = 23  # baseOffset(8) length(4) epoch(4) magic(1) crc(4) attributes(2)
@@ -88,19 +96,41 @@ def cut_point(data: bytes, keep_below: int) -> tuple[int, int]:
     return batches_kept_end, _count_batches(data[batches_kept_end:])
 
 
-def truncate_segment(path: Path, keep_below: int) -> tuple[int, int]:
+def _read_own(path: Path) -> tuple[int, bytes] | None:
+    """Opens a regular file without following a symlink (whoever can write the data volume,
+    a broker's image for one, could plant one pointing at a host file): (fd, its bytes), or
+    None when ``path`` is a symlink or no regular file. The caller closes the fd."""
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_NOFOLLOW)
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            return None
+        raise
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        return None
+    chunks = []
+    while chunk := os.read(fd, 1 << 20):
+        chunks.append(chunk)
+    return fd, b"".join(chunks)
+
+
+def truncate_segment(path: Path, keep_below: int) -> tuple[int, int] | None:
     """Cuts a ``.log`` segment at the first batch whose last offset is >= ``keep_below``.
 
-    Returns (bytes removed, batches removed). A torn trailing batch is removed as well.
-    """
-    data = path.read_bytes()
-    keep, n_removed = cut_point(data, keep_below)
-    removed = len(data) - keep
-    if not removed:
-        return 0, 0
-    with open(path, "r+b") as fh:
-        fh.truncate(keep)
-    return removed, n_removed
+    Returns (bytes removed, batches removed), a torn trailing batch removed as well; None,
+    touching nothing, when ``path`` is a symlink."""
+    opened = _read_own(path)
+    if opened is None:
+        return None
+    fd, data = opened
+    try:
+        keep, n_removed = cut_point(data, keep_below)
+        if keep < len(data):
+            os.ftruncate(fd, keep)
+    finally:
+        os.close(fd)
+    return len(data) - keep, n_removed
 
 
 def _count_batches(data: bytes) -> int:
@@ -125,50 +155,86 @@ def born_after_flush(segment_name: str, recovery_point: int) -> bool:
     return stem.isdigit() and int(stem) > recovery_point
 
 
-def drop_unflushed(log_dir: Path) -> list[TruncatedPartition]:
-    """Cuts every partition of a Kafka log dir back to its recovery point: the batches at or
-    past it go, and so do the segments created after it."""
-    points = read_checkpoint(log_dir / "recovery-point-offset-checkpoint")
+def of_topic(partition_dir: str, topic: str | None) -> bool:
+    """Whether a log dir entry is a partition of ``topic`` (None: of any topic but the
+    metadata log)."""
+    name, _, part = partition_dir.rpartition("-")
+    if not name or not part.isdigit() or partition_dir == METADATA_DIR:
+        return False
+    return topic is None or name == topic
+
+
+def drop_unflushed(log_dir: Path, topic: str | None = None) -> list[TruncatedPartition]:
+    """Cuts every partition of a Kafka log dir (of ``topic`` only, when given) back to its
+    recovery point: the batches at or past it go, and so do the segments created after it.
+    Symlinks are never followed: a symlinked partition dir or segment is left alone and
+    logged, a symlinked checkpoint is an error."""
+    checkpoint = log_dir / "recovery-point-offset-checkpoint"
+    if checkpoint.is_symlink():
+        raise FaultError(f"power loss: {checkpoint} is a symlink; not followed")
+    points = read_checkpoint(checkpoint)
     out: list[TruncatedPartition] = []
-    for pdir in sorted(p for p in log_dir.iterdir() if p.is_dir()):
-        if pdir.name == METADATA_DIR or "-" not in pdir.name:
+    for pdir in sorted(log_dir.iterdir()):
+        if not of_topic(pdir.name, topic) or not pdir.is_dir():
+            continue
+        if pdir.is_symlink():
+            log.warning("power loss: %s is a symlink; left alone", pdir)
             continue
         rp = points.get(pdir.name, 0)
         removed_bytes = removed_batches = 0
         for seg in sorted(pdir.glob("*.log")):
-            if born_after_flush(seg.name, rp):
-                data = seg.read_bytes()
-                rb, nb = len(data), _count_batches(data)
-                seg.unlink()
-            else:
-                rb, nb = truncate_segment(seg, rp)
-            if rb or not seg.exists():
+            cut = _drop_segment(seg, rp)
+            if cut is None:
+                log.warning("power loss: %s is a symlink or no regular file; left alone", seg)
+                continue
+            rb, nb, gone = cut
+            if rb or gone:
                 removed_bytes += rb
                 removed_batches += nb
                 # Indexes may point past the cut; Kafka rebuilds missing ones on recovery.
+                # (unlink removes a symlink itself, never what it points at)
                 for ext in (".index", ".timeindex", ".txnindex"):
                     seg.with_suffix(ext).unlink(missing_ok=True)
-        # Kafka writes this marker on clean shutdown only; a power cut never leaves one.
-        (log_dir / ".kafka_cleanshutdown").unlink(missing_ok=True)
         out.append(TruncatedPartition(pdir.name, rp, removed_bytes, removed_batches))
+    # Kafka writes this marker on clean shutdown only; a power cut never leaves one.
+    (log_dir / ".kafka_cleanshutdown").unlink(missing_ok=True)
     return out
 
 
-def drop_unflushed_remote(node: SshNode) -> list[TruncatedPartition]:
-    """:func:`drop_unflushed` on a node reached over SSH (the broker is down): the segments
-    that may hold offsets at or past the recovery point are read over SSH, the cut is
-    computed here, and ``truncate`` applies it there, so the node needs no Python."""
+def _drop_segment(seg: Path, rp: int) -> tuple[int, int, bool] | None:
+    """One segment's cut: (bytes removed, batches removed, whether the file went); None
+    when it is a symlink or no regular file (untouched)."""
+    if not born_after_flush(seg.name, rp):
+        cut = truncate_segment(seg, rp)
+        return None if cut is None else (*cut, False)
+    opened = _read_own(seg)
+    if opened is None:
+        return None
+    fd, data = opened
+    os.close(fd)
+    seg.unlink()
+    return len(data), _count_batches(data), True
+
+
+def drop_unflushed_remote(node: SshNode, topic: str | None) -> list[TruncatedPartition]:
+    """:func:`drop_unflushed` on a node reached over SSH (the broker is down), of ``topic``'s
+    partitions only when given: the segments that may hold offsets at or past the recovery
+    point are read over SSH, the cut is computed here, and ``truncate`` applies it there, so
+    the node needs no Python. Only regular files in real directories are listed (``find``
+    follows no symlink), and each is checked again right before it is cut."""
     out: list[TruncatedPartition] = []
     for log_dir in node.spec.log_dirs:
         q = shlex.quote(log_dir)
-        points = parse_checkpoint(node.ssh.run(f"cat {q}/recovery-point-offset-checkpoint",
+        checkpoint = f"{q}/recovery-point-offset-checkpoint"
+        points = parse_checkpoint(node.ssh.run(f"test -L {checkpoint} || cat {checkpoint}",
                                                check=False).stdout)
-        listing = node.ssh.run(f"cd {q} && ls -1 -- */*.log", check=False).stdout
+        listing = node.ssh.run(f"cd {q} && find . -mindepth 2 -maxdepth 2 -type f "
+                               "-name '*.log'", check=False).stdout
         segments: dict[str, list[tuple[int, str]]] = {}
         for rel in listing.split():
-            pdir, name = rel.split("/", 1)
-            if pdir != METADATA_DIR and "-" in pdir and name[:-4].isdigit():
-                segments.setdefault(pdir, []).append((int(name[:-4]), rel))
+            pdir, _, name = rel.removeprefix("./").partition("/")
+            if of_topic(pdir, topic) and name[:-4].isdigit():
+                segments.setdefault(pdir, []).append((int(name[:-4]), f"{pdir}/{name}"))
         cmds = [f"rm -f {q}/.kafka_cleanshutdown"]
         for pdir, segs in sorted(segments.items()):
             rp = points.get(pdir, 0)
@@ -190,7 +256,7 @@ def drop_unflushed_remote(node: SshNode) -> list[TruncatedPartition]:
                 if keep < len(data):
                     removed_bytes += len(data) - keep
                     removed_batches += batches
-                    cmds.append(f"truncate -s {keep} {path} && {indexes}")
+                    cmds.append(f"test ! -L {path} && truncate -s {keep} {path} && {indexes}")
             out.append(TruncatedPartition(pdir, rp, removed_bytes, removed_batches))
         node.ssh.run(" && ".join(cmds), timeout=60)
     return out
@@ -208,6 +274,12 @@ def isr_now(ctx: FaultContext) -> dict[str, list[int]]:
     except (KafkaException, ClusterError):
         return {}
     return {f"{p.topic}:{p.partition}": sorted(p.isr) for p in parts if p.isr}
+
+
+def _not_ours(ctx: FaultContext) -> bool:
+    from compose.remote import ExternalCluster  # here: listing scenarios needs no Docker
+
+    return isinstance(ctx.cluster, ExternalCluster)
 
 
 class PowerLoss(Kill):
@@ -236,12 +308,15 @@ class PowerLoss(Kill):
     def _cut(self, ctx: FaultContext, nid: int) -> None:
         """What the lost page cache takes: the node's logs back to its recovery points."""
         node = ctx.cluster.node(nid)
+        # On a cluster we did not start, only the run's own topic loses its tail: the other
+        # topics, __consumer_offsets included, are someone else's data.
+        topic = ctx.topic if _not_ours(ctx) else None
         if over_ssh(node):
-            self.lost[nid] = drop_unflushed_remote(node)
+            self.lost[nid] = drop_unflushed_remote(node, topic)
             return
         try:
             log_dir = node.data_mountpoint()
-            self.lost[nid] = drop_unflushed(log_dir)
+            self.lost[nid] = drop_unflushed(log_dir, topic)
         except (OSError, KeyError) as e:
             raise FaultError(f"power loss needs the data volume on this host: {e}") from e
 

@@ -4,7 +4,6 @@ SSH connection, the remote power-loss cut, and the generated docker-compose file
 from __future__ import annotations
 
 import ipaddress
-import struct
 import subprocess
 from pathlib import Path
 
@@ -13,7 +12,6 @@ import pytest
 from compose.compose_file import COMPOSE_LABEL, _yaml, compose_document
 from compose.config import ClusterConfig
 from compose.nodes_file import NodesFileError, load_nodes
-from nemesis.faults.power import born_after_flush, cut_point, drop_unflushed
 from nemesis.net.netns import NetNS
 from nemesis.net.partition import Node, PartitionSpec, plan_rules
 
@@ -101,46 +99,6 @@ def test_an_ssh_namespace_quotes_the_command_for_the_remote_shell():
     assert ns.argv(["iptables", "-m", "comment", "--comment", "a b"]) == [
         "ssh", "-p", "22", "root@h", "--", "iptables -m comment --comment 'a b'"]
     assert ns.exists()  # a host outlives its broker
-
-
-def _batch(base: int, last_delta: int, payload: int = 20) -> bytes:
-    """A record batch header with the fields the cut reads; the rest is padding."""
-    body = struct.pack(">ibiHi", 0, 2, 0, 0, last_delta) + b"\0" * payload
-    return struct.pack(">qi", base, len(body)) + body
-
-
-def test_cut_point_keeps_whole_batches_below_the_recovery_point():
-    log = _batch(0, 4) + _batch(5, 4) + _batch(10, 4)
-    one = len(_batch(0, 4))
-    assert cut_point(log, 5) == (one, 2)  # offsets 0-4 stay; 5-9 and 10-14 go
-    assert cut_point(log, 7) == (one, 2)  # a batch straddling the point goes whole
-    assert cut_point(log, 15) == (len(log), 0)
-    assert cut_point(log, 0) == (0, 3)
-    # a torn tail goes too: a batch cut short, or a few bytes of a header
-    assert cut_point(log + _batch(15, 4)[:30], 20) == (len(log), 1)
-    assert cut_point(log + b"\0\0\0", 15) == (len(log), 0)
-
-
-def test_a_power_loss_removes_the_segments_created_after_the_recovery_point(tmp_path):
-    """Kafka fsyncs a partition's directory only when it flushes a segment created since the
-    last recovery point: one created past it goes whole. Kept empty (the old cut), Kafka
-    recovered a log end at its base offset over offsets it no longer held."""
-    part = tmp_path / "chaos-0"
-    part.mkdir()
-    (tmp_path / "recovery-point-offset-checkpoint").write_text("0\n1\nchaos 0 10\n")
-    (part / "00000000000000000000.log").write_bytes(_batch(0, 4) + _batch(5, 4))
-    (part / "00000000000000000010.log").write_bytes(_batch(10, 4))
-    (part / "00000000000000000015.log").write_bytes(_batch(15, 4) + _batch(20, 4))
-    for name in ("00000000000000000010.index", "00000000000000000015.index"):
-        (part / name).write_bytes(b"\0" * 8)
-    (cut,) = drop_unflushed(tmp_path)
-    assert (cut.recovery_point, cut.removed_batches) == (10, 3)
-    assert sorted(p.name for p in part.iterdir()) == [
-        "00000000000000000000.log", "00000000000000000010.log"]
-    assert (part / "00000000000000000000.log").stat().st_size == 2 * len(_batch(0, 4))
-    assert (part / "00000000000000000010.log").stat().st_size == 0  # flushed: it exists
-    assert born_after_flush("00000000000000000015.log", 10)
-    assert not born_after_flush("00000000000000000010.log", 10)
 
 
 def test_compose_document_runs_the_same_nodes():
