@@ -289,6 +289,8 @@ def cmd_run(args: argparse.Namespace) -> int:
                                      "(see: kafka-chaos scenarios)")
             scenario = scenarios[name]
         file_opts = _load_toml(args.config).get("run", {}) if args.config else {}
+        if not isinstance(file_opts, dict):
+            raise RunConfigError(f"{args.config}: [run] must be a table of run options")
         overrides = run_overrides(args, file_opts)
         # every side's configuration is checked before the first cluster starts
         runs = [(None, scenario.run_config(**overrides))] if bug is None else [

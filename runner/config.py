@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field, fields
 from typing import Any
@@ -90,11 +91,36 @@ class RunConfig:
         if isinstance(self.acks, str):
             self.acks = normalise_acks(self.acks) or self.acks
 
+    def _validate_types(self) -> None:
+        """Each field holds what its annotation says (a TOML file or a test can give
+        anything), and every number is finite: NaN slips through every range check."""
+        for f in fields(self):
+            v = getattr(self, f.name)
+            opt = "--" + f.name.replace("_", "-")
+            kind = str(f.type).replace(" | None", "")
+            if v is None and "None" in str(f.type):
+                continue
+            ok = {
+                "int": isinstance(v, int) and not isinstance(v, bool),
+                "float": isinstance(v, int | float) and not isinstance(v, bool)
+                and math.isfinite(v),
+                "bool": isinstance(v, bool),
+                "str": isinstance(v, str),
+                "list[str]": isinstance(v, list) and all(isinstance(x, str) for x in v),
+                "dict[str, str]": isinstance(v, dict) and all(isinstance(k, str) for k in v),
+            }.get(kind, True)
+            if not ok:
+                what = {"int": "an integer", "float": "a finite number", "bool": "true or false",
+                        "str": "a string", "list[str]": "a list of strings",
+                        "dict[str, str]": "a table"}[kind]
+                raise RunConfigError(f"{opt} must be {what}, got {v!r}")
+
     def validate(self) -> None:
         """Raises RunConfigError with a one-line reason for the first bad value."""
         def bad(msg: str) -> RunConfigError:
             return RunConfigError(msg)
 
+        self._validate_types()
         if self.bootstrap_servers is not None or self.nodes is not None:
             self._validate_existing()
         else:

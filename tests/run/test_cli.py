@@ -94,6 +94,28 @@ def test_unknown_option_in_config_file_is_refused(tmp_path):
         "kafka-chaos: error: --config: unknown run option 'bogus'"]
 
 
+@pytest.mark.parametrize(("toml", "line"), [
+    ("run = 5\n", "[run] must be a table of run options"),
+    ("[run]\nbrokers = 2.5\n", "--brokers must be an integer, got 2.5"),
+    ("[run]\nrate = nan\n", "--rate must be a finite number, got nan"),
+    ("[run]\nfault_interval = inf\n", "--fault-interval must be a finite number, got inf"),
+    ("[run]\ndrain_timeout = \"soon\"\n", "--drain-timeout must be a finite number"),
+    ("[run]\nfaults = \"kill\"\n", "--faults must be a list of strings"),
+], ids=["run-not-a-table", "fractional-brokers", "nan-rate", "infinite-interval",
+        "string-timeout", "faults-not-a-list"])
+def test_a_config_file_of_the_wrong_types_is_one_line_and_exit_2(tmp_path, toml, line):
+    """Before: a traceback (run = 5), a cluster started and run with rate NaN or an infinite
+    fault interval, 2.5 brokers refused for the replication factor instead."""
+    conf = tmp_path / "c.toml"
+    conf.write_text(toml)
+    proc = subprocess.run([*CLI, "run", "--config", str(conf), "--out", str(tmp_path / "r")],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2, proc.stdout
+    (err,) = proc.stderr.strip().splitlines()
+    assert err.startswith("kafka-chaos: error: ") and line in err, err
+    assert not (tmp_path / "r").exists()
+
+
 def test_scenarios_lists_one_line_each():
     proc = subprocess.run([*CLI, "scenarios"], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0
