@@ -15,6 +15,8 @@ from urllib.parse import urlparse
 
 from pyspark.sql import SparkSession
 
+from contract.atomic_files import write_atomic
+
 from .engines import is_connect
 
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
@@ -90,10 +92,7 @@ class RunDir:
         loc = self.local_path(rel)
         if loc is not None:
             os.makedirs(os.path.dirname(loc), exist_ok=True)
-            tmp = loc + ".tmp"
-            with open(tmp, "w", encoding="utf-8") as fh:
-                fh.write(text)
-            os.replace(tmp, loc)
+            write_atomic(loc, text)
             return
         assert spark is not None, "a URI run directory needs the SparkSession"
         fs, path = self._hadoop(spark, self.uri(rel))

@@ -25,6 +25,8 @@ import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from contract.atomic_files import write_atomic
+
 ROOT = Path(__file__).resolve().parents[1]
 #: Where the figures live (the user guide links to them).
 FIGURES = ROOT / "docs" / "figures"
@@ -149,10 +151,7 @@ def write_figure(path: Path | str, section: str, *, title: str, command: str,
     else:
         text = text.rstrip("\n") + "\n\n" + block
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text)
-    tmp.replace(path)
-    return path
+    return write_atomic(path, text)
 
 
 def sections(path: Path | str) -> list[str]:

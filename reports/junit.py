@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from contract.anomalies import MEANINGS
+from contract.atomic_files import write_atomic
 
 from .summary import AnomalyRow, Verdict
 
@@ -100,7 +101,4 @@ def junit_xml(
 
 def write_junit(path: Path, data: bytes) -> Path:
     """Write the JUnit document (atomically, so a CI reader never sees half a file)."""
-    tmp = path.with_suffix(".xml.tmp")
-    tmp.write_bytes(data)
-    tmp.replace(path)
-    return path
+    return write_atomic(path, data)

@@ -15,6 +15,7 @@ from typing import Any
 import jinja2
 from markupsafe import Markup
 
+from contract.atomic_files import write_atomic as contract_write_atomic
 from contract.faults import fault_css_rules
 
 from . import svg
@@ -52,7 +53,4 @@ def render_template(name: str, context: dict[str, Any]) -> str:
 
 def write_atomic(path: Path, text: str) -> Path:
     """Write a page via a temporary file and a rename, so a reader never sees half of it."""
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(path)
-    return path
+    return contract_write_atomic(path, text)

@@ -11,6 +11,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from contract.atomic_files import write_atomic
 from runner.config import RunConfig
 from workloads import ChildInterpreter
 from workloads.client_info import client_versions
@@ -109,9 +110,7 @@ def save_run_json(run_dir: Path, doc: dict[str, Any]) -> None:
     """Writes ``doc`` as ``run_dir/run.json``, atomically (a temporary file, then renamed).
     The one writer of the file: a run's :func:`write_run_json` and
     :func:`record_client_versions`, and a test body's session (``chaos.user_api``)."""
-    tmp = run_dir / ".run.json.tmp"
-    tmp.write_text(json.dumps(doc, indent=2, default=str))
-    os.replace(tmp, run_dir / "run.json")
+    write_atomic(run_dir / "run.json", json.dumps(doc, indent=2, default=str))
 
 
 def record_client_versions(run_dir: Path, stats: dict[str, dict[str, Any]]) -> None:

@@ -8,13 +8,14 @@ written by :class:`contract.events.EventLog`, beside their reader.
 
 from __future__ import annotations
 
-import os
 import time
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+
+from contract.atomic_files import atomic_output
 
 
 def now_ns() -> int:
@@ -101,9 +102,8 @@ class ChunkedParquetWriter:
         file, atomically."""
         self._last_flush = time.monotonic()
         name = f"part-{self.writer}-{self._part:06d}.parquet"
-        tmp = self.dir / f".{name}.tmp"
-        pq.write_table(table, tmp, compression="zstd", use_dictionary=self._dict_columns)
-        os.replace(tmp, self.dir / name)
+        with atomic_output(self.dir / name) as fh:
+            pq.write_table(table, fh, compression="zstd", use_dictionary=self._dict_columns)
         self._part += 1
         self.rows_written += table.num_rows
 
