@@ -7,10 +7,12 @@ its data volume in place, and ``start`` brings the same node id back on the same
 from __future__ import annotations
 
 import contextlib
+import errno
 import io
 import os
 import shlex
 import shutil
+import stat
 import tarfile
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -230,22 +232,38 @@ def _wanted(entry: str, topics: Sequence[str] | None) -> bool:
 
 
 def _copy_log_dir(src: Path, dest: Path, topics: Sequence[str] | None) -> None:
-    """Copies a live Kafka log directory: without the preallocated indexes, and tolerating
-    files the broker deletes or renames meanwhile (old segments, ``.swap`` files)."""
+    """Copies a live Kafka log directory: without the preallocated indexes, tolerating
+    files the broker deletes or renames meanwhile (old segments, ``.swap`` files), and
+    following no symlink: the volume is the broker's to write, and a link planted there
+    must not make root copy a host file (an SSH key, say) into a run directory."""
     for top in sorted(os.listdir(src)):
-        if not _wanted(top, topics):
+        if not _wanted(top, topics) or (src / top).is_symlink():
             continue
-        for dirpath, _dirs, files in os.walk(src / top):
+        for dirpath, _dirs, files in os.walk(src / top):  # os.walk enters no linked dir
             rel = Path(dirpath).relative_to(src)
             (dest / rel).mkdir(parents=True, exist_ok=True)
             for name in files:
-                if name.endswith(PREALLOCATED_SUFFIXES):
-                    continue
-                with contextlib.suppress(FileNotFoundError):
-                    shutil.copyfile(Path(dirpath) / name, dest / rel / name)
+                if not name.endswith(PREALLOCATED_SUFFIXES):
+                    copy_regular(Path(dirpath) / name, dest / rel / name)
         if (src / top).is_file():
-            with contextlib.suppress(FileNotFoundError):
-                shutil.copyfile(src / top, dest / top)
+            copy_regular(src / top, dest / top)
+
+
+def copy_regular(src: Path, dest: Path) -> bool:
+    """Copies ``src`` when it is a regular file, opened without following a symlink (a link
+    swapped in after a check is refused too); False when it is not, or is gone."""
+    try:
+        fd = os.open(src, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError as e:
+        if e.errno in (errno.ENOENT, errno.ELOOP):
+            return False
+        raise
+    with os.fdopen(fd, "rb") as fh:
+        if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+            return False
+        with open(dest, "wb") as out:
+            shutil.copyfileobj(fh, out)
+    return True
 
 
 class ContainerNode(KafkaNode):

@@ -150,7 +150,7 @@ class SshNode:
             data = self.ssh.run(f"cd {shlex.quote(d)} && tar {excludes} -cf - {what}",
                                 binary=True, timeout=300).stdout
             with tarfile.open(fileobj=io.BytesIO(data)) as tar:
-                tar.extractall(dest, filter="data")
+                tar.extractall(dest, filter=no_links)
 
     def client_ip(self) -> str:
         """Our own address as the node sees it (the peer of our SSH connection)."""
@@ -161,6 +161,14 @@ class SshNode:
 
     def remove(self) -> None:
         """Never removes anything: the node is the user's."""
+
+
+def no_links(member: tarfile.TarInfo, path: str) -> tarfile.TarInfo | None:
+    """tarfile's ``data`` filter, and no link of any kind: a node's log dir is its broker's
+    to write, and what a link there points at is not the run's data."""
+    if member.issym() or member.islnk():
+        return None
+    return tarfile.data_filter(member, path)
 
 
 class ExternalCluster(ClusterAdmin):
