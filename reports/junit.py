@@ -10,6 +10,7 @@ establish the facts), matching the CLI's exit code 2.
 from __future__ import annotations
 
 import json
+import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
@@ -96,7 +97,24 @@ def junit_xml(
     for k in ("tests", "failures", "errors"):
         suites.set(k, suite.get(k, "0"))
     ET.indent(suites)
+    _xml_safe(suites)
     return ET.tostring(suites, encoding="utf-8", xml_declaration=True)
+
+
+#: What XML 1.0 cannot carry at all (a record's text or a broker's error can hold it).
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+
+
+def _xml_safe(root: ET.Element) -> None:
+    """Replaces the characters XML 1.0 forbids in every text, tail and attribute: a JUnit
+    reader refuses the whole file over one."""
+    for el in root.iter():
+        if el.text:
+            el.text = _NOT_XML.sub("\ufffd", el.text)
+        if el.tail:
+            el.tail = _NOT_XML.sub("\ufffd", el.tail)
+        for k, v in el.attrib.items():
+            el.set(k, _NOT_XML.sub("\ufffd", v))
 
 
 def write_junit(path: Path, data: bytes) -> Path:

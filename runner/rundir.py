@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import platform
+import re
 from dataclasses import asdict
 from datetime import UTC, datetime
 from importlib import metadata
@@ -106,11 +107,29 @@ def write_run_json(run_dir: Path, cfg: RunConfig, *, image: str, kafka_version: 
     return doc
 
 
+#: Kafka and librdkafka properties whose values are secrets (passwords, keys, JAAS lines,
+#: tokens): run.json is an artifact others read (the nightly workflow uploads it).
+SECRET_KEY = re.compile(r"password|secret|jaas|token|credential|\.pem$|\.key$|keystore\.key",
+                        re.IGNORECASE)
+REDACTED = "[redacted]"
+
+
+def redact(value: Any) -> Any:
+    """``value`` with the value of every secret-looking key, at any depth, replaced."""
+    if isinstance(value, dict):
+        return {k: REDACTED if isinstance(k, str) and SECRET_KEY.search(k) and v is not None
+                else redact(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [redact(v) for v in value]
+    return value
+
+
 def save_run_json(run_dir: Path, doc: dict[str, Any]) -> None:
-    """Writes ``doc`` as ``run_dir/run.json``, atomically (a temporary file, then renamed).
-    The one writer of the file: a run's :func:`write_run_json` and
-    :func:`record_client_versions`, and a test body's session (``chaos.user_api``)."""
-    write_atomic(run_dir / "run.json", json.dumps(doc, indent=2, default=str))
+    """Writes ``doc`` as ``run_dir/run.json``, atomically (a temporary file, then renamed),
+    with secret-looking client and broker properties redacted. The one writer of the
+    file: a run's :func:`write_run_json` and :func:`record_client_versions`, and a test
+    body's session (``chaos.user_api``)."""
+    write_atomic(run_dir / "run.json", json.dumps(redact(doc), indent=2, default=str))
 
 
 def record_client_versions(run_dir: Path, stats: dict[str, dict[str, Any]]) -> None:

@@ -186,3 +186,20 @@ def test_checker_shaped_examples_are_readable(invalid_run: Path) -> None:
     assert "was acknowledged at offset" in html  # the checker's summary sentence
     assert " ≠ " in html  # inconsistent-offset: the records read at one offset
     assert "replica n1" in html  # divergence: the replicas' rows in the offset map
+
+
+def test_junit_of_text_with_control_characters_parses() -> None:
+    """A record's text or a broker's error can hold characters XML 1.0 forbids; one of them
+    made the whole junit.xml unparseable (issue 47). Now each is replaced."""
+    from reports.junit import junit_xml
+    from reports.summary import AnomalyRow, Verdict
+
+    bad = "offset 7 held b'\x00\x1b[31m' \x0b"
+    row = AnomalyRow(kind="lost", count=1, allowed=False, why=bad,
+                     examples=[{"summary": bad}])
+    data = junit_xml({"scenario": "s\x01", "run_id": "r"}, None, [row],
+                     Verdict("invalid", bad, notes=[bad]))
+    root = ET.fromstring(data)
+    texts = [t for el in root.iter() for t in (el.text or "", *el.attrib.values())]
+    assert any("offset 7 held" in t for t in texts)
+    assert not any(c in t for t in texts for c in "\x00\x01\x0b\x1b")
