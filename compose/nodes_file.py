@@ -24,6 +24,7 @@ Only the nodes listed are ever faulted.
 from __future__ import annotations
 
 import ipaddress
+import re
 import socket
 import tomllib
 from dataclasses import dataclass
@@ -88,6 +89,18 @@ def _resolve(host: str) -> str:
         raise NodesFileError(f"cannot resolve node host {host!r}: {e}") from None
 
 
+#: What the values that reach a command line may look like: none may start with "-" (an
+#: option to ssh or pgrep) or carry a space or a shell character.
+_SHAPES: tuple[tuple[str, re.Pattern[str], str], ...] = (
+    ("user", re.compile(r"[a-z_][a-z0-9_.-]{0,31}"), "a user name ([a-z_][a-z0-9_.-]*)"),
+    ("host", re.compile(r"[A-Za-z0-9][A-Za-z0-9.-]*|[0-9A-Fa-f:]+"),
+     "a host name or an IP address"),
+    ("container", re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*"), "a container name"),
+    ("process", re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.]*"),
+     "a Java main class name (kafka.Kafka)"),
+)
+
+
 def _node(raw: dict[str, Any], defaults: dict[str, Any], where: str) -> RemoteNodeSpec:
     unknown = sorted(set(raw) - NODE_KEYS)
     if unknown:
@@ -101,6 +114,13 @@ def _node(raw: dict[str, Any], defaults: dict[str, Any], where: str) -> RemoteNo
     if "id" not in v or ("host" in v) == ("container" in v):
         raise NodesFileError(f"{where}: every [[node]] needs an id and either a host (SSH) "
                              "or a container (this machine's Docker engine)")
+    for key, pattern, what in _SHAPES:
+        if v.get(key) is not None and not pattern.fullmatch(str(v[key])):
+            raise NodesFileError(f"{where}: {key} must be {what}, got {v[key]!r}")
+    if not all(isinstance(d, str) and d.startswith("/") and ".." not in d.split("/")
+               for d in v["log_dirs"]):
+        raise NodesFileError(f"{where}: log_dirs must be absolute paths without '..', "
+                             f"got {v['log_dirs']!r}")
     roles = v["roles"]
     if not set(roles.split(",")) <= {"broker", "controller"}:
         raise NodesFileError(f"{where}: roles must be broker, controller or both, got {roles!r}")

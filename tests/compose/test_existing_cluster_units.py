@@ -65,6 +65,15 @@ def test_nodes_file_defaults_and_overrides(tmp_path):
      "node ids repeat"),
     ('[[node]]\nid = 1\nhost = "10.0.0.1"\nkey = "/nonexistent/key"\n', "does not exist"),
     ("[[node]\n", "not valid TOML"),
+    # values that reach ssh's or pgrep's command line (issue 47; accepted before): an option
+    # smuggled in as the user or the host, a pattern that is not a class name, a relative
+    # or climbing log dir
+    ('[[node]]\nid = 1\nhost = "10.0.0.1"\nuser = "-oProxyCommand=sh"\n', "user must be"),
+    ('[[node]]\nid = 1\nhost = "-oProxyCommand=sh"\n', "host must be"),
+    ('[[node]]\nid = 1\nhost = "10.0.0.1"\nprocess = "."\n', "process must be"),
+    ('[[node]]\nid = 1\nhost = "10.0.0.1"\nprocess = "kafka.Kafka -x"\n', "process must be"),
+    ('[[node]]\nid = 1\nhost = "10.0.0.1"\nlog_dirs = ["data"]\n', "absolute paths"),
+    ('[[node]]\nid = 1\nhost = "10.0.0.1"\nlog_dirs = ["/srv/../etc"]\n', "without '..'"),
 ])
 def test_nodes_file_mistakes_are_one_line(tmp_path, text, reason):
     with pytest.raises(NodesFileError) as err:
