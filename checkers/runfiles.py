@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlparse
@@ -20,6 +21,11 @@ from contract.atomic_files import write_atomic
 from .engines import is_connect
 
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
+
+
+#: The largest text file (run.json, events.jsonl) a check reads: far above what a run
+#: writes, far below what would exhaust the driver's memory.
+MAX_TEXT_BYTES = 1 << 30
 
 
 def is_uri(path: str) -> bool:
@@ -74,10 +80,16 @@ class RunDir:
         return bool(fs.exists(path))
 
     def read_text(self, rel: str, spark: SparkSession | None = None) -> str | None:
-        """The file's text, or None when it does not exist."""
+        """The file's text, or None when it does not exist or is no regular file of at
+        most :data:`MAX_TEXT_BYTES` (a FIFO would block the check, ``/dev/zero`` never end;
+        the checker then reports the file missing, as for a crashed run)."""
         loc = self.local_path(rel)
         if loc is not None:
-            if not os.path.exists(loc):
+            try:
+                st = os.stat(loc)
+            except OSError:
+                return None
+            if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_TEXT_BYTES:
                 return None
             with open(loc, encoding="utf-8", errors="replace") as fh:
                 return fh.read()

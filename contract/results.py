@@ -131,3 +131,34 @@ class Results(_ResultsRequired, total=False):
     mechanism: Mechanism
     error: str
     traceback: str
+
+
+def shape_problem(doc: Any) -> str | None:
+    """What makes ``doc`` no results.json a reader can trust (one phrase), or None: the
+    types the report, the CLI and the plugin index into. A damaged or foreign file is
+    refused in words, never a traceback."""
+    if not isinstance(doc, dict):
+        return "not a JSON object"
+    if "valid" in doc and doc["valid"] not in (True, False, "unknown"):
+        return f"valid is {doc['valid']!r}"
+    anomalies = doc.get("anomalies", {})
+    if not isinstance(anomalies, dict):
+        return "anomalies is not an object"
+    for kind, a in anomalies.items():
+        if not isinstance(a, dict):
+            return f"anomalies.{kind} is not an object"
+        count = a.get("count", 0)
+        if not isinstance(count, int) or isinstance(count, bool) or count < 0:
+            return f"anomalies.{kind}.count is {count!r}"
+        examples = a.get("examples", [])
+        if not isinstance(examples, list) or not all(isinstance(e, dict) for e in examples):
+            return f"anomalies.{kind}.examples is not a list of objects"
+    for key in ("stats", "expectations", "mechanism"):
+        if not isinstance(doc.get(key, {}), dict):
+            return f"{key} is not an object"
+    writes = doc.get("stats", {}).get("writes", {})
+    if not isinstance(writes, dict) or not all(
+            isinstance(v, int) and not isinstance(v, bool) for v in writes.values()):
+        return "stats.writes is not an object of counts"
+    return None
+

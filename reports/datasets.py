@@ -8,18 +8,39 @@ report must still render in all those cases, so every reader here degrades to "n
 from __future__ import annotations
 
 import json
+import stat
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.dataset as ds
 
+#: The most a JSON document (run.json, results.json) or events.jsonl may hold: far above what
+#: a run writes (results carry capped examples), far below what would exhaust memory.
+MAX_JSON_BYTES = 64 << 20
+MAX_EVENTS_BYTES = 512 << 20
+
+
+def read_regular(path: Path, limit: int) -> str | None:
+    """The text of ``path`` when it is a regular file of at most ``limit`` bytes (a FIFO
+    would block, ``/dev/zero`` never end); None otherwise or when it cannot be read."""
+    try:
+        st = path.stat()
+        if not stat.S_ISREG(st.st_mode) or st.st_size > limit:
+            return None
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            return fh.read(limit + 1)[:limit]
+    except (OSError, ValueError):
+        return None
+
 
 def load_json(path: Path) -> dict[str, Any] | None:
-    """A JSON object from ``path``; None when the file is missing or is not a JSON object."""
+    """A JSON object from ``path``; None when the file is missing, no regular file of a
+    sane size, or not a JSON object."""
+    text = read_regular(path, MAX_JSON_BYTES)
     try:
-        value = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        value = json.loads(text) if text is not None else None
+    except (ValueError, RecursionError):  # deeply nested JSON exhausts the parser's stack
         return None
     return value if isinstance(value, dict) else None
 
@@ -27,17 +48,17 @@ def load_json(path: Path) -> dict[str, Any] | None:
 def load_events(path: Path) -> list[dict[str, Any]]:
     """The events of ``events.jsonl`` in file order, skipping torn or malformed lines."""
     events: list[dict[str, Any]] = []
-    try:
-        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
-    except OSError:
+    text = read_regular(path, MAX_EVENTS_BYTES)
+    if text is None:
         return events
+    lines = text.splitlines()
     for line in lines:
         line = line.strip()
         if not line:
             continue
         try:
             event = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):
             continue  # a crash mid-write leaves half a line; the rest of the log is still good
         if isinstance(event, dict) and isinstance(event.get("ts_ns"), int):
             events.append(event)

@@ -17,6 +17,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from contract.results import shape_problem
+
 from .datasets import load_json
 from .page import render_template, write_atomic
 from .run_report import ReportError, render_run
@@ -93,6 +95,8 @@ def _entry(run_dir: Path, index_dir: Path, render_missing: bool) -> RunEntry | N
     if run is None:
         return None
     results = load_json(run_dir / "results.json")
+    if results is not None and (problem := shape_problem(results)) is not None:
+        raise ValueError(f"results.json is damaged: {problem}")
     anomalies = (results or {}).get("anomalies") or {}
     report = run_dir / "report.html"
     error = ""
@@ -125,7 +129,16 @@ def _entry(run_dir: Path, index_dir: Path, render_missing: bool) -> RunEntry | N
 
 def build_matrix(folder: Path, render_missing: bool = True) -> dict[str, Any]:
     """The template context of the matrix page for ``folder``."""
-    entries = [e for p in find_runs(folder) if (e := _entry(p, folder, render_missing))]
+    entries: list[RunEntry] = []
+    damaged: list[tuple[str, str]] = []  # (run directory, what is wrong): named on the page
+    for p in find_runs(folder):
+        try:
+            if (e := _entry(p, folder, render_missing)) is not None:
+                entries.append(e)
+        except (TypeError, KeyError, AttributeError, ValueError, IndexError) as err:
+            # one damaged run must not abort the page of the others
+            log.warning("skipping %s: %s", p, err)
+            damaged.append((os.path.relpath(p, folder), f"{type(err).__name__}: {err}"))
     entries.sort(key=lambda e: e.started)
     varying = [d for d in DIMENSIONS if len({e.config.get(d) for e in entries}) > 1]
     common = [(d, entries[0].config.get(d, "?")) for d in DIMENSIONS if d not in varying] \
@@ -144,6 +157,7 @@ def build_matrix(folder: Path, render_missing: bool = True) -> dict[str, Any]:
         "folder": folder,
         "title": f"kafka-chaos matrix · {folder.resolve().name}",
         "entries": list(reversed(entries)),  # newest first in the list of runs
+        "damaged": damaged,
         "varying": varying,
         "common": common,
         "columns": columns,

@@ -18,7 +18,7 @@ from typing import Any, cast
 from markupsafe import Markup
 
 from contract.anomalies import MEANINGS
-from contract.results import Results
+from contract.results import Results, shape_problem
 
 from . import offset_map, plots
 from .cluster_state import load_cluster_state
@@ -115,6 +115,8 @@ def build_context(run_dir: Path) -> dict[str, Any]:
     if run is None:
         raise ReportError(f"{run_dir} is not a run directory (no readable run.json)")
     results = load_json(run_dir / "results.json")
+    if results is not None and (problem := shape_problem(results)) is not None:
+        raise ReportError(f"{run_dir / 'results.json'} is damaged: {problem}")
     history = run_dir / "history"
     events = load_events(history / "events.jsonl")
     bounds = [b for b in (column_bounds(history / "writes.parquet", "invoke_ns"),
@@ -179,7 +181,13 @@ def render_run(run_dir: str | os.PathLike[str]) -> Path:
     Raises ``ReportError`` when ``run_dir`` has no readable ``run.json``.
     """
     run_dir = Path(run_dir)
-    ctx = build_context(run_dir)
+    try:
+        ctx = build_context(run_dir)
+    except (TypeError, KeyError, AttributeError, ValueError, IndexError) as e:
+        # a value of the wrong type deeper than the shape check looks (an example's field):
+        # the run directory is damaged; say which error, never a traceback
+        raise ReportError(f"{run_dir} is a damaged run directory "
+                          f"({type(e).__name__}: {e})") from None
     report = run_dir / "report.html"
     write_atomic(report, render_template("run.html.j2", ctx))
     write_junit(run_dir / "junit.xml",
