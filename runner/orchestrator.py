@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import random
+import secrets
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -100,8 +101,11 @@ class Run:
         self.events = EventLog(self.run_dir / "history" / "events.jsonl")
         self.cluster: KafkaCluster | ExternalCluster | None = None
         # On a cluster kafka-chaos did not start, the run writes to a topic of its own and
-        # deletes it at the end.
-        self.topic = f"{TOPIC}-{self.run_dir.name}" if cfg.bootstrap_servers else TOPIC
+        # deletes it at the end; a random suffix keeps two runs started in the same second
+        # (their run ids) apart, and only a topic this run created is deleted.
+        self.topic = (f"{TOPIC}-{self.run_dir.name}-{secrets.token_hex(3)}"
+                      if cfg.bootstrap_servers else TOPIC)
+        self.topic_created = False
         self.observer: Observer | None = None
         self.producers: ProcessGroup | None = None
         self.consumers: ProcessGroup | None = None
@@ -139,6 +143,7 @@ class Run:
             image, version, broker_config = self._own_cluster()
         self.cluster.create_topic(self.topic, cfg.partitions, cfg.replication_factor,  # type: ignore[union-attr]
                                   cfg.effective_topic_config())
+        self.topic_created = True
         pcfg, ccons = _producer_config(cfg), _consumer_config(cfg)
         workload = {
             "topic": self.topic, "partitions": cfg.partitions, "producers": cfg.producers,
@@ -310,7 +315,7 @@ class Run:
         if self.cluster:
             cluster = self.cluster
             steps.append(("collect", lambda: self.collect(cluster)))
-            if isinstance(cluster, ExternalCluster):
+            if isinstance(cluster, ExternalCluster) and self.topic_created:
                 steps.append(("topic", lambda: cluster.delete_topic(self.topic)))
             steps.append(("cluster", cluster.stop))
         for name, fn in steps:
