@@ -100,8 +100,14 @@ class Nemesis:
                 self.active.remove(fault)
 
     def note(self, msg: str) -> None:
+        """Records a nemesis error, in the history when it can: with the disk full the
+        event write fails too, and that must not end the heal of the other faults."""
         self.errors.append(msg)
-        self.ctx.events.emit(NEMESIS_ERROR, INSTANT, [], {"message": msg})
+        try:
+            self.ctx.events.emit(NEMESIS_ERROR, INSTANT, [], {"message": msg})
+        except OSError as e:
+            self.errors.append(f"the history could not record it: {e}")
+            log.error("nemesis error not recorded in the history (%s): %s", e, msg)
 
     def wait(self, seconds: float) -> bool:
         """Waits up to ``seconds``; True if the run was told to stop meanwhile. A stop
