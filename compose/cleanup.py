@@ -16,11 +16,13 @@ import sys
 import docker
 from tenacity import Retrying, retry_if_result, stop_after_delay, wait_fixed
 
-from contract.owners import pid_alive
+from contract.owners import host_identity, pid_alive
 
 LABEL = "io.kafka-chaos"
 LABEL_CLUSTER = f"{LABEL}.cluster"
 LABEL_OWNER = f"{LABEL}.owner-pid"
+# where that pid means something: the owner's boot id and pid namespace (contract.owners)
+LABEL_OWNER_HOST = f"{LABEL}.owner-host"
 LABEL_ROLE = f"{LABEL}.role"
 LABEL_NODE = f"{LABEL}.node"
 log = logging.getLogger(__name__)
@@ -36,7 +38,7 @@ def extra_labels() -> dict[str, str]:
     for item in os.environ.get(ENV_EXTRA_LABELS, "").split(","):
         key, sep, value = item.strip().partition("=")
         if sep and key.startswith(f"{LABEL}.") and key not in (
-                LABEL_CLUSTER, LABEL_OWNER, LABEL_ROLE, LABEL_NODE):
+                LABEL_CLUSTER, LABEL_OWNER, LABEL_OWNER_HOST, LABEL_ROLE, LABEL_NODE):
             out[key] = value
     return out
 
@@ -44,7 +46,7 @@ def extra_labels() -> dict[str, str]:
 def labels(cluster: str, role: str, node: int | None = None) -> dict[str, str]:
     """The labels every resource of ``cluster`` carries."""
     out = {**extra_labels(), LABEL: "1", LABEL_CLUSTER: cluster, LABEL_OWNER: str(os.getpid()),
-           LABEL_ROLE: role}
+           LABEL_OWNER_HOST: host_identity(), LABEL_ROLE: role}
     if node is not None:
         out[LABEL_NODE] = str(node)
     return out
@@ -104,17 +106,28 @@ def sweep_cluster(client: docker.DockerClient, cluster: str) -> int:
     return sweep(client, {LABEL_CLUSTER: cluster})
 
 
+def _provably_ours(lab: dict[str, str], here: str) -> bool:
+    """Whether the labels' owner pid names a process of this boot and pid namespace (only
+    then can its absence prove the owner dead). Without the label (an older kafka-chaos)
+    nothing is proven: ``python -m compose.cleanup`` removes such leftovers."""
+    return bool(here) and lab.get(LABEL_OWNER_HOST) == here and lab.get(
+        LABEL_OWNER, "").isdigit()
+
+
 def sweep_orphans(client: docker.DockerClient) -> int:
-    """Removes clusters whose owning process no longer exists (on this host)."""
+    """Removes clusters whose owning process provably no longer exists: its pid is of this
+    boot and pid namespace and names no live process. Another host's or namespace's
+    cluster on a shared engine is never touched."""
+    here = host_identity()
     owners: dict[str, int] = {}
     for c in client.containers.list(all=True, filters={"label": LABEL},
                                     ignore_removed=True):
         lab = c.labels
-        if LABEL_CLUSTER in lab and lab.get(LABEL_OWNER, "").isdigit():
+        if LABEL_CLUSTER in lab and _provably_ours(lab, here):
             owners[lab[LABEL_CLUSTER]] = int(lab[LABEL_OWNER])
     for n in client.networks.list(filters={"label": LABEL}):
         lab = n.attrs.get("Labels") or {}
-        if LABEL_CLUSTER in lab and lab.get(LABEL_OWNER, "").isdigit():
+        if LABEL_CLUSTER in lab and _provably_ours(lab, here):
             owners.setdefault(lab[LABEL_CLUSTER], int(lab[LABEL_OWNER]))
     removed = 0
     for cluster, pid in owners.items():

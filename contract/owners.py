@@ -30,6 +30,20 @@ def pid_alive(pid: int) -> bool:
         return True  # no /proc to tell: kill(0) said it exists
 
 
+def host_identity() -> str:
+    """This process's boot and pid namespace (``<boot id>/<pid namespace>``): a pid means a
+    process only within them. A Docker engine shared with another host or another pid
+    namespace (a container running kafka-chaos) holds resources whose owner pid says
+    nothing here. Empty when /proc cannot tell."""
+    try:
+        with open("/proc/sys/kernel/random/boot_id") as fh:
+            boot = fh.read().strip()
+        ns = os.readlink("/proc/self/ns/pid")
+    except OSError:
+        return ""
+    return f"{boot}/{ns}"
+
+
 def _prefix(kind: str, pid: int) -> str:
     return f"kafka-chaos-{kind}-{pid}-"
 

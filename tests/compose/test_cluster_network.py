@@ -136,3 +136,25 @@ def test_sessions_sweeping_the_same_orphans_at_once_all_go_on(
     assert left == ([], [], []), left
     assert not [r for r in caplog.records if "next sweep" in r.getMessage()]
     assert len(counts) == 4, counts
+
+
+def test_an_orphan_sweep_touches_only_what_it_can_prove_dead() -> None:
+    """A dead pid means a dead owner only in this boot and pid namespace: a cluster of
+    another host or namespace on a shared engine stays (before: removed, whoever owned it).
+    Cheap resources: a labelled network each."""
+    client = docker.from_env()
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    names = {kind: f"kc-owner-{kind}-{uuid.uuid4().hex[:6]}" for kind in ("ours", "theirs")}
+    for kind, name in names.items():
+        labels = {**cleanup.labels(name, "broker"), cleanup.LABEL_OWNER: str(dead.pid)}
+        if kind == "theirs":
+            labels[cleanup.LABEL_OWNER_HOST] = "another-boot/pid:[1]"
+        client.networks.create(name, driver="bridge", labels=labels)
+    try:
+        cleanup.sweep_orphans(client)
+        left = {n.name for n in client.networks.list(names=list(names.values()))}
+        assert left == {names["theirs"]}, left
+    finally:
+        for name in names.values():
+            cleanup.sweep_cluster(client, name)
