@@ -192,11 +192,12 @@ class PlannedRule:
     match: tuple[str, ...]
 
 
-def _spare_control(ns: NetNS, peer: Node, port_flag: str) -> tuple[str, ...]:
-    """A cut between a node reached over SSH and this host (the peer we cannot enter) must
-    not cut the SSH connection that heals it: such rules drop TCP except the SSH port
-    (Kafka speaks only TCP)."""
-    if ns.control_port is None or peer.ns is not None:
+def _spare_control(ns: NetNS, port_flag: str) -> tuple[str, ...]:
+    """A rule on a node reached over SSH must not cut the SSH connection that heals it:
+    such rules drop TCP except the SSH port (Kafka speaks only TCP). Every rule there, not
+    only a cut from this host: we may reach the node from another node's address (running
+    on it, or through a bastion that is one), which a node-to-node cut drops."""
+    if ns.control_port is None:
         return ()
     return ("-p", "tcp", "!", port_flag, str(ns.control_port))
 
@@ -208,12 +209,12 @@ def plan_rules(spec: PartitionSpec) -> list[PlannedRule]:
     for src_name, dst_name in sorted(spec.cuts):
         src, dst = spec.node(src_name), spec.node(dst_name)
         if dst.ns is not None:
-            spare = _spare_control(dst.ns, src, "--dport")
+            spare = _spare_control(dst.ns, "--dport")
             for ip in src.ips:
                 planned.append(PlannedRule(dst.name, dst.ns, "INPUT", iptables.family_binary(ip),
                                            ("-s", ip, *spare, *conn)))
         elif src.ns is not None:
-            spare = _spare_control(src.ns, dst, "--sport")
+            spare = _spare_control(src.ns, "--sport")
             for ip in dst.ips:
                 planned.append(PlannedRule(src.name, src.ns, "OUTPUT", iptables.family_binary(ip),
                                            ("-d", ip, *spare, *conn)))

@@ -86,7 +86,7 @@ def test_missing_nodes_file(tmp_path):
         load_nodes(tmp_path / "absent.toml")
 
 
-def test_cuts_between_a_node_and_this_host_spare_the_ssh_port():
+def test_every_cut_on_a_node_reached_over_ssh_spares_its_ssh_port():
     n1 = Node("n1", ("10.0.0.11",), NetNS.over_ssh("n1", ("ssh", "h1", "--"), 22))
     n2 = Node("n2", ("10.0.0.12",), NetNS.over_ssh("n2", ("ssh", "h2", "--"), 2222))
     client = Node("client", ("10.0.0.1",), None)
@@ -98,8 +98,9 @@ def test_cuts_between_a_node_and_this_host_spare_the_ssh_port():
         ("n1", "INPUT", ("-s", "10.0.0.1", "-p", "tcp", "!", "--dport", "22")),
         # n1 -> this host: dropped on n1's output, except SSH replies
         ("n1", "OUTPUT", ("-d", "10.0.0.1", "-p", "tcp", "!", "--sport", "22")),
-        # between nodes nothing is spared
-        ("n2", "INPUT", ("-s", "10.0.0.11",)),
+        # between nodes SSH is spared too: we may reach n2 from n1's address (running on
+        # n1, or through it as a bastion); before, nothing was spared and the heal was cut
+        ("n2", "INPUT", ("-s", "10.0.0.11", "-p", "tcp", "!", "--dport", "2222")),
     }
 
 
