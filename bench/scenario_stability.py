@@ -24,6 +24,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from compose.image import DEFAULT_KAFKA_VERSION
 from reports.figures import FIGURES, write_figure
 from runner.orchestrator import run
 from scenarios import SCENARIOS
@@ -105,7 +106,7 @@ def main(argv: list[str] | None = None) -> int:
                 cells.append(cell)
             good = len(set(keys)) == 1 and keys[0].endswith("exp=ok mech=ok")
             rows.append((label(name, overrides), "stable" if good else "UNSTABLE", cells))
-    print(f"\nKafka {args.kafka_version or 'default'}, {args.runs} runs each "
+    print(f"\nKafka {args.kafka_version or DEFAULT_KAFKA_VERSION}, {args.runs} runs each "
           f"(slowest run {slowest:.0f}s, budget {args.budget:.0f}s):")
     width = max(len(r[0]) for r in rows)
     for lab, verdict, cells in rows:
@@ -120,7 +121,7 @@ def write_stability_figure(args: argparse.Namespace, names: list[str],
                            rows: list[tuple[str, str, list[str]]], slowest: float) -> Path:
     """The table as its section of the figure file: one section per Kafka version, plus the
     scenarios when only some were run."""
-    version = args.kafka_version or "default"
+    version = args.kafka_version or DEFAULT_KAFKA_VERSION
     every = sorted(SCENARIOS)
     section = f"kafka-{version}" + ("" if names == every else "-" + "-".join(names))
     command = "python -m bench.scenario_stability" + "".join(
