@@ -19,7 +19,7 @@ from tenacity import Retrying, retry_if_exception_type, stop_after_delay, wait_f
 
 
 class _CreateTimedOut(Exception):
-    """A CreateTopics request whose answer did not come in time (asked again)."""
+    """A CreateTopics request whose answer did not come (asked again)."""
 
 
 def _create_once(admin: AdminClient, nt: NewTopic, timeout_s: float, first: bool) -> None:
@@ -29,7 +29,11 @@ def _create_once(admin: AdminClient, nt: NewTopic, timeout_s: float, first: bool
     except KafkaException as e:
         err = e.args[0] if e.args else None
         code = err.code() if isinstance(err, KafkaError) else None
-        if code == KafkaError._TIMED_OUT:
+        # Both leave the topic's fate unknown, so the create is asked again: a timed-out
+        # answer, and a request failed because librdkafka decommissioned the broker handle it
+        # was sent on (the bootstrap one, once the metadata names the brokers) - seen as the
+        # first admin call of a run on a loaded machine, failing its set-up.
+        if code in (KafkaError._TIMED_OUT, KafkaError._DESTROY_BROKER):
             raise _CreateTimedOut(str(e)) from e
         if code == KafkaError.TOPIC_ALREADY_EXISTS and not first:
             return

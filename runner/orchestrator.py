@@ -384,9 +384,12 @@ def run(cfg: RunConfig, scenario: Scenario | None = None,
 
             out.results = check_run(r.run_dir, spark_master=cfg.spark_master)
         if cfg.report and not out.interrupted:
-            from reports import render_run
+            from reports import ReportError, render_run
 
-            out.report = render_run(r.run_dir)
+            try:
+                out.report = render_run(r.run_dir)
+            except ReportError as e:  # a run that failed before its run.json: no page
+                r.step(f"no report: {e}")
     finally:
         closer = getattr(progress, "close", None)
         if callable(closer):  # ends the last phase of a progress display
