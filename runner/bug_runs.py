@@ -63,6 +63,6 @@ def run_bug(entry: Any, runs: list[tuple[Any, Any]], scenario: Any, repeat: int 
         write_bug_rate(entry.id, command,
                        [(side, entry.label(side), *rate(entry, side, results))
                         for side, results in seen.items() if results],
-                       kind=entry.kind, path=figures)
+                       kind=entry.kind, timing=entry.timing, path=figures)
         print(f"figures: {figures}")
     return 0 if all(not run_misses(entry, side, r) for side, rs in seen.items() for r in rs) else 1

@@ -307,7 +307,22 @@ def cmd_run(args: argparse.Namespace) -> int:
     if bug is None:
         return run_once(runs[0][1], scenario).exit_code
     return run_bug(bug[0], runs, scenario, args.repeat, figures=args.figures,
-                   command=" ".join(["kafka-chaos", *sys.argv[1:]]))
+                   command=" ".join(["kafka-chaos", *figure_argv(sys.argv[1:])]))
+
+
+def figure_argv(argv: list[str]) -> list[str]:
+    """The command line as a figure names its writer: without ``--out`` (where this machine
+    kept its run directories says nothing about the measurement)."""
+    out: list[str] = []
+    skip = False
+    for a in argv:
+        if skip:
+            skip = False
+        elif a == "--out":
+            skip = True
+        elif not a.startswith("--out="):
+            out.append(a)
+    return out
 
 
 def cmd_check(args: argparse.Namespace) -> int:

@@ -64,6 +64,20 @@ def test_the_bug_rate_writer_takes_the_tally_of_both_sides(tmp_path: Path) -> No
     assert text.startswith("# Bug rates")
     assert "| affected | Kafka 3.9.1 | 2/2 | 2069, 2196 |" in text
     assert "| fixed | Kafka 4.3.1 | 1/2 | 0, - |" in text
+    assert "| side | pinned to | runs as expected | lost per run |" in text
+    # a timing-dependent bug's column counts the runs that showed it (it said "as expected"
+    # for 0/3 of an open bug that simply did not show)
+    timing = write_bug_rate("librdkafka#4953", "kafka-chaos run --bug librdkafka#4953",
+                            [("affected", "confluent-kafka 2.16.1", 0, 3, ["0", "0", "0"])],
+                            kind="duplicate", timing=True, path=tmp_path / "t.md").read_text()
+    assert "| side | pinned to | runs that showed the bug | duplicate per run |" in timing
+
+
+def test_a_figure_names_its_command_without_the_local_out_folder() -> None:
+    from runner.cli import figure_argv
+
+    assert figure_argv(["run", "--bug", "KIP-966", "--out", "/tmp/x", "--repeat", "3",
+                        "--out=/tmp/y"]) == ["run", "--bug", "KIP-966", "--repeat", "3"]
 
 
 def test_the_checker_bench_writes_one_section_per_size(tmp_path: Path) -> None:
