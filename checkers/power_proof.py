@@ -99,6 +99,11 @@ def crashes(events: list[Event]) -> list[Crash]:
     return out
 
 
+def _cut_keys(crash: Crash) -> list[str]:
+    """The partitions ("topic:partition") the crash cut on some node, sorted."""
+    return sorted({k for r in crash.recovery.values() for k in r})
+
+
 def _bound(crash: Crash, key: str, members: set[int]) -> int | None:
     """The lowest offset every one of ``members`` lost in ``crash`` (None: one kept it)."""
     if not members or not members <= crash.hit:
@@ -132,7 +137,7 @@ def proof_terms(crash_list: list[Crash], parts: PartitionHistory) -> list[Term]:
     bound only rises, until a member the crash did not cut (no term before that)."""
     terms: list[Term] = []
     for crash in crash_list:
-        for key in sorted({k for r in crash.recovery.values() for k in r}):
+        for key in _cut_keys(crash):
             last: Term | None = None
             for since_ns, members in _isr_since(crash, parts, key):
                 bound = _bound(crash, key, members)
@@ -149,7 +154,7 @@ def crash_isr_terms(crash_list: list[Crash], parts: PartitionHistory) -> list[Te
     """KIP-966's evidence: the whole ISR at the crash lost the record (any start before it)."""
     terms: list[Term] = []
     for crash in crash_list:
-        for key in sorted({k for r in crash.recovery.values() for k in r}):
+        for key in _cut_keys(crash):
             bound = _bound(crash, key, _isr_at_crash(crash, parts, key))
             if bound is not None:
                 terms.append(Term(key, 0, crash.ts_ns, bound))
@@ -172,7 +177,7 @@ def elected_lost_terms(crash_list: list[Crash], parts: PartitionHistory) -> list
     not the longest log. The bound is the elected replica's alone."""
     terms: list[Term] = []
     for crash in crash_list:
-        for key in sorted({k for r in crash.recovery.values() for k in r}):
+        for key in _cut_keys(crash):
             leader = _first_leader_after(parts, key, crash.ts_ns)
             bound = crash.recovery.get(leader, {}).get(key) if leader is not None else None
             if bound is None or leader not in _isr_at_crash(crash, parts, key):

@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import os
 import re
-import stat
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlparse
 
 from pyspark.sql import SparkSession
 
-from contract.atomic_files import write_atomic
+from contract.atomic_files import read_regular, write_atomic
 
 from .engines import is_connect
 
@@ -85,14 +84,7 @@ class RunDir:
         the checker then reports the file missing, as for a crashed run)."""
         loc = self.local_path(rel)
         if loc is not None:
-            try:
-                st = os.stat(loc)
-            except OSError:
-                return None
-            if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_TEXT_BYTES:
-                return None
-            with open(loc, encoding="utf-8", errors="replace") as fh:
-                return fh.read()
+            return read_regular(loc, MAX_TEXT_BYTES)
         assert spark is not None, "a URI run directory needs the SparkSession"
         if not self.exists(rel, spark):
             return None

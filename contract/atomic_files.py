@@ -1,4 +1,5 @@
-"""Writing a file whole or not at all, without following anything someone else planted.
+"""Writing a file whole or not at all, without following anything someone else planted;
+and reading one only when it is a regular file of a bounded size.
 
 Every file kafka-chaos writes (run.json, results.json, history parts, reports, figures,
 JUnit) goes through a fresh temporary file beside it, created exclusively under a random
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import stat
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -43,4 +45,18 @@ def write_atomic(path: Path | str, data: str | bytes) -> Path:
     return Path(path)
 
 
-__all__ = ["atomic_output", "write_atomic"]
+def read_regular(path: Path | str, limit: int) -> str | None:
+    """The text of ``path`` when it is a regular file of at most ``limit`` bytes (a FIFO
+    would block the reader, ``/dev/zero`` never end); None otherwise or when it cannot be
+    read."""
+    try:
+        st = os.stat(path)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > limit:
+            return None
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            return fh.read(limit + 1)[:limit]
+    except (OSError, ValueError):
+        return None
+
+
+__all__ = ["atomic_output", "read_regular", "write_atomic"]

@@ -8,30 +8,18 @@ report must still render in all those cases, so every reader here degrades to "n
 from __future__ import annotations
 
 import json
-import stat
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.dataset as ds
 
+from contract.atomic_files import read_regular
+
 #: The most a JSON document (run.json, results.json) or events.jsonl may hold: far above what
 #: a run writes (results carry capped examples), far below what would exhaust memory.
 MAX_JSON_BYTES = 64 << 20
 MAX_EVENTS_BYTES = 512 << 20
-
-
-def read_regular(path: Path, limit: int) -> str | None:
-    """The text of ``path`` when it is a regular file of at most ``limit`` bytes (a FIFO
-    would block, ``/dev/zero`` never end); None otherwise or when it cannot be read."""
-    try:
-        st = path.stat()
-        if not stat.S_ISREG(st.st_mode) or st.st_size > limit:
-            return None
-        with open(path, encoding="utf-8", errors="replace") as fh:
-            return fh.read(limit + 1)[:limit]
-    except (OSError, ValueError):
-        return None
 
 
 def load_json(path: Path) -> dict[str, Any] | None:
