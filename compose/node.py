@@ -253,7 +253,8 @@ def copy_regular(src: Path, dest: Path) -> bool:
     """Copies ``src`` when it is a regular file, opened without following a symlink (a link
     swapped in after a check is refused too); False when it is not, or is gone."""
     try:
-        fd = os.open(src, os.O_RDONLY | os.O_NOFOLLOW)
+        # O_NONBLOCK: a FIFO planted there would block the open (a regular file ignores it)
+        fd = os.open(src, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError as e:
         if e.errno in (errno.ENOENT, errno.ELOOP):
             return False

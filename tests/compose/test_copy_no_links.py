@@ -5,6 +5,7 @@ write, so a link planted there must not make root copy a host file into a run di
 from __future__ import annotations
 
 import io
+import os
 import tarfile
 from pathlib import Path
 
@@ -24,12 +25,13 @@ def _volume(tmp_path: Path) -> tuple[Path, Path]:
     (vol / "chaos-0" / "00000000000000000042.log").symlink_to(secret)
     (vol / "chaos-1").symlink_to(secret.parent, target_is_directory=True)
     (vol / "meta.properties").symlink_to(secret)
+    os.mkfifo(vol / "chaos-0" / "00000000000000000099.log")  # would block an open for reading
     return vol, secret
 
 
 def test_a_local_copy_skips_every_symlink(tmp_path) -> None:  # type: ignore[no-untyped-def]
     """Old copy: the planted segment and meta.properties held the key, and chaos-1 was the
-    key's whole directory."""
+    key's whole directory. A planted FIFO is skipped, not waited on."""
     vol, _ = _volume(tmp_path)
     dest = tmp_path / "run" / "data"
     dest.mkdir(parents=True)
