@@ -15,10 +15,11 @@ import os
 import shlex
 import shutil
 import subprocess
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+
+from contract.owners import owned_dir, sweep_owned_dirs
 
 #: ssh exits 255 when the connection (not the remote command) failed.
 SSH_CONNECTION_FAILED = 255
@@ -29,11 +30,16 @@ class SshError(RuntimeError):
     """A node could not be reached over SSH, or a command on it failed; one line."""
 
 
+class SshUnreachable(SshError):
+    """The connection failed or did not answer in time (not the remote command)."""
+
+
 def _control_dir() -> str:
     """This process's directory for master sockets (removed when the process exits)."""
     global _CONTROL_DIR
     if _CONTROL_DIR is None or not os.path.isdir(_CONTROL_DIR):
-        _CONTROL_DIR = tempfile.mkdtemp(prefix="kc-ssh-")
+        sweep_owned_dirs("ssh")  # a SIGKILLed run's (its masters exit by themselves)
+        _CONTROL_DIR = str(owned_dir("ssh"))
         atexit.register(shutil.rmtree, _CONTROL_DIR, True)
     return _CONTROL_DIR
 
@@ -75,10 +81,10 @@ class SshTarget:
             proc = subprocess.run([*self.argv(), remote], input=data, capture_output=True,
                                   timeout=timeout, check=False, text=not binary)
         except subprocess.TimeoutExpired as e:
-            raise SshError(f"{self}: {remote[:80]!r} did not finish in {timeout:.0f}s") from e
+            raise SshUnreachable(f"{self}: {remote[:80]!r} did not finish in {timeout:.0f}s") from e
         if proc.returncode == SSH_CONNECTION_FAILED:
             err = proc.stderr.decode(errors="replace") if binary else proc.stderr
-            raise SshError(f"{self}: ssh failed: {err.strip().splitlines()[-1:] or ['?']}")
+            raise SshUnreachable(f"{self}: ssh failed: {err.strip().splitlines()[-1:] or ['?']}")
         if check and proc.returncode != 0:
             err = proc.stderr.decode(errors="replace") if binary else proc.stderr
             raise SshError(f"{self}: {remote[:80]!r} exited {proc.returncode}: "

@@ -10,13 +10,24 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from tenacity import Retrying, retry_if_exception, stop_after_delay, wait_exponential
+
 from compose.admin import ClusterError
+from compose.ssh import SSH_CONNECTION_FAILED, SshUnreachable
 from compose.stop_signals import lost_stop, stop_request, stops_raised
 from contract.events import FAULT_ERROR, INSTANT, NEMESIS_ERROR
 from nemesis.faults.base import Fault, FaultContext, FaultError
 from nemesis.faults.factory import draw_params, make_fault
+from nemesis.net.netns import CommandFailed
 
 log = logging.getLogger("kafka_chaos.nemesis")
+
+def unreachable(e: BaseException) -> bool:
+    """Whether ``e`` says a node could not be reached over SSH (not that a command failed)."""
+    if isinstance(e, SshUnreachable):
+        return True
+    return isinstance(e, CommandFailed) and e.returncode == SSH_CONNECTION_FAILED
+
 
 def random_fault(kind: str, target: str, ctx: FaultContext) -> Fault:
     """A fault of ``kind`` aimed at ``target``, its shape/parameters drawn from ctx.rng."""
@@ -38,6 +49,9 @@ class Nemesis:
         self.deadline = float("inf")  # monotonic time the workload phase ends
         self._lock = threading.Lock()
         self._stops = stops_raised()  # a stop raised later must end the schedules
+        # how long a heal that cannot reach a node over SSH is retried (0: not retried); past
+        # it the node's dead-man switch undoes the fault (nemesis.dead_man)
+        self.heal_retry_s = 0.0
 
     # ------------------------------------------------------------------ primitives
     def start_fault(self, fault: Fault) -> Fault:
@@ -87,12 +101,21 @@ class Nemesis:
             while self.active:
                 fault = self.active[-1]
                 try:
-                    self.end_fault(fault)
+                    self._end_retrying(fault)
                 except Exception as e:  # noqa: BLE001 - heal must go on with the others
                     self.note(f"heal of {fault.kind} failed: {e}")
                     self._forget(fault)  # reported; not retried for ever
         finally:
             self.ctx.settle = True
+
+    def _end_retrying(self, fault: Fault) -> None:
+        """``end_fault``, retried with backoff while a node cannot be reached over SSH, for
+        up to ``heal_retry_s``."""
+        for attempt in Retrying(stop=stop_after_delay(self.heal_retry_s),
+                                wait=wait_exponential(multiplier=0.5, max=8),
+                                retry=retry_if_exception(unreachable), reraise=True):
+            with attempt:
+                self.end_fault(fault)
 
     def _forget(self, fault: Fault) -> None:
         with self._lock:

@@ -136,6 +136,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="run against this existing cluster instead of starting one")
     r.add_argument("--nodes", metavar="nodes.toml",
                    help="the existing cluster's nodes faults may touch, reached over SSH")
+    r.add_argument("--dead-man", type=float, metavar="SECONDS",
+                   help="an SSH node undoes our faults by itself this long after the run "
+                   "stops renewing its lease (default 60)")
     r.add_argument("--out", help="runs folder (default runs)")
     r.add_argument("--broker-config", type=_kv, action="append", metavar="K=V")
     r.add_argument("--topic-config", type=_kv, action="append", metavar="K=V")
@@ -160,6 +163,10 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("scenarios", help="list the scenarios", epilog=EXAMPLES["scenarios"],
                        formatter_class=fmt)
     s.add_argument("--scenario-file", type=Path)
+
+    sw = sub.add_parser("sweep", help="undo every fault of ours left on an existing "
+                        "cluster's nodes", formatter_class=fmt)
+    sw.add_argument("--nodes", metavar="nodes.toml", type=Path, required=True)
 
     sub.add_parser("bugs", help="list the known-bug catalogue", epilog=EXAMPLES["bugs"],
                    formatter_class=fmt)
@@ -440,6 +447,35 @@ def cmd_cluster_up(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_sweep(args: argparse.Namespace) -> int:
+    """Undoes what runs left on the nodes of ``--nodes`` (those reached over SSH), except
+    on a node where a live run's dead-man switch is armed."""
+    from compose.nodes_file import NodesFileError, load_nodes
+    from compose.remote import SshNode
+    from compose.ssh import SshError
+    from nemesis.dead_man import sweep_node
+
+    try:
+        specs = load_nodes(args.nodes)
+    except NodesFileError as e:
+        print(f"kafka-chaos: error: {e}", file=sys.stderr)
+        return 2
+    failed = 0
+    for spec in specs:
+        if spec.container is not None:
+            print(f"node {spec.node_id}: a container on this engine (not swept over SSH)")
+            continue
+        node = SshNode(spec)
+        try:
+            print(sweep_node(node).describe())
+        except SshError as e:
+            print(f"node {spec.node_id}: not reached: {e}")
+            failed += 1
+        finally:
+            node.ssh.close()
+    return 1 if failed else 0
+
+
 def main(argv: list[str] | None = None) -> int:
     # `kill -USR1 <pid>` prints every thread's stack to stderr: what a run that does not
     # stop is waiting for (the tests ask for it before they give up on a run).
@@ -455,6 +491,8 @@ def main(argv: list[str] | None = None) -> int:
         return cmd_scenarios(args)
     if args.command == "bugs":
         return cmd_bugs(args)
+    if args.command == "sweep":
+        return cmd_sweep(args)
     if args.cluster_command == "compose-file":
         return cmd_compose_file(args)
     return cmd_cluster_up(args)

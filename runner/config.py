@@ -71,6 +71,9 @@ class RunConfig:
     # an existing cluster (not started by kafka-chaos) and the nodes.toml of its faultable nodes
     bootstrap_servers: str | None = None
     nodes: str | None = None
+    # seconds without a lease renewal after which a node reached over SSH undoes our faults
+    # by itself (nemesis.dead_man)
+    dead_man: float = 60.0
     out: str = "runs"
     fast_faults: bool = True
     drain_timeout: float = 120.0
@@ -163,6 +166,8 @@ class RunConfig:
             raise bad(f"--faults: unknown kind {unknown[0]!r} (known: {known})")
         if "voter-partition" in self.faults and self.controllers < 3:
             raise bad("--faults voter-partition needs --controllers 3 or 5 (a quorum to cut)")
+        if not 10 <= self.dead_man <= 3600:
+            raise bad(f"--dead-man must be 10..3600 s, got {self.dead_man}")
         if self.fault_interval <= 0:
             raise bad(f"--fault-interval must be > 0 s, got {self.fault_interval}")
         for t in self.targets:

@@ -20,16 +20,18 @@ from typing import Any
 from compose.cluster import CollectFailure, KafkaCluster
 from compose.config import FAST_FAULTS, ClusterConfig
 from compose.nodes_file import load_nodes
-from compose.remote import ExternalCluster
+from compose.remote import ExternalCluster, SshNode
 from compose.stop_signals import signals_raise, stop_request
 from contract.events import (
     COLLECT_ERROR,
     CONSUMERS_STOPPED,
     INSTANT,
     INTERRUPTED,
+    NEMESIS_ERROR,
     RUN_ERROR,
     parse_events,
 )
+from nemesis.dead_man import DeadManSwitches, sweep_node
 from nemesis.faults.base import FaultContext
 from nemesis.schedule import Nemesis
 from runner.clients import ensure_client
@@ -110,6 +112,7 @@ class Run:
         self.producers: ProcessGroup | None = None
         self.consumers: ProcessGroup | None = None
         self.nemesis: Nemesis | None = None
+        self.dead_man: DeadManSwitches | None = None
         self.t0 = time.monotonic()
 
     def step(self, msg: str) -> None:
@@ -192,6 +195,8 @@ class Run:
         self.step(f"existing cluster at {cfg.bootstrap_servers}; faults on {by_ssh} node(s) "
                   f"over SSH, {len(specs) - by_ssh} container(s) on this engine")
         cluster = self.cluster = ExternalCluster(cfg.bootstrap_servers, specs)
+        for node in self._ssh_nodes():  # what a killed run left, unless a live run is at work
+            self.step(f"sweep: {sweep_node(node).describe()}")
         cluster.start()
         return "", cluster.kafka_version or "unknown", {}
 
@@ -212,8 +217,14 @@ class Run:
         self.producers = start_producers(self.run_dir, boot, self.topic, cfg.partitions,
                                          _producer_config(cfg), cfg.producers,
                                          interpreter=self.client)
+        if self._ssh_nodes():
+            self.dead_man = DeadManSwitches(self._ssh_nodes(), self.run_dir.name, cfg.dead_man)
+            self.dead_man.arm_all()  # before any fault: none may run unguarded
+            self.step(f"dead-man switch armed on {len(self.dead_man.switches)} node(s): "
+                      f"they undo our faults {cfg.dead_man:.0f}s after we stop renewing")
         self.nemesis = Nemesis(FaultContext(cluster, self.events, self.topic,
                                             random.Random(cfg.seed)))
+        self.nemesis.heal_retry_s = cfg.dead_man if self._ssh_nodes() else 0.0
         deadline = time.monotonic() + cfg.duration
         self.nemesis.deadline = deadline
         if self.scenario and self.scenario.script:
@@ -247,6 +258,26 @@ class Run:
             if nemesis.wait(min(0.5, deadline - time.monotonic())):
                 return False
         return False
+
+    def _ssh_nodes(self) -> list[SshNode]:
+        cluster = self.cluster
+        if not isinstance(cluster, ExternalCluster):
+            return []
+        return [n for n in cluster.nodes.values() if isinstance(n, SshNode)]
+
+    def _disarm(self) -> None:
+        """Removes the dead-man switches after the final heal; one that fired meanwhile
+        (the run's SSH was cut longer than the deadline) healed its node at another time
+        than the history's fault ends say: recorded."""
+        assert self.dead_man is not None
+        fired, errors = self.dead_man.disarm_all()
+        for f in fired:
+            self.events.emit(NEMESIS_ERROR, INSTANT, [f.node_id], {
+                "message": f"node {f.node_id}: the dead-man switch fired (node clock "
+                           f"{f.at}) and undid: {'; '.join(f.undo) or 'nothing'}"})
+        for e in errors:
+            self.events.emit(NEMESIS_ERROR, INSTANT, [], {"message": e})
+            log.warning(e)
 
     def _fault_summary(self) -> str:
         if self.scenario and self.scenario.script:
@@ -305,6 +336,8 @@ class Run:
         if self.nemesis:
             nemesis = self.nemesis
             steps.append(("heal", lambda: nemesis.heal_all(settle=not own)))
+        if self.dead_man:
+            steps.append(("dead-man", self._disarm))
         if self.producers:
             steps.append(("producers", lambda: self.producers.stop(timeout_s=clients_s)))  # type: ignore[union-attr]
         if self.consumers:

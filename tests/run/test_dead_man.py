@@ -1,0 +1,177 @@
+"""The dead-man switch on a cluster reached over SSH: a node undoes our faults by itself when
+the run that made them vanishes (SIGKILL mid-fault) or cannot reach it (SSH cut during the
+heal), and ``kafka-chaos sweep --nodes`` removes what is left without touching a live run.
+
+Every check of a node's state goes through ``docker exec`` on its container, never our SSH:
+the point is that nothing of ours reaches the node after the kill or the cut."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from tenacity import Retrying, stop_after_delay, wait_fixed
+
+from compose.remote import ExternalCluster, SshNode
+from nemesis.dead_man import SWITCH_PREFIX, arm, disarm, sweep_node
+from nemesis.faults.base import FaultContext
+from nemesis.faults.process import Pause
+from nemesis.schedule import Nemesis
+from tests.hygiene import share
+from tests.run.cli import CLI, start
+from tests.run.ssh_cluster import SshCluster
+from workloads import EventLog
+
+DEADLINE_S = 10
+pytestmark = pytest.mark.cluster
+
+
+def _window(fault: str, target: str, ref: str, shape: str = "") -> str:
+    shape_line = f'shape = "{shape}"\n' if shape else ""
+    return (f'[[scenario.steps]]\naction = "start"\nfault = "{fault}"\n{shape_line}'
+            f'target = "{target}"\nas = "{ref}"\n\n')
+
+
+# Three faults that stay on for minutes: only the switch can end them before that.
+HELD = ('[[scenario]]\nname = "held"\nsummary = "held"\n\n'
+        '[scenario.config]\nduration = 600\nrate = 50\n\n'
+        + _window("pause", "1", "p") + _window("partition", "2", "c", shape="isolate")
+        + _window("kill", "3", "k")
+        + '[[scenario.steps]]\naction = "wait"\nseconds = 600\n')
+
+
+@pytest.fixture(scope="module")
+def ssh_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SshCluster]:
+    cluster = SshCluster(tmp_path_factory.mktemp("dead-man") / "ssh")
+    share(cluster.name)  # the three tests share it; each leaves it whole (they check)
+    with cluster:
+        yield cluster
+
+
+def _sh(cluster: SshCluster, nid: int, cmd: str) -> str:
+    """A command on the node through the Docker engine (not our SSH)."""
+    code, out = cluster.container(nid).exec_run(["sh", "-c", cmd])
+    return out.decode(errors="replace") if code == 0 else f"<exit {code}> {out!r}"
+
+
+def _broker_state(cluster: SshCluster, nid: int) -> str:
+    """``running``, ``paused`` or ``down``, read on the node itself."""
+    out = _sh(cluster, nid, "pid=$(pgrep -o -f '[k]afka.Kafka') && ps -o stat= -p $pid")
+    if out.startswith("<exit"):
+        return "down"
+    return "paused" if out.strip().startswith("T") else "running"
+
+
+def _ours(cluster: SshCluster, nid: int) -> list[str]:
+    save = _sh(cluster, nid, "iptables-save; ip6tables-save")
+    return [ln for ln in save.splitlines() if "KAFKA_CHAOS" in ln or "kafka-chaos" in ln]
+
+
+def _whole(cluster: SshCluster) -> None:
+    for s in cluster.specs:
+        assert _broker_state(cluster, s.node_id) == "running", s.node_id
+        assert _ours(cluster, s.node_id) == [], s.node_id
+
+
+def _fault_starts(run_dir: Path) -> list[str]:
+    path = run_dir / "history" / "events.jsonl"
+    if not path.exists():
+        return []
+    lines = [json.loads(ln) for ln in path.read_text().splitlines() if ln.strip()]
+    return [e["kind"] for e in lines if e.get("phase") == "start"
+            and e["kind"] in ("pause", "partition", "kill")]
+
+
+def test_sigkill_mid_fault_the_nodes_heal_themselves(ssh_cluster: SshCluster,
+                                                     tmp_path: Path) -> None:
+    scenarios = tmp_path / "held.toml"
+    scenarios.write_text(HELD)
+    out = tmp_path / "runs"
+    proc = start(["run", "--scenario-file", str(scenarios), "--scenario", "held",
+                  "--bootstrap-servers", ssh_cluster.bootstrap_servers,
+                  "--nodes", str(ssh_cluster.nodes_file), "--dead-man", str(DEADLINE_S),
+                  "--no-check", "--no-report", "--out", str(out)],
+                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        for attempt in Retrying(stop=stop_after_delay(180), wait=wait_fixed(0.5), reraise=True):
+            with attempt:
+                assert proc.poll() is None, "the run ended before its faults were on"
+                assert sorted(_fault_starts(out / "latest")) == ["kill", "partition", "pause"]
+        # the faults are really on, seen on the nodes themselves
+        assert _broker_state(ssh_cluster, 1) == "paused"
+        assert _ours(ssh_cluster, 2), "the partition left no rules on node 2"
+        assert _broker_state(ssh_cluster, 3) == "down"
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+    # nothing of ours runs any more; within the deadline (+ the watchdog's 1 s poll and
+    # the broker's start) every node is whole again
+    for attempt in Retrying(stop=stop_after_delay(DEADLINE_S + 40), wait=wait_fixed(0.5),
+                            reraise=True):
+        with attempt:
+            _whole(ssh_cluster)
+    fired = [s.node_id for s in ssh_cluster.specs
+             if not _sh(ssh_cluster, s.node_id,
+                        f"ls {SWITCH_PREFIX}*/fired").startswith("<exit")]
+    assert fired == [1, 2, 3], fired
+    ExternalCluster(ssh_cluster.bootstrap_servers, ssh_cluster.specs).wait_brokers(
+        [1, 2, 3], timeout_s=120)
+
+    # the sweep removes the fired switches (a dead run's) and finds nothing else to undo
+    swept = subprocess.run([*CLI, "sweep", "--nodes", str(ssh_cluster.nodes_file)],
+                           capture_output=True, text=True, timeout=120)
+    assert swept.returncode == 0, swept.stderr
+    assert swept.stdout.count("removed switch") == 3, swept.stdout
+    for s in ssh_cluster.specs:
+        assert _sh(ssh_cluster, s.node_id, f"ls -d {SWITCH_PREFIX}*").startswith("<exit")
+
+
+def test_ssh_cut_during_the_heal_the_node_heals_itself(ssh_cluster: SshCluster,
+                                                       tmp_path: Path) -> None:
+    cluster = ExternalCluster(ssh_cluster.bootstrap_servers, ssh_cluster.specs)
+    cluster.start()
+    node = cluster.nodes[1]
+    assert isinstance(node, SshNode)
+    switch = arm(node, "test", DEADLINE_S)
+    nemesis = Nemesis(FaultContext(cluster, EventLog(tmp_path / "events.jsonl"), "t",
+                                   random.Random(0)))
+    nemesis.heal_retry_s = 5
+    cut = "iptables -w 10 -I INPUT -p tcp --dport 22 -j DROP"
+    try:
+        nemesis.start_fault(Pause(target="1"))
+        assert _broker_state(ssh_cluster, 1) == "paused"
+        assert _sh(ssh_cluster, 1, cut) == ""
+        nemesis.heal_all(settle=False)  # cannot reach the node: retried, then given up
+        assert any("heal of pause failed" in e for e in nemesis.errors), nemesis.errors
+        for attempt in Retrying(stop=stop_after_delay(DEADLINE_S + 30), wait=wait_fixed(0.5),
+                                reraise=True):
+            with attempt:
+                assert _broker_state(ssh_cluster, 1) == "running"
+    finally:
+        _sh(ssh_cluster, 1, cut.replace(" -I ", " -D "))
+        node.ssh.close()
+    fired = disarm(switch)
+    assert fired is not None and any("resumed" in ln for ln in fired.undo), fired
+
+
+def test_sweep_leaves_a_live_runs_node_alone(ssh_cluster: SshCluster) -> None:
+    spec = ssh_cluster.specs[0]
+    node = SshNode(spec)
+    switch = arm(node, "another run", 600)
+    try:
+        node.pause()
+        report = sweep_node(node)
+        assert report.live == [switch.path], report
+        assert _broker_state(ssh_cluster, spec.node_id) == "paused"  # left alone
+    finally:
+        assert disarm(switch) is None
+    report = sweep_node(node)  # no live switch now: the paused broker is ours to resume
+    assert any("resumed" in ln for ln in report.undo), report
+    assert _broker_state(ssh_cluster, spec.node_id) == "running"
+    node.ssh.close()
