@@ -26,7 +26,8 @@ def _events(run: Path, kind: str) -> list[dict[str, Any]]:
 def test_statistics_show_the_first_id_and_the_bump_after_in_flight_timeouts(
         cluster, ctx, tmp_path: Path) -> None:  # noqa: ANN001
     # tmp_path is the run directory: the fault's events and the producer's share its history
-    cfg = ProducerConfig(rate=200, duration_s=60, delivery_timeout_ms=3000,
+    # the producer outlasts every bound below (30 s + 40 s); group.stop ends it
+    cfg = ProducerConfig(rate=200, duration_s=600, delivery_timeout_ms=3000,
                          request_timeout_ms=2000, linger_ms=0)
     group = start_producers(tmp_path, cluster.bootstrap_servers, ctx.topic, 1, cfg, count=1)
     try:

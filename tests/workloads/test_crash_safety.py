@@ -56,7 +56,11 @@ def test_in_flight_at_the_end_is_purged_and_recorded(cluster: KafkaCluster, topi
     """Brokers paused (TCP stays open, nothing answers): at the end the producer flushes for
     its bound, purges, and records every unanswered attempt as info (in flight) or fail
     (never sent) — no attempt is missing."""
-    cfg = ProducerConfig(rate=300, duration_s=4, flush_timeout_s=1.0)
+    # The producer's end is the test's to choose: its duration outlasts every bound below
+    # (it used to be 4 s, and on a loaded machine it ran out before the third pause landed,
+    # so everything had been acknowledged and nothing was left in flight). The group's stop
+    # flag ends it once every broker is paused, through the same flush + purge as a deadline.
+    cfg = ProducerConfig(rate=300, duration_s=600, flush_timeout_s=1.0)
     group = start_producers(tmp_path, cluster.bootstrap_servers, topic, 3, cfg, count=1)
     paused: list[int] = []
     try:
@@ -66,6 +70,8 @@ def test_in_flight_at_the_end_is_purged_and_recorded(cluster: KafkaCluster, topi
         for nid in cluster.cfg.broker_ids:
             cluster.node(nid).pause()
             paused.append(nid)
+        assert group.alive(), "the producer ended before every broker was paused"
+        group.stop_event.set()
         for attempt in Retrying(stop=stop_after_delay(30), wait=wait_fixed(0.2), reraise=True):
             with attempt:
                 assert not group.alive()
@@ -75,6 +81,7 @@ def test_in_flight_at_the_end_is_purged_and_recorded(cluster: KafkaCluster, topi
         stats = group.stop(5)
         cluster.wait_brokers(cluster.cfg.broker_ids, timeout_s=120)
         cluster.wait_partitions(topic, timeout_s=120)
+    assert stats["p0"]["exitcode"] == 0, stats
     writes = rows(read_table(tmp_path, "writes"))
     assert sorted(w["seq"] for w in writes) == list(range(stats["p0"]["attempts"]))
     unanswered = [w for w in writes if w["outcome"] != "ok"]
