@@ -53,14 +53,15 @@ class SshNode:
     def controller_address(self) -> str:
         return f"{self.ip}:{self.spec.controller_port}"
 
-    def _pattern(self) -> str:
-        # "[k]afka.Kafka" matches the JVM but not the shell that runs pgrep with it.
+    def pgrep_pattern(self) -> str:
+        """The broker's ``pgrep -f`` pattern: "[k]afka.Kafka" matches the JVM but not the
+        shell that runs pgrep with it."""
         p = self.spec.process
         return f"[{p[0]}]{p[1:]}"
 
     def pid(self) -> int:
         """The broker's pid on the node; 0 when it is not running."""
-        out = self.ssh.run(f"pgrep -o -f {shlex.quote(self._pattern())}", check=False).stdout
+        out = self.ssh.run(f"pgrep -o -f {shlex.quote(self.pgrep_pattern())}", check=False).stdout
         return int(out.split()[0]) if out.strip() else 0
 
     def status(self) -> str:

@@ -88,9 +88,7 @@ done
 
 
 def _node_vars(node: SshNode, restart: bool) -> str:
-    # "[k]afka.Kafka": matches the broker's JVM, not the shell that runs pgrep
-    p = node.spec.process
-    return (f"pattern={shlex.quote(f'[{p[0]}]{p[1:]}')}; start={shlex.quote(node.spec.start)}; "
+    return (f"pattern={shlex.quote(node.pgrep_pattern())}; start={shlex.quote(node.spec.start)}; "
             f"restart={int(restart)}\n")
 
 
@@ -115,7 +113,8 @@ def arm(node: SshNode, owner: str, deadline_s: float) -> Switch:
     """Starts ``node``'s watchdog; its lease is fresh. Raises SshError when it cannot."""
     script = (
         f"d=$(mktemp -d {SWITCH_PREFIX}XXXXXXXX) || exit 1\n"
-        f"printf '%s\\n' {shlex.quote(owner)} > \"$d/owner\" && touch \"$d/lease\" || exit 1\n"
+        f"printf '%s\\n' {shlex.quote(owner)} > \"$d/owner\" || exit 1\n"
+        f"echo {int(deadline_s)} > \"$d/deadline\" && touch \"$d/lease\" || exit 1\n"
         f"setsid sh -c {shlex.quote(_node_vars(node, True) + _WATCHDOG)} kafka-chaos-dead-man "
         f"\"$d\" {int(deadline_s)} </dev/null >/dev/null 2>&1 &\n"
         "echo \"$d\"\n")
@@ -189,8 +188,9 @@ class DeadManSwitches:
         return fired, errors
 
 
-# A listing of the node's switches: one line each, "<dir> <lease age s> <watchdog runs 0/1>
-# <fired 0/1> <owner...>"; only directories (not links) of the user we log in as.
+# A listing of the node's switches: one line each, "<dir> <lease age s> <deadline s>
+# <watchdog runs 0/1> <fired 0/1> <owner...>"; only directories (not links) of the user we
+# log in as.
 _LIST = f"""
 now=$(date +%s)
 for d in {SWITCH_PREFIX}*; do
@@ -198,7 +198,9 @@ for d in {SWITCH_PREFIX}*; do
   lease=$(stat -c %Y "$d/lease" 2>/dev/null || echo 0)
   if pgrep -f "[k]afka-chaos-dead-man $d" >/dev/null; then w=1; else w=0; fi
   if [ -e "$d/fired" ]; then f=1; else f=0; fi
-  echo "$d $((now - lease)) $w $f $(head -c 200 "$d/owner" 2>/dev/null)"
+  dl=$(head -c 12 "$d/deadline" 2>/dev/null | tr -cd 0-9)
+  owner=$(head -c 200 "$d/owner" 2>/dev/null)
+  echo "$d $((now - lease)) ${{dl:-{int(DEFAULT_DEADLINE_S)}}} $w $f $owner"
 done
 """
 
@@ -228,11 +230,12 @@ def sweep_node(node: SshNode) -> NodeSweep:
     report = NodeSweep(node.node_id)
     dead: list[str] = []
     for line in node.ssh.run(_LIST, timeout=30).stdout.splitlines():
-        parts = line.split(" ", 4)
-        if len(parts) < 4 or not parts[1].lstrip("-").isdigit():
+        parts = line.split(" ", 5)
+        if len(parts) < 5 or not parts[1].lstrip("-").isdigit() or not parts[2].isdigit():
             continue
-        path, age, watching, fired = parts[0], int(parts[1]), parts[2] == "1", parts[3] == "1"
-        if watching and not fired and age < _deadline_of(node, path):
+        path, age, deadline = parts[0], int(parts[1]), int(parts[2])
+        watching, fired = parts[3] == "1", parts[4] == "1"
+        if watching and not fired and age < deadline:
             report.live.append(path)
         else:
             dead.append(path)
@@ -247,12 +250,3 @@ def sweep_node(node: SshNode) -> NodeSweep:
         report.removed_switches = dead
     return report
 
-
-def _deadline_of(node: SshNode, path: str) -> float:
-    """The deadline a switch's watchdog was started with (from its command line)."""
-    out = node.ssh.run(f"pgrep -a -f {shlex.quote('[k]afka-chaos-dead-man ' + path)}",
-                       timeout=15, check=False).stdout.splitlines()
-    try:
-        return float(out[0].split()[-1])
-    except (IndexError, ValueError):
-        return DEFAULT_DEADLINE_S

@@ -217,14 +217,15 @@ class Run:
         self.producers = start_producers(self.run_dir, boot, self.topic, cfg.partitions,
                                          _producer_config(cfg), cfg.producers,
                                          interpreter=self.client)
-        if self._ssh_nodes():
-            self.dead_man = DeadManSwitches(self._ssh_nodes(), self.run_dir.name, cfg.dead_man)
+        ssh_nodes = self._ssh_nodes()
+        if ssh_nodes:
+            self.dead_man = DeadManSwitches(ssh_nodes, self.run_dir.name, cfg.dead_man)
             self.dead_man.arm_all()  # before any fault: none may run unguarded
             self.step(f"dead-man switch armed on {len(self.dead_man.switches)} node(s): "
                       f"they undo our faults {cfg.dead_man:.0f}s after we stop renewing")
         self.nemesis = Nemesis(FaultContext(cluster, self.events, self.topic,
                                             random.Random(cfg.seed)))
-        self.nemesis.heal_retry_s = cfg.dead_man if self._ssh_nodes() else 0.0
+        self.nemesis.heal_retry_s = cfg.dead_man if ssh_nodes else 0.0
         deadline = time.monotonic() + cfg.duration
         self.nemesis.deadline = deadline
         if self.scenario and self.scenario.script:
