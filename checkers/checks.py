@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from contract.anomalies import ANOMALY_KINDS, DEFINITIONS, UNITS
+from contract.anomalies import ANOMALY_KINDS, DEFINITIONS, LIVENESS_KINDS, MAX_EXAMPLES, UNITS
 
 from . import guarantees
 from .attribution import Attributor
@@ -22,6 +22,7 @@ from .context import CheckContext
 from .divergence import check_divergence
 from .examples import build_example
 from .identity import identity_anomalies, reorder_anomalies
+from .liveness import judge
 from .pipeline import PipelineCheck
 from .positions import position_anomalies, rebalance_polls
 from .proof import (
@@ -131,7 +132,8 @@ class PositionsCheck:
 
 @dataclass
 class RowAnomalies:
-    """Every kind but divergence, from the row checks' findings (collected once here)."""
+    """Every kind but divergence and the liveness kinds, from the row checks' findings
+    (collected once here)."""
 
     name: str = "anomalies"
 
@@ -140,7 +142,7 @@ class RowAnomalies:
         attributor = Attributor(ctx.events, ctx.history)
         anomalies: dict[str, dict[str, Any]] = {}
         for kind in ANOMALY_KINDS:
-            if kind == DIVERGENCE:
+            if kind == DIVERGENCE or kind in LIVENESS_KINDS:  # their own checks' entries
                 continue
             examples = [build_example(kind, row, attributor, ctx.settings.accept_known)
                         for row in findings.examples.get(kind, [])]
@@ -183,6 +185,27 @@ class DivergenceCheck:
         return CheckResult(anomalies={DIVERGENCE: entry},
                            unknown=[status.unknown] if status.unknown else [],
                            stats={"divergence": stats})
+
+
+@dataclass
+class LivenessCheck:
+    """stuck-producer, stuck-consumer and hung-call after the final heal (liveness.py)."""
+
+    name: str = "liveness"
+
+    def run(self, ctx: CheckContext) -> CheckResult:
+        s = ctx.settings
+        found = judge(ctx.events, ctx.writes, ctx.reads, s.liveness_s, s.reader_modes,
+                      {r: s.group(r) for r in s.reader_modes})
+        anomalies: dict[str, dict[str, Any]] = {}
+        for kind in LIVENESS_KINDS:
+            examples = found.examples[kind]
+            entry = anomaly_entry(kind, len(examples), 0, examples[:MAX_EXAMPLES], ctx, None,
+                                  {})
+            if kind in found.unchecked:
+                entry.update(checked=False, reason=found.unchecked[kind])
+            anomalies[kind] = entry
+        return CheckResult(anomalies=anomalies, unknown=found.unknown)
 
 
 @dataclass
@@ -287,8 +310,8 @@ class StatsCheck:
 # The order is the order of the unknown reasons; the row checks come before RowAnomalies,
 # which collects their rows.
 CHECKS = (RunFacts(), IdentityCheck(), ReorderCheck(), TornTransactionsCheck(), PositionsCheck(),
-          RowAnomalies(), DivergenceCheck(), FaultsCheck(), ProducersCheck(), ConsumersCheck(),
-          TransactionsCheck(), PipelineCheck(), MechanismCheck(), StatsCheck())
+          RowAnomalies(), DivergenceCheck(), LivenessCheck(), FaultsCheck(), ProducersCheck(),
+          ConsumersCheck(), TransactionsCheck(), PipelineCheck(), MechanismCheck(), StatsCheck())
 
 # results.json's stats keys in their published order (each check adds its own).
 STATS_ORDER = ("writes", "reads", "reads_by_reader", "drain_complete", "drain", "duration_s",

@@ -118,6 +118,11 @@ NEVER: dict[str, str] = {
     "read-before-write": "forbidden: a record cannot be read before it is produced; the "
     "history attributes it to the wrong write (e.g. two writers sharing a producer id)",
     "divergence": "forbidden: after catch-up, replicas of a partition hold identical logs",
+    "stuck-producer": "forbidden: once every fault is healed and the brokers serve, a "
+    "producer gets acknowledgements again within the liveness bound",
+    "stuck-consumer": "forbidden: once every fault is healed and the brokers serve, a "
+    "consumer reads the records waiting for it within the liveness bound",
+    "hung-call": "forbidden: a client call returns within its own timeout (plus the slack)",
     "unseen": "not a violation by itself: the drain could not read these partitions to the "
     "end, so whether the writes survive is unknown (valid becomes \"unknown\")",
 }

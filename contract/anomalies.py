@@ -10,6 +10,9 @@ from dataclasses import dataclass
 #: step of a reader between two reads; one record read (by identity when it decodes, else by
 #: its offset).
 WRITE, OFFSET, STEP, RECORD = "write", "offset", "step", "record"
+#: The liveness kinds' subjects: one client (a producer, a consumer or a consumer group) in
+#: the liveness phase; one watched client call (contract.liveness).
+CLIENT, CALL = "client", "call"
 
 #: How much earlier than its write's first attempt a read must be to count as
 #: read-before-write. Every workload process (producers, consumers, the drain) stamps
@@ -23,7 +26,7 @@ READ_BEFORE_WRITE_SLACK_NS = 1_000_000_000
 class AnomalyKind:
     """One anomaly kind: what it is (``definition``, in results.json), what one unit of its
     count is (``unit``), a short meaning for tables (``meaning``), and what one instance is
-    about (``subject``: WRITE, OFFSET, STEP or RECORD)."""
+    about (``subject``: WRITE, OFFSET, STEP, RECORD, CLIENT or CALL)."""
 
     kind: str
     definition: str
@@ -130,6 +133,30 @@ ANOMALIES: dict[str, AnomalyKind] = {a.kind: a for a in (
         "writes (identities) first read before their first produce attempt",
         "a record read before its write was first attempted (history mis-attributes it)"),
     AnomalyKind(
+        "stuck-producer",
+        "a producer that got no acknowledgement within the liveness bound after the final "
+        "heal, although its process ran on through the whole bound",
+        "producers",
+        "a producer got no acknowledgement within the bound after the final heal",
+        CLIENT),
+    AnomalyKind(
+        "stuck-consumer",
+        "a consumer (an assign- or restart-mode reader, or a subscribe-mode consumer group) "
+        "that read nothing within the liveness bound after the final heal while its "
+        "partitions held records it had not read, acknowledged at least the slack before "
+        "the bound ended and still in the drained log",
+        "consumers (readers, or groups of subscribe-mode readers)",
+        "a consumer read nothing within the bound after the heal, with records to read",
+        CLIENT),
+    AnomalyKind(
+        "hung-call",
+        "a client call (poll, flush, purge, consume, close, a transaction call) that stayed "
+        "blocked past its own timeout plus the slack (a call without a timeout: past the "
+        "liveness bound), recorded by the run while it blocked",
+        "calls",
+        "a client call blocked past its own timeout",
+        CALL),
+    AnomalyKind(
         "divergence",
         "two replicas of a partition hold different records at the same offset",
         "offsets (topic, partition, offset) where replicas differ",
@@ -146,7 +173,11 @@ REPORT_ORDER: tuple[str, ...] = (
     "offset-mismatch",
     "failed-visible", "aborted-read", "torn-transaction", "unexpected", "read-before-write",
     "duplicate", "reorder", "poll-skip", "nonmonotonic-poll",
+    "stuck-producer", "stuck-consumer", "hung-call",
 )
+
+#: The liveness kinds (checkers/liveness.py builds their entries itself).
+LIVENESS_KINDS: tuple[str, ...] = ("stuck-producer", "stuck-consumer", "hung-call")
 
 #: Maximum number of examples kept per kind (counts stay exact).
 MAX_EXAMPLES = 32

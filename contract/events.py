@@ -14,12 +14,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from contract.liveness import HUNG_CALL, LIVENESS_PHASE
+
 #: ``phase`` values: a window opens (start), closes (end), or a moment (instant).
 START, END, INSTANT = "start", "end", "instant"
 
-#: A run phase (setup, workload, heal, drain, check): ``detail.name`` says which.
+#: A run phase (setup, workload, liveness, heal, drain, check): ``detail.name`` says which
+#: (liveness: contract.liveness, inside the workload phase).
 PHASE = "phase"
-RUN_PHASES: tuple[str, ...] = ("setup", "workload", "heal", "drain", "check")
+RUN_PHASES: tuple[str, ...] = ("setup", "workload", LIVENESS_PHASE, "heal", "drain", "check")
 
 #: A fault that could not be applied: ``detail = {"fault": kind, "error": "..."}``.
 FAULT_ERROR = "fault-error"
@@ -53,7 +56,7 @@ CONSUMERS_STOPPED = "consumers-stopped"
 #: Every kind other than the faults' own (contract.faults.FAULTS) and their closers.
 OTHER_KINDS: tuple[str, ...] = (
     PHASE, FAULT_ERROR, COLLECT_ERROR, NEMESIS_ERROR, SITUATION, REBALANCE, CONTROLLER_CHANGE,
-    PREFERRED_LEADERS, PRODUCER_EPOCH, INTERRUPTED, RUN_ERROR, CONSUMERS_STOPPED,
+    PREFERRED_LEADERS, PRODUCER_EPOCH, INTERRUPTED, RUN_ERROR, CONSUMERS_STOPPED, HUNG_CALL,
 )
 
 

@@ -45,6 +45,13 @@ def _int(value: Any, default: int | None) -> int | None:
         return default
 
 
+def _float(value: Any) -> float | None:
+    try:
+        return float(value) if value is not None else None
+    except (TypeError, ValueError):
+        return None
+
+
 @dataclass(frozen=True)
 class Settings:
     """What the checker reads from run.json."""
@@ -78,6 +85,9 @@ class Settings:
     # (a test body's session records every producer's settings); the run-level ``acks``
     # and ``idempotence`` are then the strictest of them
     per_producer: dict[int, tuple[str, bool]] = field(default_factory=dict)
+    # workload.liveness_s: the liveness bound after the final heal (0: the run had no
+    # liveness phase; None: recorded before liveness was checked)
+    liveness_s: float | None = None
 
     def isolation(self, reader: str) -> str:
         """The isolation level of one reader (per-reader setting, else consumer_config)."""
@@ -255,6 +265,7 @@ def settings_from_run(run: dict[str, Any]) -> Settings:
         reader_groups=reader_groups,
         consumer_group=default_group,
         per_producer=per_producer,
+        liveness_s=_float(workload.get("liveness_s")),
     )
 
 

@@ -47,7 +47,7 @@ def fault_lane(tl: Timeline) -> Markup:
             rows.append((f.label, []))
         rows[index[f.label]][1].append(i)
     row_h = 18
-    height = 30 + row_h * (len(rows) + 1) + 24
+    height = 30 + row_h * (len(rows) + len(tl.calls) + 1) + 24
     frame = svg.Frame(0, max(tl.duration_s, 1e-9), 0, 1, height, top=22)
     s = svg.Svg(frame.width, height, "faults and phases over time", "plot lane")
     svg.axes(s, frame, "", y_ticks=False)
@@ -74,6 +74,16 @@ def fault_lane(tl: Timeline) -> Markup:
                   f'{"" if f.ended else " (never ended)"}</title><rect x="{x0:.1f}" y="{yr}" '
                   f'width="{max(x1 - x0, 2):.1f}" height="{row_h - 4}" rx="2"/>'
                   f'<text x="{x0 + 3:.1f}" y="{yr + 11}">F{i + 1}</text></g>')
+    for r, c in enumerate(tl.calls, len(rows) + 1):  # hung client calls, one row each
+        yr = y + r * row_h
+        x0, x1 = frame.x(tl.rel_s(c.start_ns)), frame.x(tl.rel_s(c.end_ns))
+        s.add(f'<text class="lane-label" x="{svg.LEFT - 6}" y="{yr + 11}" text-anchor="end">'
+              f"{svg.esc(c.targets[0][:6])} {svg.esc(c.targets[1][:7])}</text>"
+              f'<g class="fault hung-call{"" if c.ended else " open"}"><title>hung call: '
+              f'{svg.esc(c.targets[0])} {svg.esc(c.targets[1])}() '
+              f'{tl.rel_s(c.start_ns):.1f}s – {tl.rel_s(c.end_ns):.1f}s'
+              f'{"" if c.ended else " (never returned)"}</title><rect x="{x0:.1f}" y="{yr}" '
+              f'width="{max(x1 - x0, 2):.1f}" height="{row_h - 4}" rx="2"/></g>')
     shown = {f.kind for f in tl.faults}
     legend: dict[str, str] = {}  # one swatch per colour: kill and stop share one
     for kind, spec in FAULTS.items():

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from contract.events import END, INSTANT, PHASE, PRODUCER_EPOCH, START, Event
+from contract.liveness import HUNG_CALL
 from contract.windows import fault_windows, is_window_event
 
 
@@ -54,6 +55,9 @@ class Timeline:
     faults: list[FaultWindow]
     phases: list[Phase]
     instants: list[dict[str, Any]]
+    #: hung client calls (contract.liveness), as windows: kind "hung-call", targets
+    #: (client, call); open ones drawn to the run's end
+    calls: list[FaultWindow] = field(default_factory=list)
 
     @property
     def duration_s(self) -> float:
@@ -106,8 +110,16 @@ def build_timeline(
     phases: list[Phase] = []
     open_phases: dict[str, Event] = {}
     instants: list[dict[str, Any]] = []
+    hung: dict[tuple[Any, Any], Event] = {}
+    calls: list[FaultWindow] = []
     for raw, ev in parsed:
-        if ev.kind == PHASE:
+        if ev.kind == HUNG_CALL:
+            key = (ev.detail.get("client"), ev.detail.get("since_ns"))
+            if ev.phase == START:
+                hung[key] = ev
+            elif (start := hung.pop(key, None)) is not None:
+                calls.append(_call_window(start, ev.ts_ns, True))
+        elif ev.kind == PHASE:
             name = ev.name or "?"
             if ev.phase == START:
                 open_phases[name] = ev
@@ -121,6 +133,17 @@ def build_timeline(
             instants.append(raw)  # e.g. a situation or a nemesis error: a moment, a marker
     for name, start in open_phases.items():
         phases.append(Phase(name, start.ts_ns, t1, start.detail))
+    calls += [_call_window(start, t1, False) for start in hung.values()]
     faults.sort(key=lambda f: (f.start_ns, f.kind))
     phases.sort(key=lambda p: p.start_ns)
-    return Timeline(t0, t1, faults, phases, instants)
+    calls.sort(key=lambda c: c.start_ns)
+    return Timeline(t0, t1, faults, phases, instants, calls)
+
+
+def _call_window(start: Event, end_ns: int, ended: bool) -> FaultWindow:
+    """A hung call from the moment it began (``since_ns``) to the run's sight of its end."""
+    d = start.detail
+    since = d.get("since_ns")
+    begin = since if isinstance(since, int) else start.ts_ns
+    return FaultWindow(HUNG_CALL, (str(d.get("client")), str(d.get("call"))), begin,
+                       max(end_ns, begin), ended, dict(d))

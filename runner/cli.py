@@ -139,6 +139,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--dead-man", type=float, metavar="SECONDS",
                    help="an SSH node undoes our faults by itself this long after the run "
                    "stops renewing its lease (default 60)")
+    r.add_argument("--liveness", type=float, metavar="SECONDS",
+                   help="after the final heal every producer and consumer must make "
+                   "progress within this bound (default 30; 0: not checked)")
     r.add_argument("--out", help="runs folder (default runs)")
     r.add_argument("--broker-config", type=_kv, action="append", metavar="K=V")
     r.add_argument("--topic-config", type=_kv, action="append", metavar="K=V")

@@ -12,6 +12,7 @@ from compose.image import SUPPORTED_VERSIONS
 from compose.nodes_file import NodesFileError, load_nodes
 from contract.faults import RANDOM_FAULT_KINDS
 from contract.known_bugs import KNOWN_BUGS, unknown_ids
+from contract.liveness import DEFAULT_BOUND_S
 from contract.settings import (
     CONSUMER_MODES,
     ISOLATION_LEVELS,
@@ -77,6 +78,9 @@ class RunConfig:
     out: str = "runs"
     fast_faults: bool = True
     drain_timeout: float = 120.0
+    # seconds after the final heal within which every client must make progress (the
+    # liveness phase, contract.liveness); 0: no liveness phase, the facts are not checked
+    liveness: float = DEFAULT_BOUND_S
     collect_data: bool = True
     check: bool = True
     spark_master: str | None = None
@@ -166,6 +170,8 @@ class RunConfig:
             raise bad(f"--faults: unknown kind {unknown[0]!r} (known: {known})")
         if "voter-partition" in self.faults and self.controllers < 3:
             raise bad("--faults voter-partition needs --controllers 3 or 5 (a quorum to cut)")
+        if self.liveness != 0 and not 5 <= self.liveness <= 3600:
+            raise bad(f"--liveness must be 0 (off) or 5..3600 s, got {self.liveness}")
         if not 10 <= self.dead_man <= 3600:
             raise bad(f"--dead-man must be 10..3600 s, got {self.dead_man}")
         if self.fault_interval <= 0:

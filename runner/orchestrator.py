@@ -25,12 +25,15 @@ from compose.stop_signals import signals_raise, stop_request
 from contract.events import (
     COLLECT_ERROR,
     CONSUMERS_STOPPED,
+    END,
     INSTANT,
     INTERRUPTED,
     NEMESIS_ERROR,
     RUN_ERROR,
+    START,
     parse_events,
 )
+from contract.liveness import DEFAULT_BOUND_S, LIVENESS_PHASE, SLACK_S
 from nemesis.dead_man import DeadManSwitches, sweep_node
 from nemesis.faults.base import FaultContext
 from nemesis.schedule import Nemesis
@@ -39,6 +42,7 @@ from runner.config import TOPIC, RunConfig
 from runner.rundir import kafka_version_of, new_run_dir, record_client_versions, write_run_json
 from scenarios.base import DoneWhen, Scenario
 from workloads import (
+    CallWatcher,
     ChildInterpreter,
     ConsumerConfig,
     ConsumerSpec,
@@ -52,6 +56,8 @@ from workloads import (
 )
 
 log = logging.getLogger("kafka_chaos.run")
+# How long the brokers get to serve again after a heal.
+_HEAL_WAIT_S = 120
 Progress = Callable[[str], None]
 
 
@@ -72,7 +78,10 @@ def _producer_config(cfg: RunConfig) -> ProducerConfig:
     return ProducerConfig(
         acks=cfg.acks,  # type: ignore[arg-type]  # RunConfig spells acks 0, 1 or all
         enable_idempotence=cfg.idempotence, rate=cfg.rate, record_size=cfg.record_size,
-        duration_s=cfg.duration, transactional=cfg.transactions, seed=cfg.seed,
+        # the run stops them (its stop flag) after the liveness phase, which follows the
+        # duration and the final heal; their own deadline only backs that up
+        duration_s=cfg.duration + (cfg.liveness + _HEAL_WAIT_S + 60 if cfg.liveness else 0),
+        transactional=cfg.transactions, seed=cfg.seed,
         extra=dict(cfg.producer_config))
 
 
@@ -112,6 +121,7 @@ class Run:
         self.producers: ProcessGroup | None = None
         self.consumers: ProcessGroup | None = None
         self.nemesis: Nemesis | None = None
+        self.watch: CallWatcher | None = None
         self.dead_man: DeadManSwitches | None = None
         self.t0 = time.monotonic()
 
@@ -151,6 +161,7 @@ class Run:
         workload = {
             "topic": self.topic, "partitions": cfg.partitions, "producers": cfg.producers,
             "rate": cfg.rate, "duration_s": cfg.duration, "record_size": cfg.record_size,
+            "liveness_s": cfg.liveness,
             "consumers": [{"id": f"c{i}", "mode": cfg.consumer_mode,
                            "isolation_level": cfg.isolation_level}
                           for i in range(cfg.consumers)],
@@ -217,6 +228,8 @@ class Run:
         self.producers = start_producers(self.run_dir, boot, self.topic, cfg.partitions,
                                          _producer_config(cfg), cfg.producers,
                                          interpreter=self.client)
+        slots = {**(self.consumers.slots if self.consumers else {}), **self.producers.slots}
+        self.watch = CallWatcher(self.events, slots, cfg.liveness or DEFAULT_BOUND_S).start()
         ssh_nodes = self._ssh_nodes()
         if ssh_nodes:
             self.dead_man = DeadManSwitches(ssh_nodes, self.run_dir.name, cfg.dead_man)
@@ -242,12 +255,46 @@ class Run:
             self.step(f"the scenario's end condition holds: the workload ends in {settle:.0f}s")
             deadline = min(deadline, time.monotonic() + settle)
         self.nemesis.wait(deadline - time.monotonic())
+        if cfg.liveness:
+            self.liveness()
         stats = self.producers.stop(timeout_s=60)
         record_client_versions(self.run_dir, stats)
         self.events.phase("workload", "end", producers=stats)
         self.step("workload done: " + ", ".join(
             f"{k}: {v.get('ok', 0)} ok / {v.get('info', 0)} info / {v.get('fail', 0)} fail"
             for k, v in sorted(stats.items())))
+
+    def liveness(self) -> None:
+        """The final heal, then the liveness phase: the clients go on until every one has
+        made progress since its start (a subscribe-mode group: one of its members), or
+        for the bound. Its end event lists each client's first progress; the checker
+        judges them from the history (checkers/liveness.py)."""
+        assert self.nemesis is not None and self.cluster is not None
+        assert self.watch is not None and self.producers is not None
+        cfg, watch = self.cfg, self.watch
+        self.nemesis.heal_all()
+        self.cluster.wait_brokers(sorted(self.cluster.brokers), timeout_s=_HEAL_WAIT_S)
+        self.step(f"healed: every client must make progress within {cfg.liveness:.0f}s")
+        start = self.events.phase(LIVENESS_PHASE, START, bound_s=cfg.liveness,
+                                  slack_s=SLACK_S)["ts_ns"]
+        producers = list(self.producers.slots)
+        consumers = list(self.consumers.slots) if self.consumers else []
+        progressed: dict[str, int | None] = dict.fromkeys(producers + consumers)
+        end = time.monotonic() + cfg.liveness
+        while True:
+            for name in progressed:
+                if (at := watch.progress_ns(name)) >= start:
+                    progressed[name] = progressed[name] or at
+            readers = [progressed[c] for c in consumers]
+            done = (all(progressed[p] for p in producers)
+                    and (any(readers) if cfg.consumer_mode == "subscribe" else all(readers)))
+            if done or self.nemesis.wait(min(0.25, end - time.monotonic())) \
+                    or time.monotonic() >= end:
+                break
+        self.events.phase(LIVENESS_PHASE, END, progressed=progressed)
+        stuck = sorted(n for n, at in progressed.items() if at is None)
+        self.step("liveness: every client made progress" if not stuck else
+                  f"liveness: no progress within {cfg.liveness:.0f}s from {', '.join(stuck)}")
 
     def _wait_until(self, nemesis: Nemesis, done: DoneWhen, deadline: float) -> bool:
         """Polls the events recorded so far until ``done`` holds (True), or until the
@@ -292,7 +339,7 @@ class Run:
         self.phase("heal + drain")
         self.events.phase("heal", "start")
         self.nemesis.heal_all()
-        self.cluster.wait_brokers(sorted(self.cluster.brokers), timeout_s=120)
+        self.cluster.wait_brokers(sorted(self.cluster.brokers), timeout_s=_HEAL_WAIT_S)
         self.events.phase("heal", "end")
         self.step("healed; draining every partition from the beginning")
         res = drain(self.run_dir, self.cluster.bootstrap_servers, self.topic, self.cfg.partitions,
@@ -344,6 +391,8 @@ class Run:
         if self.consumers:
             steps.append(("consumers", lambda: self._consumers_stopped(
                 self.consumers.stop(timeout_s=clients_s))))  # type: ignore[union-attr]
+        if self.watch:
+            steps.append(("call watch", self.watch.stop))  # after the clients stopped
         if self.observer:
             steps.append(("observer", self.observer.stop))
         if self.cluster:

@@ -22,7 +22,7 @@ from tests.support.synthetic import PlannedFault, SyntheticSpec, write_synthetic
 
 #: Phase events the orchestrator and the drain write (runner/orchestrator.py, workloads/drain.py);
 #: "check" is in RUN_PHASES but no run writes it (the checker runs after the history closes).
-WRITTEN_PHASES = {"setup", "workload", "heal", "drain"}
+WRITTEN_PHASES = {"setup", "workload", "liveness", "heal", "drain"}
 #: Detail keys each fault class writes on its start/end events (nemesis/faults/process.py,
 #: power.py, network.py).
 FAULT_DETAIL_KEYS = {

@@ -6,6 +6,7 @@ This is the façade the orchestrator uses.
 """
 
 from contract.events import EventLog
+from workloads.call_watch import CallWatcher
 from workloads.config import ConsumerConfig, ConsumerSpec, ProducerConfig, WorkloadConfigError
 from workloads.drain import DrainResult, drain
 from workloads.observer import Observer
@@ -19,6 +20,7 @@ from workloads.processes import (
 from workloads.record import decode, encode
 
 __all__ = [
+    "CallWatcher",
     "ChildInterpreter",
     "ConsumerConfig",
     "ConsumerSpec",

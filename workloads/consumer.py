@@ -25,6 +25,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartiti
 
 from contract.events import INSTANT, REBALANCE, EventLog
 from contract.schemas import READS_SCHEMA
+from workloads.call_watch import CallSlot
 from workloads.child_logging import configure_logging, librdkafka_logger
 from workloads.client_info import client_versions
 from workloads.config import ConsumerConfig, ConsumerSpec
@@ -48,9 +49,11 @@ class ReadRecorder:
         self.records = 0
         self.invalid = 0
 
-    def record(self, poll: int, msgs: list[Any]) -> None:
-        """Records the data messages of one consume() call (error events are skipped)."""
+    def record(self, poll: int, msgs: list[Any]) -> int:
+        """Records the data messages of one consume() call (error events are skipped);
+        returns how many there were."""
         now = time.time_ns()
+        before = self.records
         for m in msgs:
             if m.error() is not None:
                 continue
@@ -69,6 +72,7 @@ class ReadRecorder:
             self.records += 1
             if not valid:
                 self.invalid += 1
+        return self.records - before
 
     def close(self) -> None:
         self.writer.close()
@@ -94,8 +98,10 @@ class ConsumerProcess:
     """The read loop of one consumer: consume() until the stop event (or SIGTERM)."""
 
     def __init__(self, run_dir: Path, bootstrap: str, topic: str, partitions: int,
-                 cfg: ConsumerConfig, spec: ConsumerSpec, stop_event: Any) -> None:
+                 cfg: ConsumerConfig, spec: ConsumerSpec, stop_event: Any,
+                 slot: Any = None) -> None:
         self.cfg = cfg
+        self.calls = CallSlot(slot)  # watched calls and reads (workloads/call_watch.py)
         self.spec = spec
         self.topic = topic
         self.stop_event = stop_event
@@ -138,7 +144,8 @@ class ConsumerProcess:
         parts = self.client.assignment()
         self._rebalance("restart", parts)
         try:
-            self.client.close()
+            with self.calls.call("close", None):
+                self.client.close()
         except Exception as e:  # noqa: BLE001 - a failed close commits nothing: a re-read
             log.info("consumer %s: close before restart: %s", self.spec.id, e)
         self.restarts += 1
@@ -184,9 +191,11 @@ class ConsumerProcess:
         try:
             while not self.terminating and not self.stop_event.is_set():
                 self.reads.polls += 1
-                msgs = self.client.consume(n, timeout)
+                with self.calls.call("consume", timeout):
+                    msgs = self.client.consume(n, timeout)
                 if msgs:
-                    self.reads.record(self.reads.polls, msgs)
+                    if self.reads.record(self.reads.polls, msgs):
+                        self.calls.progress()
                     for m in msgs:
                         err = m.error()
                         if err is not None and err.code() != KafkaError._PARTITION_EOF:
@@ -200,7 +209,8 @@ class ConsumerProcess:
         finally:
             self.reads.close()
             try:
-                self.client.close()
+                with self.calls.call("close", None):
+                    self.client.close()
             except Exception as e:  # noqa: BLE001 - closing during faults may fail; history is safe
                 log.info("consumer %s: close: %s", self.spec.id, e)
             self.events.close()
@@ -213,10 +223,11 @@ class ConsumerProcess:
 
 def consumer_main(run_dir: Path, bootstrap: str, topic: str, partitions: int,
                   cfg: ConsumerConfig, spec: ConsumerSpec, stop_event: Any,
-                  stats_queue: Any) -> None:
-    """Entry point of a consumer process (spawned by workloads.processes)."""
+                  stats_queue: Any, slot: Any = None) -> None:
+    """Entry point of a consumer process (spawned by workloads.processes); ``slot``: its
+    call-watch slot (workloads.call_watch)."""
     configure_logging(run_dir, spec.id)
-    proc = ConsumerProcess(run_dir, bootstrap, topic, partitions, cfg, spec, stop_event)
+    proc = ConsumerProcess(run_dir, bootstrap, topic, partitions, cfg, spec, stop_event, slot)
     try:
         proc.run()
     finally:

@@ -25,6 +25,7 @@ from multiprocessing.process import BaseProcess
 from pathlib import Path
 from typing import Any
 
+from workloads.call_watch import new_slot
 from workloads.config import ConsumerConfig, ConsumerSpec, ProducerConfig
 from workloads.consumer import consumer_main
 from workloads.producer import producer_main
@@ -128,6 +129,8 @@ class ProcessGroup:
     stop_event: Any
     procs: dict[str, BaseProcess] = field(default_factory=dict)
     stats_queue: Any = None
+    #: name -> the process's call-watch slot (workloads.call_watch)
+    slots: dict[str, Any] = field(default_factory=dict)
     _stats: dict[str, dict[str, Any]] = field(default_factory=dict)
     _key: Callable[[dict[str, Any]], str] = lambda s: str(s.get("name"))
 
@@ -193,10 +196,11 @@ def start_producers(run_dir: Path, bootstrap: str, topic: str, partitions: int,
                          stats_queue=_CTX.Queue(), _key=lambda s: f"p{s['producer']}")
     with _spawning_with(interpreter):
         for i in range(first_id, first_id + count):
+            slot = group.slots[f"p{i}"] = new_slot()
             p = _CTX.Process(target=_orphan_safe, name=f"kc-producer-{i}", daemon=True,
                              args=(os.getpid(), producer_main, group.stop_event,
                                    Path(run_dir), bootstrap, topic, partitions, cfg, i,
-                                   group.stop_event, group.stats_queue))
+                                   group.stop_event, group.stats_queue, slot))
             p.start()
             group.procs[f"p{i}"] = p
     return group
@@ -215,10 +219,11 @@ def start_consumers(run_dir: Path, bootstrap: str, topic: str, partitions: int,
                          stats_queue=_CTX.Queue(), _key=lambda s: str(s["reader"]))
     with _spawning_with(interpreter):
         for spec in specs:
+            slot = group.slots[spec.id] = new_slot()
             p = _CTX.Process(target=_orphan_safe, name=f"kc-consumer-{spec.id}", daemon=True,
                              args=(os.getpid(), consumer_main, group.stop_event,
                                    Path(run_dir), bootstrap, topic, partitions, cfg, spec,
-                                   group.stop_event, group.stats_queue))
+                                   group.stop_event, group.stats_queue, slot))
             p.start()
             group.procs[spec.id] = p
     return group

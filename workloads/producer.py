@@ -21,6 +21,7 @@ from typing import Any
 from confluent_kafka import KafkaError, KafkaException, Producer
 
 from contract.events import EventLog
+from workloads.call_watch import CallSlot
 from workloads.child_logging import configure_logging, librdkafka_logger
 from workloads.client_info import client_versions
 from workloads.config import ProducerConfig
@@ -61,8 +62,10 @@ class ProducerProcess:
     """The state of one producer process: its client, its recorder, its stop conditions."""
 
     def __init__(self, run_dir: Path | None, bootstrap: str, topic: str, partitions: int,
-                 cfg: ProducerConfig, producer_id: int, stop_event: Any = None) -> None:
+                 cfg: ProducerConfig, producer_id: int, stop_event: Any = None,
+                 slot: Any = None) -> None:
         self.cfg = cfg
+        self.calls = CallSlot(slot)  # watched calls and acknowledgements (call_watch.py)
         self.bootstrap = bootstrap
         self.topic = topic
         self.id = producer_id
@@ -124,7 +127,8 @@ class ProducerProcess:
         """Serves delivery reports. A fatal client error raised here is kept for the loop
         (the client is then recreated) instead of ending the process."""
         try:
-            self.client.poll(timeout)
+            with self.calls.call("poll", timeout):
+                self.client.poll(timeout)
         except (KafkaException, SystemError) as e:
             err = client_error(e)
             if err is None:
@@ -132,6 +136,9 @@ class ProducerProcess:
             log.warning("producer %d: poll: %s", self.id, err)
             if err.fatal():
                 self.fatal = err
+        finally:
+            if self.recorder.last_ack_ns:
+                self.calls.progress(self.recorder.last_ack_ns)
 
     def housekeeping(self) -> None:
         """Time-based chores of the loops: history flush and the periodic collection."""
@@ -224,13 +231,16 @@ class ProducerProcess:
     def abandon_client(self) -> None:
         """Purges the client, collects the purge reports, drops it."""
         try:
-            self.client.purge(in_queue=True, in_flight=True)
+            with self.calls.call("purge", None):
+                self.client.purge(in_queue=True, in_flight=True)
             # Purged in-flight requests report asynchronously (from the broker threads):
             # wait, bounded, until every message has had its report.
             end = time.monotonic() + 5.0
             while len(self.client) > 0 and time.monotonic() < end:
-                self.client.poll(0.1)
-            self.client.poll(0)
+                with self.calls.call("poll", 0.1):
+                    self.client.poll(0.1)
+            with self.calls.call("poll", 0):
+                self.client.poll(0)
         except (KafkaException, SystemError) as e:
             if client_error(e) is None:
                 raise
@@ -267,12 +277,14 @@ class ProducerProcess:
 
 def producer_main(run_dir: Path | None, bootstrap: str, topic: str, partitions: int,
                   cfg: ProducerConfig, producer_id: int, stop_event: Any,
-                  stats_queue: Any) -> None:
-    """Entry point of a producer process (spawned by workloads.processes)."""
+                  stats_queue: Any, slot: Any = None) -> None:
+    """Entry point of a producer process (spawned by workloads.processes); ``slot``: its
+    call-watch slot (workloads.call_watch)."""
     configure_logging(run_dir, f"p{producer_id}")
     log.info("producer %d: client %s", producer_id, client_versions())
     gc.disable()  # see _GC_INTERVAL_S
-    proc = ProducerProcess(run_dir, bootstrap, topic, partitions, cfg, producer_id, stop_event)
+    proc = ProducerProcess(run_dir, bootstrap, topic, partitions, cfg, producer_id, stop_event,
+                           slot)
     proc.install_signal_handlers()
     cpu0 = time.process_time()  # imports and client set-up are not the produce phase
     try:

@@ -35,7 +35,8 @@ def init_client(proc: ProducerProcess) -> bool:
     """init_transactions, retried until it works or the producer should stop (False)."""
     while True:
         try:
-            proc.client.init_transactions(_CALL_TIMEOUT_S)
+            with proc.calls.call("init_transactions", _CALL_TIMEOUT_S):
+                proc.client.init_transactions(_CALL_TIMEOUT_S)
             return True
         except KafkaException as e:
             err = client_error(e)
@@ -53,7 +54,8 @@ def commit(proc: ProducerProcess) -> tuple[str, bool]:
     timed_out = False
     while True:
         try:
-            proc.client.commit_transaction(_CALL_TIMEOUT_S)
+            with proc.calls.call("commit_transaction", _CALL_TIMEOUT_S):
+                proc.client.commit_transaction(_CALL_TIMEOUT_S)
             return COMMITTED, False
         except KafkaException as e:
             err = client_error(e)
@@ -73,7 +75,8 @@ def abort(proc: ProducerProcess) -> tuple[str, bool]:
     bound = time.monotonic() + proc.cfg.transaction_timeout_ms / 1000.0
     while True:
         try:
-            proc.client.abort_transaction(_CALL_TIMEOUT_S)
+            with proc.calls.call("abort_transaction", _CALL_TIMEOUT_S):
+                proc.client.abort_transaction(_CALL_TIMEOUT_S)
             return ABORTED, False
         except KafkaException as e:
             err = client_error(e)
@@ -89,7 +92,8 @@ def run_one_txn(proc: ProducerProcess, txn_no: int) -> bool:
     rec = proc.recorder
     txn = f"{proc.cfg.transactional_id(proc.id)}:{txn_no}"
     try:
-        proc.client.begin_transaction()
+        with proc.calls.call("begin_transaction", None):
+            proc.client.begin_transaction()
     except KafkaException as e:
         log.warning("producer %d: begin_transaction: %s", proc.id, client_error(e))
         return False

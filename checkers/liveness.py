@@ -1,0 +1,236 @@
+"""The liveness kinds (contract.liveness): stuck-producer, stuck-consumer, hung-call.
+
+The run opens a ``liveness`` phase after the final heal, once the brokers serve again; its
+window is ``[start, min(end, start + bound)]``. The facts are read from the history, not
+from the run's own bookkeeping:
+
+- a producer is stuck when no write of it was acknowledged (``complete_ns``) in the window
+  and the phase lasted the whole bound; a producer that made no progress but whose process
+  did not end cleanly (its unwritten rows may hold the acknowledgements), or a phase cut
+  short before the bound, cannot tell: ``unknown`` for that producer;
+- a consumer (an assign- or restart-mode reader; the readers of one subscribe-mode group
+  together, since a member may rightly hold no partition) is stuck when it read nothing in
+  the window while a partition it reads held a record above the highest offset it had read:
+  one the drain read (still in the log, and visible to the drain's isolation level) whose
+  write was acknowledged at least the slack before the window's end. A consumer at the log
+  end is not stuck;
+- a hung call is one ``hung-call`` start event (the run wrote it while the call blocked).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from contract.anomalies import LIVENESS_KINDS
+from contract.events import CONSUMERS_STOPPED, END, PHASE, START
+from contract.liveness import HUNG_CALL, LIVENESS_PHASE, SLACK_S
+from contract.schemas import DRAIN_READER
+
+from .history import Event
+
+STUCK_PRODUCER, STUCK_CONSUMER, HUNG = LIVENESS_KINDS
+#: How much shorter than the bound a phase may be (clock reads) and still count as whole.
+_WHOLE_TOLERANCE_NS = 500_000_000
+
+
+@dataclass
+class Judged:
+    """What the liveness check found: examples by kind, reasons it cannot tell, and the
+    kinds it did not check (kind -> why)."""
+
+    examples: dict[str, list[dict[str, Any]]] = field(
+        default_factory=lambda: {k: [] for k in LIVENESS_KINDS})
+    unknown: list[str] = field(default_factory=list)
+    unchecked: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Window:
+    """The liveness phase as recorded: its window and whether it lasted the bound."""
+
+    start_ns: int
+    end_ns: int
+    bound_s: float
+    slack_s: float
+
+    @property
+    def hi_ns(self) -> int:
+        return min(self.end_ns, self.start_ns + int(self.bound_s * 1e9))
+
+    @property
+    def whole(self) -> bool:
+        return self.end_ns - self.start_ns >= self.bound_s * 1e9 - _WHOLE_TOLERANCE_NS
+
+    def span(self) -> str:
+        return f"{(self.hi_ns - self.start_ns) / 1e9:.1f} s after the heal"
+
+
+def liveness_window(events: list[Event], bound_s: float) -> Window | str:
+    """The recorded liveness phase, or why there is none to judge."""
+    start = end = None
+    for e in events:
+        if e.kind == PHASE and e.name == LIVENESS_PHASE:
+            if e.phase == START and start is None:
+                start = e
+            elif e.phase == END and start is not None:
+                end = e
+    if start is None:
+        return "the history has no liveness phase: the run ended before its final heal"
+    if end is None:
+        return "the liveness phase has no end event: the run ended during it"
+    slack = start.detail.get("slack_s")
+    return Window(start.ts_ns, end.ts_ns, float(start.detail.get("bound_s") or bound_s),
+                  float(slack) if isinstance(slack, int | float) else SLACK_S)
+
+
+def _exit_codes(events: list[Event]) -> dict[str, Any]:
+    """Client name -> exit code, from the workload's end event and consumers-stopped."""
+    out: dict[str, Any] = {}
+    for e in events:
+        stats = None
+        if e.kind == PHASE and e.phase == END and e.name == "workload":
+            stats = e.detail.get("producers")
+        elif e.kind == CONSUMERS_STOPPED:
+            stats = e.detail.get("consumers")
+        if isinstance(stats, dict):
+            out.update({str(n): st.get("exitcode") for n, st in stats.items()
+                        if isinstance(st, dict)})
+    return out
+
+
+def hung_calls(events: list[Event]) -> list[dict[str, Any]]:
+    """One example per hung call, with how long it blocked where the run saw it end."""
+    ends = {(e.detail.get("client"), e.detail.get("since_ns")): e.detail
+            for e in events if e.kind == HUNG_CALL and e.phase == END}
+    out = []
+    for e in events:
+        if e.kind != HUNG_CALL or e.phase != START:
+            continue
+        d = e.detail
+        end = ends.get((d.get("client"), d.get("since_ns")), {})
+        blocked, returned = end.get("blocked_s"), end.get("returned")
+        timeout = d.get("timeout_s")
+        how = ("still blocked when the run ended" if not end else
+               f"returned after {blocked} s" if returned else
+               f"never returned: the run stopped the client after {blocked} s")
+        out.append({"client": d.get("client"), "call": d.get("call"), "timeout_s": timeout,
+                    "since_ns": d.get("since_ns"), "seen_ns": e.ts_ns,
+                    "blocked_s": blocked, "returned": returned,
+                    "summary": f"{d.get('client')}: {d.get('call')}() "
+                            f"(timeout {'none' if timeout is None else f'{timeout} s'}) {how}"})
+    return out
+
+
+def _counts(df: DataFrame, key: str) -> dict[str, int]:
+    return {str(r[key]): int(r["n"]) for r in df.groupBy(key).agg(
+        F.count(F.lit(1)).alias("n")).collect()}
+
+
+def _waiting(writes: DataFrame, reads: DataFrame, cutoff_ns: int) -> dict[str, int]:
+    """"topic:partition" -> the highest offset the drain read whose write was acknowledged
+    by ``cutoff_ns``: a record every consumer of the partition should have read by then."""
+    acked = (writes.where((F.col("outcome") == "ok") & (F.col("complete_ns") <= cutoff_ns))
+             .select("producer", "seq").distinct())
+    drained = reads.where(F.col("reader") == DRAIN_READER).select(
+        "topic", "partition", "offset", "producer", "seq")
+    rows = (drained.join(acked, ["producer", "seq"], "left_semi")
+            .groupBy("topic", "partition").agg(F.max("offset").alias("o")).collect())
+    return {f"{r['topic']}:{r['partition']}": int(r["o"]) for r in rows}
+
+
+def _read_up_to(reads: DataFrame, hi_ns: int) -> dict[str, dict[str, int]]:
+    """reader -> "topic:partition" -> the highest offset it read by ``hi_ns``."""
+    out: dict[str, dict[str, int]] = {}
+    for r in (reads.where((F.col("reader") != DRAIN_READER) & (F.col("read_ns") <= hi_ns))
+              .groupBy("reader", "topic", "partition").agg(F.max("offset").alias("o"))
+              .collect()):
+        out.setdefault(str(r["reader"]), {})[f"{r['topic']}:{r['partition']}"] = int(r["o"])
+    return out
+
+
+def consumer_units(modes: dict[str, str], groups: dict[str, str | None]) -> dict[str, list[str]]:
+    """What is judged as one consumer: each assign- or restart-mode reader alone, the
+    readers of one subscribe-mode group together (named ``group <id>``)."""
+    units: dict[str, list[str]] = {}
+    for reader, mode in sorted(modes.items()):
+        group = groups.get(reader)
+        name = f"group {group}" if mode == "subscribe" and group else reader
+        units.setdefault(name, []).append(reader)
+    return units
+
+
+def judge(events: list[Event], writes: DataFrame, reads: DataFrame, bound_s: float | None,
+          modes: dict[str, str], groups: dict[str, str | None]) -> Judged:
+    """The liveness facts of one run (``bound_s``: run.json's workload.liveness_s)."""
+    out = Judged()
+    out.examples[HUNG] = hung_calls(events)
+    if bound_s is None:
+        why = "the run was recorded before liveness was checked"
+        out.unchecked = dict.fromkeys(LIVENESS_KINDS, why)
+        return out
+    if bound_s <= 0:
+        out.unchecked = dict.fromkeys((STUCK_PRODUCER, STUCK_CONSUMER),
+                                      "the run had no liveness phase (liveness 0)")
+        return out
+    window = liveness_window(events, bound_s)
+    if isinstance(window, str):
+        out.unchecked = dict.fromkeys((STUCK_PRODUCER, STUCK_CONSUMER), window)
+        out.unknown.append(f"liveness cannot be told: {window}")
+        return out
+    lo, hi = window.start_ns, window.hi_ns
+    exits = _exit_codes(events)
+    acks = _counts(writes.where((F.col("outcome") == "ok") & F.col("complete_ns").between(lo, hi)),
+                   "producer")
+    producers = sorted({n for n in exits if n.startswith("p")}
+                       | {f"p{p}" for p in acks})
+    for name in producers:
+        if acks.get(name[1:], 0):
+            continue
+        if cannot := _cannot_tell(name, exits.get(name), window):
+            out.unknown.append(cannot)
+            continue
+        out.examples[STUCK_PRODUCER].append({
+            "client": name, "window_ns": [lo, hi],
+            "summary": f"{name} got no acknowledgement in the {window.span()}"})
+    read = _counts(reads.where((F.col("reader") != DRAIN_READER)
+                               & F.col("read_ns").between(lo, hi)), "reader")
+    idle = {u: rs for u, rs in consumer_units(modes, groups).items()
+            if not any(read.get(r, 0) for r in rs)}
+    if idle:
+        waiting = _waiting(writes, reads, hi - int(window.slack_s * 1e9))
+        upto = _read_up_to(reads, hi)
+        for unit, readers in sorted(idle.items()):
+            behind = {tp: o for tp, o in sorted(waiting.items())
+                      if o > max((upto.get(r, {}).get(tp, -1) for r in readers), default=-1)}
+            if not behind:
+                continue  # at the log end: nothing to read
+            codes = [_cannot_tell(r, exits.get(r), window) for r in readers]
+            if any(codes):
+                out.unknown.extend(c for c in codes if c)
+                continue
+            out.examples[STUCK_CONSUMER].append({
+                "client": unit, "readers": readers, "window_ns": [lo, hi],
+                "behind": {tp: {"read_up_to": max((upto.get(r, {}).get(tp, -1)
+                                                   for r in readers), default=-1),
+                                "acknowledged_up_to": o} for tp, o in behind.items()},
+                "summary": f"{unit} read nothing in the {window.span()} while "
+                        f"{len(behind)} partition(s) held acknowledged records it had not "
+                        f"read (e.g. {next(iter(behind))} up to offset "
+                        f"{next(iter(behind.values()))})"})
+    return out
+
+
+def _cannot_tell(name: str, exitcode: Any, window: Window) -> str | None:
+    """Why a client that showed no progress cannot be called stuck, or None."""
+    if exitcode is not None and exitcode != 0:
+        return (f"liveness of {name} cannot be told: its process ended with exit code "
+                f"{exitcode}, so its history may miss what it did in the liveness phase")
+    if not window.whole:
+        return (f"liveness of {name} cannot be told: the liveness phase ended after "
+                f"{(window.end_ns - window.start_ns) / 1e9:.1f} s, before its bound of "
+                f"{window.bound_s:g} s")
+    return None

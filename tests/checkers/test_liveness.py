@@ -1,0 +1,171 @@
+"""Liveness after the final heal (issue 46): stuck-producer, stuck-consumer and hung-call on
+literal histories. None of these kinds existed before: every test here fails on the old
+checker (its results have no such entries, and its verdict was VALID on each stuck run).
+
+The liveness phase here runs from 20 s to 30 s with a bound of 10 s and the default 5 s
+slack; everything before it is the workload under faults.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from contract.events import CONSUMERS_STOPPED, END, PHASE, START
+from contract.liveness import HUNG_CALL, LIVENESS_PHASE
+from tests.support.literal import BASE_NS, MS, History
+
+pytestmark = pytest.mark.spark
+
+LO, HI = 20_000, 30_000  # the liveness phase (ms)
+
+
+def _run(readers: dict[str, str], exits: dict[str, int] | None = None,
+         end_ms: int = HI, group: str = "g") -> History:
+    """Producers p1 and p2 and the given readers (name -> mode); p1 writes 0..3 to
+    partition 0 before the phase, the drain reads them all; nobody read anything yet."""
+    h = History()
+    h.run["workload"] = {"liveness_s": 10,
+                         "consumers": [{"id": r, "mode": m} for r, m in readers.items()]}
+    h.run["consumer_config"] = {"group.id": group}
+    for s in range(4):
+        h.write(1, s, offset=s, at_ms=1000 + s).drain(0, s, 1, s, at_ms=60_000 + s)
+    h.event(PHASE, START, LO, name=LIVENESS_PHASE, bound_s=10, slack_s=5)
+    h.event(PHASE, END, end_ms, name=LIVENESS_PHASE, progressed={})
+    codes = {"p1": 0, "p2": 0, **{r: 0 for r in readers}, **(exits or {})}
+    h.event(PHASE, END, end_ms + 100, name="workload",
+            producers={n: {"exitcode": c} for n, c in codes.items() if n.startswith("p")})
+    h.drain_end(end_offsets={"t:0": 4}, at_ms=61_000)
+    h.event(CONSUMERS_STOPPED, at_ms=62_000,
+            consumers={n: {"exitcode": c} for n, c in codes.items() if not n.startswith("p")})
+    return h
+
+
+def _live_producers(h: History) -> History:
+    """p1 and p2 both acknowledged inside the phase (offsets 4 and 5, drained)."""
+    h.write(1, 4, offset=4, at_ms=LO + 500).drain(0, 4, 1, 4, at_ms=60_010)
+    h.write(2, 0, offset=5, at_ms=LO + 600).drain(0, 5, 2, 0, at_ms=60_011)
+    return h
+
+
+def _kinds(res: dict[str, Any]) -> dict[str, int]:
+    return {k: res["anomalies"][k]["count"]
+            for k in ("stuck-producer", "stuck-consumer", "hung-call")}
+
+
+def test_a_stuck_producer_a_stuck_consumer_and_a_hung_call(check) -> None:  # type: ignore[no-untyped-def]
+    h = _run({"c0": "assign", "c1": "assign"})
+    # p1 acknowledged in the phase; p2 wrote before it only and then nothing was answered
+    h.write(1, 4, offset=4, at_ms=LO + 500).drain(0, 4, 1, 4, at_ms=60_010)
+    h.write(2, 0, offset=5, at_ms=5_000).drain(0, 5, 2, 0, at_ms=60_011)
+    h.write(2, 1, outcome="info", at_ms=LO + 100, complete=False)
+    # c0 reads on in the phase; c1 read offset 0 long before and nothing after
+    for o in range(3):
+        h.read("c0", 0, o, 1, o, at_ms=LO + 1000 + o)
+    h.read("c1", 0, 0, 1, 0, at_ms=1500)
+    # p2's poll(0.1) blocked from 24 s until the run stopped it
+    h.event(HUNG_CALL, START, 29_000, client="p2", call="poll", timeout_s=0.1,
+            since_ns=BASE_NS + 24_000 * MS)
+    h.event(HUNG_CALL, END, 95_000, client="p2", call="poll", timeout_s=0.1,
+            since_ns=BASE_NS + 24_000 * MS, blocked_s=71.0, returned=False)
+    res = check(h)
+    assert _kinds(res) == {"stuck-producer": 1, "stuck-consumer": 1, "hung-call": 1}
+    assert res["valid"] is False
+    for kind in ("stuck-producer", "stuck-consumer", "hung-call"):
+        assert res["anomalies"][kind]["allowed"] is False
+    assert [e["client"] for e in res["anomalies"]["stuck-producer"]["examples"]] == ["p2"]
+    stuck = res["anomalies"]["stuck-consumer"]["examples"][0]
+    assert stuck["client"] == "c1"
+    assert stuck["behind"] == {"t:0": {"read_up_to": 0, "acknowledged_up_to": 5}}
+    hung = res["anomalies"]["hung-call"]["examples"][0]
+    assert (hung["client"], hung["call"], hung["returned"]) == ("p2", "poll", False)
+    assert "never returned" in hung["summary"]
+
+
+def test_every_client_live_is_valid(check) -> None:  # type: ignore[no-untyped-def]
+    h = _live_producers(_run({"c0": "assign"}))
+    h.read("c0", 0, 0, 1, 0, at_ms=LO + 2000)
+    res = check(h)
+    assert _kinds(res) == {"stuck-producer": 0, "stuck-consumer": 0, "hung-call": 0}
+    assert all(res["anomalies"][k].get("checked") is not False
+               for k in ("stuck-producer", "stuck-consumer", "hung-call"))
+    assert res["valid"] is True, res.get("unknown_reasons")
+
+
+def test_a_consumer_at_the_log_end_is_not_stuck(check) -> None:  # type: ignore[no-untyped-def]
+    # c0 read everything acknowledged up to the slack before the bound's end (offsets 0-3
+    # before the phase); offset 4 was acknowledged 1 s before the end: within the slack
+    h = _run({"c0": "assign"})
+    for o in range(4):
+        h.read("c0", 0, o, 1, o, at_ms=2000 + o)
+    h.write(1, 4, offset=4, at_ms=HI - 1000).drain(0, 4, 1, 4, at_ms=60_010)
+    h.write(2, 0, offset=5, at_ms=HI - 900).drain(0, 5, 2, 0, at_ms=60_011)
+    res = check(h)
+    assert _kinds(res)["stuck-consumer"] == 0
+    # the same history with the two writes 6 s before the end: c0 had them to read
+    h = _run({"c0": "assign"})
+    for o in range(4):
+        h.read("c0", 0, o, 1, o, at_ms=2000 + o)
+    h.write(1, 4, offset=4, at_ms=HI - 6000).drain(0, 4, 1, 4, at_ms=60_010)
+    h.write(2, 0, offset=5, at_ms=HI - 6000).drain(0, 5, 2, 0, at_ms=60_011)
+    assert _kinds(check(h))["stuck-consumer"] == 1
+
+
+def test_a_subscribe_group_is_judged_as_one(check) -> None:  # type: ignore[no-untyped-def]
+    # c1 holds no partition (two members, one partition): c0's reads keep the group live
+    h = _live_producers(_run({"c0": "subscribe", "c1": "subscribe"}))
+    h.read("c0", 0, 0, 1, 0, mode="subscribe", at_ms=LO + 1000)
+    assert _kinds(check(h))["stuck-consumer"] == 0
+    h = _live_producers(_run({"c0": "subscribe", "c1": "subscribe"}))
+    h.read("c0", 0, 0, 1, 0, mode="subscribe", at_ms=1000)
+    res = check(h)
+    assert _kinds(res)["stuck-consumer"] == 1
+    ex = res["anomalies"]["stuck-consumer"]["examples"][0]
+    assert (ex["client"], ex["readers"]) == ("group g", ["c0", "c1"])
+
+
+def test_a_client_the_run_cannot_judge_is_unknown(check) -> None:  # type: ignore[no-untyped-def]
+    # p2 ended with SIGKILL: its unwritten rows may hold acknowledgements of the phase
+    h = _run({"c0": "assign"}, exits={"p2": -9})
+    h.write(1, 4, offset=4, at_ms=LO + 500).drain(0, 4, 1, 4, at_ms=60_010)
+    h.read("c0", 0, 0, 1, 0, at_ms=LO + 900)
+    res = check(h)
+    assert _kinds(res)["stuck-producer"] == 0
+    assert res["valid"] == "unknown"
+    assert any("liveness of p2 cannot be told" in r for r in res["unknown_reasons"])
+    # a phase that ended after 2 s, before its bound: no progress proves nothing yet
+    h = _run({"c0": "assign"}, end_ms=LO + 2000)
+    h.write(1, 4, offset=4, at_ms=LO + 500).drain(0, 4, 1, 4, at_ms=60_010)
+    res = check(h)
+    assert _kinds(res) == {"stuck-producer": 0, "stuck-consumer": 0, "hung-call": 0}
+    reasons = [r for r in res["unknown_reasons"] if "liveness of" in r]
+    assert len(reasons) == 2 and all("before its bound of 10 s" in r for r in reasons)
+
+
+def test_a_run_without_the_phase(check) -> None:  # type: ignore[no-untyped-def]
+    # liveness off (0): the stuck kinds are not checked, hung calls still are
+    h = _run({"c0": "assign"})
+    h.run["workload"]["liveness_s"] = 0
+    h.event(HUNG_CALL, START, 29_000, client="c0", call="close", timeout_s=None,
+            since_ns=BASE_NS + 10_000 * MS)
+    res = check(h)
+    assert res["anomalies"]["stuck-producer"]["checked"] is False
+    assert res["anomalies"]["stuck-consumer"]["checked"] is False
+    assert res["anomalies"]["hung-call"]["count"] == 1
+    hung = res["anomalies"]["hung-call"]["examples"][0]
+    assert "still blocked when the run ended" in hung["summary"]
+    # a phase that was due but never recorded (the run crashed before its heal): unknown
+    h = History()
+    h.run["workload"] = {"liveness_s": 30, "consumers": []}
+    h.write(1, 0, offset=0).drain(0, 0, 1, 0).drain_end(end_offsets={"t:0": 1})
+    res = check(h)
+    assert res["valid"] == "unknown"
+    assert any("no liveness phase" in r for r in res["unknown_reasons"])
+    # a history recorded before liveness was checked: not checked, nothing unknown
+    h = History()
+    h.write(1, 0, offset=0).drain(0, 0, 1, 0).drain_end(end_offsets={"t:0": 1})
+    res = check(h)
+    assert res["valid"] is True
+    assert all(res["anomalies"][k]["checked"] is False
+               for k in ("stuck-producer", "stuck-consumer", "hung-call"))

@@ -1,0 +1,149 @@
+"""Watched client calls and client progress, shared between a client process and the run.
+
+Each producer and consumer process gets one small shared array (``new_slot``, the layout
+is contract.liveness's). The client marks every watched confluent-kafka call in it while
+the call runs (:class:`CallSlot`), and stamps its progress (an acknowledgement, a record
+read). The run's :class:`CallWatcher` thread reads every slot: a call blocked past its
+limit becomes a ``hung-call`` event while it still blocks (so a client that never returns,
+or one stopped by a signal, is recorded too), and the liveness phase waits on the progress
+stamps. Nothing is locked: a client SIGKILLed or SIGSTOPped mid-call leaves nothing held.
+"""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing as mp
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from contract.events import END, START, EventLog
+from contract.liveness import (
+    CALL,
+    CALL_CODES,
+    DEFAULT_BOUND_S,
+    GEN,
+    HUNG_CALL,
+    PROGRESS_NS,
+    SLOT_FIELDS,
+    START_NS,
+    TIMEOUT_MS,
+    CallInProgress,
+    read_slot,
+)
+
+log = logging.getLogger("kafka_chaos.workloads.call_watch")
+
+_CTX = mp.get_context("spawn")
+WATCH_INTERVAL_S = 0.25
+
+
+def new_slot() -> Any:
+    """A slot array for one client process (create it before starting the process)."""
+    return _CTX.RawArray("q", len(SLOT_FIELDS))
+
+
+class CallSlot:
+    """The client's side of a slot (None: nothing is watched, as in tests and benches)."""
+
+    def __init__(self, arr: Any = None) -> None:
+        self.arr = arr
+
+    @contextmanager
+    def call(self, name: str, timeout_s: float | None) -> Iterator[None]:
+        """Marks ``name`` in progress for the duration of the block."""
+        arr = self.arr
+        if arr is None:
+            yield
+            return
+        arr[CALL] = CALL_CODES[name]
+        arr[START_NS] = time.time_ns()
+        arr[TIMEOUT_MS] = -1 if timeout_s is None else int(max(0.0, timeout_s) * 1000)
+        arr[GEN] += 1  # odd: in progress (after the fields, so a reader sees them whole)
+        try:
+            yield
+        finally:
+            arr[GEN] += 1
+
+    def progress(self, at_ns: int | None = None) -> None:
+        """The client made progress at ``at_ns`` (None: now): an acknowledgement, a read."""
+        if self.arr is not None:
+            self.arr[PROGRESS_NS] = at_ns if at_ns is not None else time.time_ns()
+
+
+@dataclass
+class _Hung:
+    call: CallInProgress
+    detail: dict[str, Any]
+
+
+@dataclass
+class CallWatcher:
+    """Reads the slots of the run's clients (name -> slot array) and records hung calls.
+
+    ``bound_s`` is the limit of a call without a timeout of its own. ``stop`` ends every
+    hung call still open with ``returned: false``."""
+
+    events: EventLog
+    slots: dict[str, Any]
+    bound_s: float = DEFAULT_BOUND_S
+    interval_s: float = WATCH_INTERVAL_S
+    _open: dict[str, _Hung] = field(default_factory=dict)
+    _halt: threading.Event = field(default_factory=threading.Event)
+    _thread: threading.Thread | None = None
+    hung: int = 0
+
+    def start(self) -> CallWatcher:
+        self._thread = threading.Thread(target=self._loop, name="kc-call-watch", daemon=True)
+        self._thread.start()
+        return self
+
+    def progress_ns(self, name: str) -> int:
+        """The client's latest progress (wall clock ns; 0: none yet)."""
+        return read_slot(self.slots[name])[1]
+
+    def _loop(self) -> None:
+        while not self._halt.wait(self.interval_s):
+            try:
+                self.scan(time.time_ns())
+            except Exception:  # noqa: BLE001 - the watch must not end the run
+                log.exception("call watch failed")
+
+    def scan(self, now_ns: int) -> None:
+        """One look at every slot: opens a hung call past its limit, ends one that returned."""
+        for name, arr in self.slots.items():
+            call, _ = read_slot(arr)
+            open_ = self._open.get(name)
+            if open_ is not None and (call is None or call.gen != open_.call.gen):
+                self._end(name, now_ns, returned=True)
+                open_ = None
+            if call is None or open_ is not None:
+                continue
+            if (now_ns - call.start_ns) / 1e9 > call.limit_s(self.bound_s):
+                detail = {"client": name, "call": call.call, "timeout_s": call.timeout_s,
+                          "since_ns": call.start_ns}
+                self.events.emit(HUNG_CALL, START, [], detail)
+                self._open[name] = _Hung(call, detail)
+                self.hung += 1
+                log.warning("client %s: %s blocked %.1fs (timeout %s)", name, call.call,
+                            (now_ns - call.start_ns) / 1e9, call.timeout_s)
+
+    def _end(self, name: str, now_ns: int, returned: bool) -> None:
+        h = self._open.pop(name)
+        self.events.emit(HUNG_CALL, END, [], {
+            **h.detail, "blocked_s": round((now_ns - h.call.start_ns) / 1e9, 3),
+            "returned": returned})
+
+    def stop(self) -> None:
+        """Stops watching (after the clients were stopped): one last look, then every hung
+        call still open ends as not returned."""
+        self._halt.set()
+        if self._thread is not None:
+            self._thread.join(5)
+        now = time.time_ns()
+        self.scan(now)
+        for name in list(self._open):
+            self._end(name, now, returned=False)
