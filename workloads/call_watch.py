@@ -12,12 +12,14 @@ stamps. Nothing is locked: a client SIGKILLed or SIGSTOPped mid-call leaves noth
 from __future__ import annotations
 
 import logging
+import math
 import multiprocessing as mp
 import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from contract.events import END, START, EventLog
@@ -54,9 +56,11 @@ class CallSlot:
 
     @contextmanager
     def call(self, name: str, timeout_s: float | None) -> Iterator[None]:
-        """Marks ``name`` in progress for the duration of the block."""
+        """Marks ``name`` in progress for the duration of the block. ``timeout_s`` is the
+        call's own timeout: None for a call that has none (judged against the bound),
+        infinity for one asked to wait for ever (not watched)."""
         arr = self.arr
-        if arr is None:
+        if arr is None or timeout_s == math.inf:
             yield
             return
         arr[CALL] = CALL_CODES[name]
@@ -147,3 +151,25 @@ class CallWatcher:
         self.scan(now)
         for name in list(self._open):
             self._end(name, now, returned=False)
+
+
+def own_timeout(timeout: float | None, forever: float = math.inf) -> float:
+    """A confluent-kafka timeout argument as a watched call's own timeout. -1 (None) asks
+    to wait for ever: ``forever`` (infinity: not watched; a transaction call gives its
+    transaction timeout, which bounds what librdkafka's -1 waits)."""
+    return forever if timeout is None or timeout < 0 else float(timeout)
+
+
+class InProcessWatch:
+    """A watched client in this process (the recorded clients of workloads.recording):
+    its slot and a watcher thread writing hung calls to the run's events.jsonl. A blocked
+    confluent-kafka call releases the GIL, so the thread sees it while it blocks."""
+
+    def __init__(self, events_path: Path, client: str) -> None:
+        self.log = EventLog(events_path)
+        self.slot = CallSlot([0] * len(SLOT_FIELDS))
+        self.watcher = CallWatcher(self.log, {client: self.slot.arr}).start()
+
+    def close(self) -> None:
+        self.watcher.stop()
+        self.log.close()

@@ -23,12 +23,14 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
 from confluent_kafka import Consumer, KafkaException, Message, Producer, TopicPartition
 
 from contract.events import EventLog
+from workloads.call_watch import InProcessWatch, own_timeout
 from workloads.consumer import ReadRecorder, rebalance_event
 from workloads.epoch_watch import EpochWatch, is_idempotent, watched
 from workloads.history import history_dir
@@ -101,6 +103,12 @@ class RecordingProducer:
         self._txn: str | None = None  # the open transaction's name
         self._txn_no = 0
         self._in_doubt = False
+        # hung calls of this client, recorded while they block (workloads/call_watch.py)
+        self._watch = InProcessWatch(history_dir(self.run_dir) / "events.jsonl",
+                                     f"p{self.producer_id}")
+        self._calls = self._watch.slot
+        # what librdkafka's transaction calls wait at most when given no timeout (-1)
+        self._txn_timeout_s = float(self.config.get("transaction.timeout.ms", 60_000)) / 1000
 
     @property
     def kafka_config(self) -> dict[str, str]:
@@ -124,7 +132,8 @@ class RecordingProducer:
         """``Producer.begin_transaction``; the records produced until it ends carry the
         transaction's name (``<transactional.id>:<producer>:<n>``) and, once it ends, its
         outcome (``txn_outcome``)."""
-        self._client.begin_transaction()
+        with self._calls.call("begin_transaction", None):
+            self._client.begin_transaction()
         self._txn = f"{self.config.get('transactional.id')}:{self.producer_id}:{self._txn_no}"
         self._txn_no += 1
         self._in_doubt = False
@@ -137,7 +146,8 @@ class RecordingProducer:
         reached the coordinator, so an abort after it is recorded ``unknown`` (KAFKA-17754).
         A fatal error ends it ``unknown``; an abortable one leaves it for the abort."""
         try:
-            self._client.commit_transaction(timeout)
+            with self._txn_call("commit_transaction", timeout):
+                self._client.commit_transaction(timeout)
         except KafkaException as e:
             err = e.args[0] if e.args else None
             if err is None or err.fatal():
@@ -151,13 +161,29 @@ class RecordingProducer:
         """``Producer.abort_transaction``: ``aborted`` once it returns (``unknown`` after a
         commit whose outcome was in doubt); a fatal error ends it ``unknown``."""
         try:
-            self._client.abort_transaction(timeout)
+            with self._txn_call("abort_transaction", timeout):
+                self._client.abort_transaction(timeout)
         except KafkaException as e:
             err = e.args[0] if e.args else None
             if err is None or err.fatal():
                 self._end_txn("unknown")
             raise
         self._end_txn("unknown" if self._in_doubt else "aborted")
+
+    def _txn_call(self, name: str, timeout: float) -> AbstractContextManager[None]:
+        """A transaction call, watched; -1 waits at most the transaction timeout."""
+        return self._calls.call(name, own_timeout(timeout, self._txn_timeout_s))
+
+    def init_transactions(self, timeout: float = -1) -> None:
+        """``Producer.init_transactions`` (watched)."""
+        with self._txn_call("init_transactions", timeout):
+            self._client.init_transactions(timeout)
+
+    def send_offsets_to_transaction(self, positions: list[TopicPartition],
+                                    group_metadata: Any, timeout: float = -1) -> None:
+        """``Producer.send_offsets_to_transaction`` (watched)."""
+        with self._txn_call("send_offsets_to_transaction", timeout):
+            self._client.send_offsets_to_transaction(positions, group_metadata, timeout)
 
     def _end_txn(self, outcome: str) -> None:
         if self._txn is None:
@@ -227,12 +253,14 @@ class RecordingProducer:
         self._next_seq = max(self._next_seq, seq + 1)
 
     def poll(self, timeout: float = -1) -> int:
-        n = self._client.poll(timeout)
+        with self._calls.call("poll", own_timeout(timeout)):
+            n = self._client.poll(timeout)
         self._maybe_flush()
         return int(n)
 
     def flush(self, timeout: float = -1) -> int:
-        n = self._client.flush(timeout)
+        with self._calls.call("flush", own_timeout(timeout)):
+            n = self._client.flush(timeout)
         self._maybe_flush()
         return int(n)
 
@@ -248,8 +276,10 @@ class RecordingProducer:
             return
         self._closed = True
         try:
-            self._client.flush(timeout)
-            self._client.purge(in_queue=True, in_flight=True)
+            with self._calls.call("flush", own_timeout(timeout)):
+                self._client.flush(timeout)
+            with self._calls.call("purge", None):
+                self._client.purge(in_queue=True, in_flight=True)
             end = time.monotonic() + 5.0  # purged in-flight requests report asynchronously
             while len(self._client) > 0 and time.monotonic() < end:
                 self._client.poll(0.1)
@@ -259,6 +289,7 @@ class RecordingProducer:
         for rec in self._recorders.values():
             rec.resolve_remaining()
             rec.close()
+        self._watch.close()
         if self._events is not None:
             self._events.close()
 
@@ -297,6 +328,8 @@ class RecordingConsumer:
         self._reads: ReadRecorder | None = None
         self._events = EventLog(history_dir(self.run_dir) / "events.jsonl")
         self._closed = False
+        self._watch = InProcessWatch(history_dir(self.run_dir) / "events.jsonl", reader)
+        self._calls = self._watch.slot
 
     @property
     def kafka_config(self) -> dict[str, str]:
@@ -338,7 +371,8 @@ class RecordingConsumer:
         """``Consumer.poll``: one poll number; a data message is recorded."""
         reads = self._recorder("subscribe")
         reads.polls += 1
-        msg = self._client.poll(timeout)
+        with self._calls.call("poll", own_timeout(timeout)):
+            msg = self._client.poll(timeout)
         if msg is not None:
             reads.record(reads.polls, [msg])
         else:
@@ -349,7 +383,8 @@ class RecordingConsumer:
         """``Consumer.consume``: one poll number; its data messages are recorded."""
         reads = self._recorder("subscribe")
         reads.polls += 1
-        msgs = self._client.consume(num_messages, timeout)
+        with self._calls.call("consume", own_timeout(timeout)):
+            msgs = self._client.consume(num_messages, timeout)
         if msgs:
             reads.record(reads.polls, msgs)
         else:
@@ -362,11 +397,18 @@ class RecordingConsumer:
             return
         self._closed = True
         try:
-            self._client.close()
+            with self._calls.call("close", None):
+                self._client.close()
         finally:
             if self._reads is not None:
                 self._reads.close()
+            self._watch.close()
             self._events.close()
+
+    def commit(self, *args: Any, **kwargs: Any) -> Any:
+        """``Consumer.commit`` (watched: a synchronous commit has no timeout of its own)."""
+        with self._calls.call("commit", None):
+            return self._client.commit(*args, **kwargs)
 
     @property
     def records(self) -> int:

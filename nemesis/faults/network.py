@@ -62,7 +62,7 @@ class Partition(BaseFault):
     ``one-way`` (the target cannot open connections to one other node, which still reaches
     it), ``leader-followers`` (the target — default the leader — cut from the partition's
     followers while the client still reaches it), ``client`` (the client host cut from the
-    target broker).
+    target brokers: ``target="all"`` cuts it from every broker).
     """
 
     kind = "partition"
@@ -126,7 +126,9 @@ class Partition(BaseFault):
             if not peers:
                 raise FaultError(f"broker {t} has no fellow replica to be cut from")
             return PartitionSpec.cut_from(nodes, t, peers)
-        return PartitionSpec.cut_from(nodes, t, [CLIENT])  # client
+        # client: the client host cut from every target broker (target all: from all of them)
+        cuts = {c for x in self.targets for c in ((node_name(x), CLIENT), (CLIENT, node_name(x)))}
+        return PartitionSpec.custom(nodes, cuts, shape="client")
 
     def start(self, ctx: FaultContext) -> None:
         spec = self.spec(ctx)

@@ -75,6 +75,10 @@ def test_run_with_faults_writes_a_contract_run_directory(tmp_path, docker_client
     phases = {(e["detail"].get("name"), e["phase"]): e["ts_ns"] for e in evs
               if e["kind"] == "phase"}
     w0, w1 = phases[("workload", "start")], phases[("workload", "end")]
+    # the liveness phase follows the faults' final heal, inside the workload, before the heal
+    # phase and the drain
+    l0, l1 = phases[("liveness", "start")], phases[("liveness", "end")]
+    assert w0 < l0 < l1 < w1 < phases[("heal", "start")]
     faults = [e for e in evs if e["kind"] in ("kill", "pause", "partition")]
     assert faults and all(w0 <= e["ts_ns"] for e in faults)
     assert any(e["ts_ns"] < w1 for e in faults if e["phase"] == "start")
