@@ -196,12 +196,14 @@ class LivenessCheck:
     def run(self, ctx: CheckContext) -> CheckResult:
         s = ctx.settings
         found = judge(ctx.events, ctx.writes, ctx.reads, s.liveness_s, s.reader_modes,
-                      {r: s.group(r) for r in s.reader_modes})
+                      {r: s.group(r) for r in s.reader_modes}, s.brokers,
+                      s.librdkafka_version)
         anomalies: dict[str, dict[str, Any]] = {}
         for kind in LIVENESS_KINDS:
             examples = found.examples[kind]
-            entry = anomaly_entry(kind, len(examples), 0, examples[:MAX_EXAMPLES], ctx, None,
-                                  {})
+            by_bug = found.by_bug(kind)
+            entry = anomaly_entry(kind, len(examples), 0, examples[:MAX_EXAMPLES], ctx, by_bug,
+                                  {b: n for b, (n, _) in by_bug.items() if b is not None})
             if kind in found.unchecked:
                 entry.update(checked=False, reason=found.unchecked[kind])
             anomalies[kind] = entry

@@ -11,6 +11,7 @@ from typing import Any
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
+from contract.anomalies import LIVENESS_KINDS
 from contract.events import END, Event
 from contract.held_requests import HELD_END_TXN
 from contract.known_bugs import KNOWN_BUGS, KnownBug, known_bug
@@ -133,6 +134,8 @@ def known_bug_column(inp: KnownInputs) -> Column:
     facts = fact_columns(inp)
     expr: Column = F.lit(None).cast("string")
     for bug in reversed(applicable(inp.settings)):
+        if set(bug.kinds) <= set(LIVENESS_KINDS):
+            continue  # about clients, not rows: checkers/liveness.py tags those
         conds = [F.col("kind").isin(*bug.kinds)] + [facts[f] for f in sorted(bug.facts)]
         cond = reduce(lambda a, b: a & b, conds)
         expr = F.when(F.coalesce(cond, F.lit(False)), F.lit(bug.id)).otherwise(expr)

@@ -27,8 +27,10 @@ from pyspark.sql import functions as F
 
 from contract.anomalies import LIVENESS_KINDS
 from contract.events import CONSUMERS_STOPPED, END, PHASE, START
+from contract.known_bugs import KNOWN_BUGS
 from contract.liveness import HUNG_CALL, LIVENESS_PHASE, SLACK_S
 from contract.schemas import DRAIN_READER
+from contract.windows import fault_windows
 
 from .history import Event
 
@@ -46,6 +48,15 @@ class Judged:
         default_factory=lambda: {k: [] for k in LIVENESS_KINDS})
     unknown: list[str] = field(default_factory=list)
     unchecked: dict[str, str] = field(default_factory=dict)
+
+    def by_bug(self, kind: str) -> dict[str | None, tuple[int, int]]:
+        """Known-bug id (None: none) -> (count, 0) of the kind's examples (every instance
+        is an example: the liveness kinds count clients and calls, not records)."""
+        out: dict[str | None, tuple[int, int]] = {}
+        for ex in self.examples[kind]:
+            bug = (ex.get("known_bug") or {}).get("id")
+            out[bug] = (out.get(bug, (0, 0))[0] + 1, 0)
+        return out
 
 
 @dataclass(frozen=True)
@@ -87,19 +98,65 @@ def liveness_window(events: list[Event], bound_s: float) -> Window | str:
                   float(slack) if isinstance(slack, int | float) else SLACK_S)
 
 
-def _exit_codes(events: list[Event]) -> dict[str, Any]:
-    """Client name -> exit code, from the workload's end event and consumers-stopped."""
-    out: dict[str, Any] = {}
+def all_brokers_cut(events: list[Event], brokers: int | None, phase_start_ns: int) -> int | None:
+    """The end of the latest partition fault that cut the client host from every broker
+    and was healed before the liveness phase (None: there was none)."""
+    ends = [w.end_ns for w in fault_windows(events)
+            if w.kind == "partition" and w.detail.get("shape") == "client" and brokers
+            and len(set(w.targets)) >= brokers and w.end_ns is not None
+            and w.end_ns <= phase_start_ns]
+    return max(ends) if ends else None
+
+
+def tag_known(examples: list[dict[str, Any]], kind: str, facts: dict[str, bool],
+              client_version: str | None) -> None:
+    """Names on each example the first registry entry that explains it: the kind, every
+    fact, and the run's librdkafka affected."""
+    for bug in KNOWN_BUGS:
+        if bug.component == "librdkafka" and bug.affects(client_version) \
+                and bug.explains(kind, facts):
+            for ex in examples:
+                ex["known_bug"] = bug.tag()
+            return
+
+
+def _tag_cut_clients(out: Judged, writes: DataFrame, reads: DataFrame, cut_end: int | None,
+                     hi: int, client_version: str | None) -> None:
+    """``client_cut_from_every_broker`` holds for a stuck client that made no progress at
+    all from the end of the cut of every broker to the end of the bound: it never
+    recovered from seeing all its brokers down (librdkafka#5088's signature)."""
+    if cut_end is None:
+        return
+    acks = _counts(writes.where((F.col("outcome") == "ok")
+                                & F.col("complete_ns").between(cut_end, hi)), "producer")
+    read = _counts(reads.where((F.col("reader") != DRAIN_READER)
+                               & F.col("read_ns").between(cut_end, hi)), "reader")
+    for kind in (STUCK_PRODUCER, STUCK_CONSUMER):
+        for ex in out.examples[kind]:
+            if kind == STUCK_PRODUCER:
+                since = acks.get(str(ex["client"])[1:], 0)
+            else:
+                since = sum(read.get(r, 0) for r in ex["readers"])
+            tag_known([ex], kind, {"client_cut_from_every_broker": since == 0},
+                      client_version)
+
+
+def _exit_codes(events: list[Event]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Producer name -> exit code (the workload's end event), and reader -> exit code
+    (``consumers-stopped``)."""
+    producers: dict[str, Any] = {}
+    consumers: dict[str, Any] = {}
     for e in events:
-        stats = None
         if e.kind == PHASE and e.phase == END and e.name == "workload":
-            stats = e.detail.get("producers")
+            stats, into = e.detail.get("producers"), producers
         elif e.kind == CONSUMERS_STOPPED:
-            stats = e.detail.get("consumers")
+            stats, into = e.detail.get("consumers"), consumers
+        else:
+            continue
         if isinstance(stats, dict):
-            out.update({str(n): st.get("exitcode") for n, st in stats.items()
-                        if isinstance(st, dict)})
-    return out
+            into.update({str(n): st.get("exitcode") for n, st in stats.items()
+                         if isinstance(st, dict)})
+    return producers, consumers
 
 
 def hung_calls(events: list[Event]) -> list[dict[str, Any]]:
@@ -164,8 +221,11 @@ def consumer_units(modes: dict[str, str], groups: dict[str, str | None]) -> dict
 
 
 def judge(events: list[Event], writes: DataFrame, reads: DataFrame, bound_s: float | None,
-          modes: dict[str, str], groups: dict[str, str | None]) -> Judged:
-    """The liveness facts of one run (``bound_s``: run.json's workload.liveness_s)."""
+          modes: dict[str, str], groups: dict[str, str | None], brokers: int | None = None,
+          client_version: str | None = None) -> Judged:
+    """The liveness facts of one run (``bound_s``: run.json's workload.liveness_s); stuck
+    clients carry the known bug whose facts hold (``brokers``: the cluster's broker count,
+    ``client_version``: the run's librdkafka)."""
     out = Judged()
     out.examples[HUNG] = hung_calls(events)
     if bound_s is None:
@@ -182,15 +242,13 @@ def judge(events: list[Event], writes: DataFrame, reads: DataFrame, bound_s: flo
         out.unknown.append(f"liveness cannot be told: {window}")
         return out
     lo, hi = window.start_ns, window.hi_ns
-    exits = _exit_codes(events)
+    p_exits, c_exits = _exit_codes(events)
     acks = _counts(writes.where((F.col("outcome") == "ok") & F.col("complete_ns").between(lo, hi)),
                    "producer")
-    producers = sorted({n for n in exits if n.startswith("p")}
-                       | {f"p{p}" for p in acks})
-    for name in producers:
+    for name in sorted(set(p_exits) | {f"p{p}" for p in acks}):
         if acks.get(name[1:], 0):
             continue
-        if cannot := _cannot_tell(name, exits.get(name), window):
+        if cannot := _cannot_tell(name, p_exits.get(name), window):
             out.unknown.append(cannot)
             continue
         out.examples[STUCK_PRODUCER].append({
@@ -208,7 +266,7 @@ def judge(events: list[Event], writes: DataFrame, reads: DataFrame, bound_s: flo
                       if o > max((upto.get(r, {}).get(tp, -1) for r in readers), default=-1)}
             if not behind:
                 continue  # at the log end: nothing to read
-            codes = [_cannot_tell(r, exits.get(r), window) for r in readers]
+            codes = [_cannot_tell(r, c_exits.get(r), window) for r in readers]
             if any(codes):
                 out.unknown.extend(c for c in codes if c)
                 continue
@@ -221,6 +279,9 @@ def judge(events: list[Event], writes: DataFrame, reads: DataFrame, bound_s: flo
                         f"{len(behind)} partition(s) held acknowledged records it had not "
                         f"read (e.g. {next(iter(behind))} up to offset "
                         f"{next(iter(behind.values()))})"})
+    if out.examples[STUCK_PRODUCER] or out.examples[STUCK_CONSUMER]:
+        _tag_cut_clients(out, writes, reads, all_brokers_cut(events, brokers, lo), hi,
+                         client_version)
     return out
 
 

@@ -54,6 +54,10 @@ FACTS: dict[str, str] = {
     "record's first attempt and before its acknowledgement (observed up to 2 s later: the "
     "observer's sampling); with ``fresh_producer_id_head``'s cut, that cut was of the node "
     "that led the partition at recovery",
+    "client_cut_from_every_broker": "(a client of the liveness kinds) a partition fault cut "
+    "the client host from every broker of the cluster (shape ``client``, every broker a "
+    "target) and was healed before the liveness phase began: the client saw all its "
+    "brokers down, and the brokers themselves stayed up",
     "end_txn_held": "the record is a torn transaction's, and a hold fault held an EndTxn "
     "request of the record's producer (its transactional id, named in the hold's end event "
     "``held_end_txn``, contract/held_requests.py) on a connection opened before the hold, "
@@ -235,6 +239,22 @@ KNOWN_BUGS: tuple[KnownBug, ...] = (
         "violation). Fixed for clients of transaction version 2 (KIP-890 part 2: a new "
         "epoch per transaction, 4.0 brokers and Java clients), which librdkafka does not "
         "implement (its issue #5423 is open)",
+    ),
+    KnownBug(
+        id="librdkafka#5088",
+        title="Re-bootstrap loop in case of ALL_BROKERS_DOWN",
+        link="https://github.com/confluentinc/librdkafka/issues/5088",
+        status=FIXED,
+        component="librdkafka",
+        affected_from="2.10.0",
+        fixed_in="2.10.1",
+        kinds=("stuck-producer", "stuck-consumer"),
+        facts=frozenset({"client_cut_from_every_broker"}),
+        note="2.10.0 removes the brokers a metadata response leaves out and re-bootstraps "
+        "once all are down; it then keeps selecting the bootstrap brokers (no connection "
+        "attempt yet) over the learned ones, which are removed again, so it loops instead of "
+        "reconnecting. A broker restart breaks the loop; 2.10.1 gives the learned brokers a "
+        "higher chance (librdkafka CHANGELOG 2.10.1)",
     ),
 )
 

@@ -293,7 +293,7 @@ class Run:
                 break
         self.events.phase(LIVENESS_PHASE, END, progressed=progressed)
         stuck = sorted(n for n, at in progressed.items() if at is None)
-        self.step("liveness: every client made progress" if not stuck else
+        self.step("liveness: every client made progress" if done else
                   f"liveness: no progress within {cfg.liveness:.0f}s from {', '.join(stuck)}")
 
     def _wait_until(self, nemesis: Nemesis, done: DoneWhen, deadline: float) -> bool:

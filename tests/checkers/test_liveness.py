@@ -169,3 +169,37 @@ def test_a_run_without_the_phase(check) -> None:  # type: ignore[no-untyped-def]
     assert res["valid"] is True
     assert all(res["anomalies"][k]["checked"] is False
                for k in ("stuck-producer", "stuck-consumer", "hung-call"))
+
+
+def _cut_run(version: str, p2_acked_ms: int | None) -> History:
+    """p1 live in the phase, c0 reading; the client host cut from all three brokers from 5 s
+    to 15 s; p2 acknowledged once at ``p2_acked_ms`` (None: never) and nothing after."""
+    h = _run({"c0": "assign"})
+    h.run["versions"] = {"librdkafka": version}
+    h.write(1, 4, offset=4, at_ms=LO + 500).drain(0, 4, 1, 4, at_ms=60_010)
+    h.read("c0", 0, 0, 1, 0, at_ms=LO + 900)
+    if p2_acked_ms is not None:
+        h.write(2, 0, offset=5, at_ms=p2_acked_ms).drain(0, 5, 2, 0, at_ms=60_011)
+    h.event("partition", START, 5_000, targets=[1, 2, 3], shape="client", target="all")
+    h.event("partition", END, 15_000, targets=[1, 2, 3], shape="client")
+    return h
+
+
+def test_a_client_that_never_recovered_from_all_brokers_down_names_librdkafka_5088(check) -> None:  # type: ignore[no-untyped-def]
+    res = check(_cut_run("2.10.0", 1_000))
+    stuck = res["anomalies"]["stuck-producer"]
+    assert stuck["count"] == 1 and stuck["known_bugs"] == {"librdkafka#5088": 1}
+    assert stuck["examples"][0]["known_bug"]["id"] == "librdkafka#5088"
+    assert res["valid"] is False  # a tag alone changes nothing
+    # accepted, the run's only violation is explained: valid, still counted
+    h = _cut_run("2.10.0", 1_000)
+    h.run["accept_known"] = ["librdkafka#5088"]
+    res = check(h)
+    assert res["anomalies"]["stuck-producer"]["accepted"] == 1 and res["valid"] is True
+    # the fixed release: the same stuck producer is a plain violation
+    res = check(_cut_run("2.10.1", 1_000))
+    assert res["anomalies"]["stuck-producer"]["known_bugs"] == {}
+    # p2 was acknowledged after the heal, then stuck: not the bug's signature
+    res = check(_cut_run("2.10.0", 16_000))
+    stuck = res["anomalies"]["stuck-producer"]
+    assert stuck["count"] == 1 and stuck["known_bugs"] == {}
