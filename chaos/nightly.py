@@ -31,6 +31,7 @@ from typing import Any
 from chaos.plugin_matrix import cell_id, cells
 from chaos.plugin_result import ChaosResult, Miss, scenario_misses
 from contract import exit_codes
+from contract.settings import GROUP_PROTOCOLS
 
 RANDOM_FAULTS = "random-faults"  # the row of the matrix's configuration cells
 
@@ -105,6 +106,9 @@ def full_cells(duration: float) -> list[Cell]:
     from scenarios import SCENARIOS
 
     out = [Cell(name) for name in SCENARIOS]
+    # the consumer group protocols side by side under coordinator faults (KIP-848)
+    out += [Cell("group-coordinator-chaos", {"group_protocol": p}) for p in GROUP_PROTOCOLS
+            if p != "classic"]
     for c in cells(**FULL_GRID):  # type: ignore[arg-type]
         min_insync = 1 if c["acks"] == "1" else 2
         out.append(Cell(None, c, {"min_insync": min_insync, "fault_interval": 8.0,

@@ -186,6 +186,21 @@ class ClusterAdmin:
                     raise ClusterError(f"brokers {sorted(want - have)} not registered "
                                        f"within {timeout_s:.0f}s (have {sorted(have)})")
 
+    def group_coordinator(self, group: str, timeout_s: float = 15) -> int:
+        """The node id of the broker coordinating consumer ``group`` (asked again while the
+        group or its coordinator is not known yet, up to ``timeout_s``)."""
+        admin = self.admin()
+        for attempt in Retrying(stop=stop_after_delay(timeout_s), wait=wait_fixed(0.5),
+                                retry=retry_if_exception_type((KafkaException, ClusterError)),
+                                reraise=True):
+            with attempt:
+                desc = admin.describe_consumer_groups([group], request_timeout=5)[group]
+                node = desc.result().coordinator
+                if node is None or node.id < 0:
+                    raise ClusterError(f"consumer group {group} has no coordinator yet")
+                return int(node.id)
+        raise AssertionError("unreachable")  # Retrying re-raises
+
     def describe(self, topic: str, admin: AdminClient | None = None,
                  timeout_s: float = 15) -> list[PartitionState]:
         """Leader, replicas and ISR of each partition, from the cluster's metadata.

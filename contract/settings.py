@@ -20,6 +20,11 @@ ACKS_VALUES = ("0", "1", "all")
 ISOLATION_LEVELS = (READ_COMMITTED, READ_UNCOMMITTED)
 #: restart: a group consumer alone in its group that closes and rejoins after catching up
 CONSUMER_MODES = ("assign", "subscribe", "restart")
+#: The consumer group protocols (librdkafka ``group.protocol``): the classic rebalance
+#: protocol, or KIP-848's (``consumer``: the broker assigns; Kafka 4.0+).
+GROUP_PROTOCOLS = ("classic", "consumer")
+#: The group the run's subscribe-mode consumers join (restart mode: ``<group>-<reader>``).
+DEFAULT_GROUP_ID = "kc-consumers"
 
 #: The defaults in force when run.json leaves a setting unset (Kafka's, and librdkafka's for
 #: the clients: its ``enable.idempotence`` is false and its consumer reads committed).

@@ -15,7 +15,13 @@ from typing import Any
 
 from contract.exit_codes import exit_code_of_results, missed_expectations
 from contract.faults import RANDOM_FAULT_KINDS
-from contract.settings import ACKS_VALUES, CONSUMER_MODES, ISOLATION_LEVELS, spark_master_problem
+from contract.settings import (
+    ACKS_VALUES,
+    CONSUMER_MODES,
+    GROUP_PROTOCOLS,
+    ISOLATION_LEVELS,
+    spark_master_problem,
+)
 from runner.bug_runs import run_bug, run_once
 from runner.config import KAFKA_TABLES, RUN_FIELDS, RunConfigError
 
@@ -120,6 +126,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--consumer-mode", choices=CONSUMER_MODES,
                    help="restart: a group consumer that closes and rejoins after catching up")
     r.add_argument("--isolation-level", choices=ISOLATION_LEVELS)
+    r.add_argument("--group-protocol", choices=GROUP_PROTOCOLS,
+                   help="subscribe- and restart-mode consumers' group protocol: classic "
+                   "(default) or consumer (KIP-848, Kafka 4.0+)")
     r.add_argument("--rate", type=float, help="records/s per producer (0: flat out)")
     r.add_argument("--duration", type=float, help="seconds of workload")
     r.add_argument("--record-size", type=int)

@@ -11,10 +11,11 @@ from compose.config import ClusterConfig, ConfigError
 from compose.image import SUPPORTED_VERSIONS
 from compose.nodes_file import NodesFileError, load_nodes
 from contract.faults import RANDOM_FAULT_KINDS
-from contract.known_bugs import KNOWN_BUGS, unknown_ids
+from contract.known_bugs import KNOWN_BUGS, unknown_ids, version_tuple
 from contract.liveness import DEFAULT_BOUND_S
 from contract.settings import (
     CONSUMER_MODES,
+    GROUP_PROTOCOLS,
     ISOLATION_LEVELS,
     ProducerSettingsError,
     normalise_acks,
@@ -57,6 +58,9 @@ class RunConfig:
     consumers: int = 1
     consumer_mode: str = "assign"
     isolation_level: str = "read_committed"
+    # the consumer group protocol of subscribe- and restart-mode consumers: classic, or
+    # consumer (KIP-848; Kafka 4.0+)
+    group_protocol: str = "classic"
     rate: float = 200.0
     duration: float = 60.0
     record_size: int = 100
@@ -155,6 +159,13 @@ class RunConfig:
         if self.consumer_mode not in CONSUMER_MODES:
             raise bad(f"--consumer-mode must be one of {', '.join(CONSUMER_MODES)}, "
                       f"got {self.consumer_mode!r}")
+        if self.group_protocol not in GROUP_PROTOCOLS:
+            raise bad(f"--group-protocol must be {' or '.join(GROUP_PROTOCOLS)}, "
+                      f"got {self.group_protocol!r}")
+        if (self.group_protocol == "consumer" and self.kafka_version
+                and version_tuple(self.kafka_version) < (4, 0)):
+            raise bad(f"--group-protocol consumer needs Kafka 4.0 or later (KIP-848), "
+                      f"got --kafka-version {self.kafka_version}")
         if self.isolation_level not in ISOLATION_LEVELS:
             raise bad(f"--isolation-level must be {' or '.join(ISOLATION_LEVELS)}, "
                       f"got {self.isolation_level!r}")

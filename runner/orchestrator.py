@@ -87,6 +87,7 @@ def _producer_config(cfg: RunConfig) -> ProducerConfig:
 
 def _consumer_config(cfg: RunConfig) -> ConsumerConfig:
     return ConsumerConfig(isolation_level=cfg.isolation_level,  # type: ignore[arg-type]
+                          group_protocol=cfg.group_protocol,  # type: ignore[arg-type]
                           extra=dict(cfg.consumer_config))
 
 
@@ -163,7 +164,8 @@ class Run:
             "rate": cfg.rate, "duration_s": cfg.duration, "record_size": cfg.record_size,
             "liveness_s": cfg.liveness,
             "consumers": [{"id": f"c{i}", "mode": cfg.consumer_mode,
-                           "isolation_level": cfg.isolation_level}
+                           "isolation_level": cfg.isolation_level,
+                           "group_protocol": cfg.group_protocol}
                           for i in range(cfg.consumers)],
             "transactions": {"enabled": cfg.transactions,
                              "records_per_txn": pcfg.records_per_txn,

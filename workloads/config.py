@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from contract.settings import ProducerSettingsError, producer_settings
+from contract.settings import DEFAULT_GROUP_ID, ProducerSettingsError, producer_settings
 
 Acks = Literal["0", "1", "all"]
 Partitioner = Literal["round-robin", "random"]
@@ -119,7 +119,10 @@ class ConsumerConfig:
     """How the run's consumers (not the drain) are set up; ``extra`` passes through."""
 
     isolation_level: Literal["read_committed", "read_uncommitted"] = "read_committed"
-    group_id: str = "kc-consumers"
+    group_id: str = DEFAULT_GROUP_ID
+    # classic, or consumer (KIP-848: the broker assigns, heartbeats and session timeouts
+    # are the group's broker-side settings, so the client must not set them)
+    group_protocol: Literal["classic", "consumer"] = "classic"
     enable_auto_commit: bool = True
     auto_commit_interval_ms: int = 1000
     # Short, so a consumer on a dead broker's side is replaced quickly (rebalances happen).
@@ -150,6 +153,9 @@ class ConsumerConfig:
             "heartbeat.interval.ms": str(self.heartbeat_interval_ms),
             "fetch.wait.max.ms": str(self.fetch_wait_max_ms),
         }
+        if self.group_protocol == "consumer":
+            conf["group.protocol"] = "consumer"
+            del conf["session.timeout.ms"], conf["heartbeat.interval.ms"]
         conf.update({k: str(v) for k, v in self.extra.items()})
         return conf
 

@@ -123,7 +123,7 @@ class ConsumerProcess:
             # No group at all: nothing is committed and no rebalance can move partitions.
             conf = {k: v for k, v in conf.items() if k not in (
                 "group.id", "enable.auto.commit", "auto.commit.interval.ms",
-                "session.timeout.ms", "heartbeat.interval.ms")}
+                "session.timeout.ms", "heartbeat.interval.ms", "group.protocol")}
             conf["group.id"] = f"kc-assign-{spec.id}"  # librdkafka requires one; never joined
             conf["enable.auto.commit"] = "false"
         self.client = consumer_client(bootstrap, conf, f"kc-consumer-{spec.id}")

@@ -4,12 +4,14 @@ active controller, random nodes, or explicit ids.
 A target is written as a string so scenarios and the CLI can name it:
 ``leader`` / ``leader:P`` (leader of partition P of the context's topic, default 0),
 ``followers`` / ``followers:P``, ``follower`` / ``follower:P`` (one follower),
-``controller`` (the active KRaft controller), ``random`` / ``random:N``, ``all``,
+``controller`` (the active KRaft controller), ``coordinator`` / ``coordinator:GROUP`` (the
+broker coordinating a consumer group, default the run's), ``random`` / ``random:N``, ``all``,
 ``minority`` / ``majority`` (of the brokers), or ids ``1,3``.
 """
 
 from __future__ import annotations
 
+from contract.settings import DEFAULT_GROUP_ID
 from nemesis.faults.base import FaultContext, FaultError
 
 
@@ -46,6 +48,9 @@ def resolve(spec: str, ctx: FaultContext) -> list[int]:
         return followers
     if name == "controller":
         return [ctx.cluster.active_controller()]
+    if name == "coordinator":
+        group = spec.split(":", 1)[1] if ":" in spec else DEFAULT_GROUP_ID
+        return [ctx.cluster.group_coordinator(group)]
     if name == "random":
         n = int(spec.split(":", 1)[1]) if ":" in spec else 1
         return sorted(ctx.rng.sample(brokers, min(n, len(brokers))))
@@ -71,6 +76,8 @@ def validate(spec: str) -> None:
     name = spec.split(":", 1)[0]
     known = {"leader", "followers", "follower", "controller", "random", "all",
              "minority", "majority"}
+    if name == "coordinator":
+        return  # any group id after ':'
     if name in known:
         if ":" in spec and not spec.split(":", 1)[1].isdigit():
             raise ValueError(f"target {spec!r}: the part after ':' must be a number")
