@@ -25,7 +25,8 @@ GROUP_COORDINATOR_CHAOS = Scenario(
         "with --group-protocol consumer (Kafka 4.0+) for the new protocol; the nightly "
         "matrix runs both."
     ),
-    config={"consumer_mode": "subscribe", "consumers": 3, "partitions": 6, "producers": 2,
+    config={"acks": "all", "idempotence": True,
+            "consumer_mode": "subscribe", "consumers": 3, "partitions": 6, "producers": 2,
             "rate": 100.0, "faults": ["kill", "partition"], "targets": ["coordinator", "random"],
             "fault_interval": 8.0, "duration": 60.0,
             # leader moves under idempotent producers: the open client bugs any such run can
