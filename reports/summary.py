@@ -122,6 +122,9 @@ def settings(run: dict[str, Any]) -> list[Setting]:
         s("faults", faults.get("kinds") if faults else None, []),
         s("fault interval (s)", faults.get("interval_s") if faults else None),
         s("duration (s)", workload.get("duration_s")),
+        # after the final heal, every client must progress within it (0: not checked)
+        s("liveness bound (s)", _liveness(workload.get("liveness_s"))),
+        s("group.protocol", consumer.get("group.protocol"), "classic"),
         s("producers × rate/s", _pair(workload.get("producers"), workload.get("rate"))),
         s("seed", run.get("seed")),
         # The producers' and consumers' client (run.json versions: what they reported).
@@ -129,6 +132,13 @@ def settings(run: dict[str, Any]) -> list[Setting]:
         s("librdkafka", versions.get("librdkafka")),
         *_orchestrator_client(versions),
     ]
+
+
+def _liveness(bound: Any) -> Any:
+    """workload.liveness_s as shown: "off" for 0, None (unknown) when not recorded."""
+    if isinstance(bound, int | float) and not isinstance(bound, bool):
+        return "off" if bound == 0 else f"{bound:g}"
+    return None
 
 
 def _orchestrator_client(versions: dict[str, Any]) -> list[Setting]:

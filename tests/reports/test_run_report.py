@@ -133,6 +133,13 @@ def test_settings_fill_in_documented_defaults() -> None:
     overridden = settings({"broker_config": {"min.insync.replicas": 1},
                            "topic_config": {"min.insync.replicas": 2}})
     assert {s.name: s.value for s in overridden}["min.insync.replicas"] == "2"
+    # the liveness bound and the group protocol (classic unless consumer_config says so)
+    assert shown["liveness bound (s)"].value == "?" and shown["group.protocol"].defaulted
+    live = {s.name: s.value for s in settings({
+        "workload": {"liveness_s": 30.0}, "consumer_config": {"group.protocol": "consumer"}})}
+    assert live["liveness bound (s)"] == "30" and live["group.protocol"] == "consumer"
+    assert {s.name: s.value for s in settings({"workload": {"liveness_s": 0}})}[
+        "liveness bound (s)"] == "off"
 
 
 def test_settings_show_the_workload_client_and_a_different_orchestrator_client() -> None:
