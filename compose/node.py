@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 
 import docker
 from docker.types import EndpointConfig
+from tenacity import Retrying, retry_if_exception, stop_after_delay, wait_fixed
 from testcontainers.core.container import DockerContainer
 
 from compose.admin import ClusterError
@@ -37,6 +38,15 @@ if TYPE_CHECKING:
     from compose.nodes_file import RemoteNodeSpec as RemoteSpec
 
 PROPS_PATH = "/tmp/server.properties"
+
+
+#: How long a pause that runc could not freeze is asked again (Node.pause).
+PAUSE_RETRY_S = 15.0
+
+
+def _freeze_failed(e: BaseException) -> bool:
+    """The engine's answer when runc could not freeze the cgroup in time."""
+    return isinstance(e, docker.errors.APIError) and "unable to freeze" in str(e)
 
 
 @dataclass
@@ -170,7 +180,15 @@ class KafkaNode:
         self.container.start()
 
     def pause(self) -> None:
-        self.container.pause()
+        """Freezes the container (its cgroup): connections stay open, nothing answers.
+
+        runc gives up when the cgroup does not reach FROZEN in time — a task in the
+        middle of I/O on a loaded machine ("unable to freeze") — and thaws it back, so
+        asking again is safe; asked for up to PAUSE_RETRY_S."""
+        for attempt in Retrying(stop=stop_after_delay(PAUSE_RETRY_S), wait=wait_fixed(0.5),
+                                retry=retry_if_exception(_freeze_failed), reraise=True):
+            with attempt:
+                self.container.pause()
 
     def unpause(self) -> None:
         self.container.unpause()
