@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -113,6 +114,24 @@ def parse_events(text: str | None) -> tuple[list[Event], int]:
             bad += 1
     events.sort(key=lambda e: e.ts_ns)
     return events, bad
+
+
+def hung_call_pairs(events: Iterable[Event]) -> list[tuple[Event, Event | None]]:
+    """Each hung call's start event with its end event (None: still blocked when the history
+    ends), in the order the calls were seen; a start and its end share ``client`` and
+    ``since_ns`` (contract.liveness)."""
+    pairs: list[tuple[Event, Event | None]] = []
+    open_at: dict[tuple[Any, Any], int] = {}
+    for e in events:
+        if e.kind != HUNG_CALL:
+            continue
+        key = (e.detail.get("client"), e.detail.get("since_ns"))
+        if e.phase == START:
+            open_at[key] = len(pairs)
+            pairs.append((e, None))
+        elif e.phase == END and (i := open_at.pop(key, None)) is not None:
+            pairs[i] = (pairs[i][0], e)
+    return pairs
 
 
 class EventLog:

@@ -23,11 +23,18 @@ def pid_alive(pid: int) -> bool:
         return False
     except PermissionError:
         return True  # someone else's: alive
+    return process_state(pid) != "Z"  # None: no /proc to tell, and kill(0) said it exists
+
+
+def process_state(pid: int) -> str | None:
+    """The state letter of ``/proc/<pid>/stat`` (R, S, T for stopped by a signal, Z for a
+    zombie, ...); None when /proc cannot tell."""
     try:
         with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().rsplit(") ", 1)[-1][:1] != "Z"
+            # "pid (comm) state ...": comm may hold spaces and parentheses
+            return fh.read().rsplit(") ", 1)[-1][:1] or None
     except OSError:
-        return True  # no /proc to tell: kill(0) said it exists
+        return None
 
 
 def host_identity() -> str:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from contract.events import END, INSTANT, PHASE, PRODUCER_EPOCH, START, Event
+from contract.events import END, INSTANT, PHASE, PRODUCER_EPOCH, START, Event, hung_call_pairs
 from contract.liveness import HUNG_CALL
 from contract.windows import fault_windows, is_window_event
 
@@ -110,16 +110,12 @@ def build_timeline(
     phases: list[Phase] = []
     open_phases: dict[str, Event] = {}
     instants: list[dict[str, Any]] = []
-    hung: dict[tuple[Any, Any], Event] = {}
-    calls: list[FaultWindow] = []
+    calls = [_call_window(start, end.ts_ns if end else t1, end is not None)
+             for start, end in hung_call_pairs(ev for _, ev in parsed)]
     for raw, ev in parsed:
         if ev.kind == HUNG_CALL:
-            key = (ev.detail.get("client"), ev.detail.get("since_ns"))
-            if ev.phase == START:
-                hung[key] = ev
-            elif (start := hung.pop(key, None)) is not None:
-                calls.append(_call_window(start, ev.ts_ns, True))
-        elif ev.kind == PHASE:
+            continue
+        if ev.kind == PHASE:
             name = ev.name or "?"
             if ev.phase == START:
                 open_phases[name] = ev
@@ -133,7 +129,6 @@ def build_timeline(
             instants.append(raw)  # e.g. a situation or a nemesis error: a moment, a marker
     for name, start in open_phases.items():
         phases.append(Phase(name, start.ts_ns, t1, start.detail))
-    calls += [_call_window(start, t1, False) for start in hung.values()]
     faults.sort(key=lambda f: (f.start_ns, f.kind))
     phases.sort(key=lambda p: p.start_ns)
     calls.sort(key=lambda c: c.start_ns)

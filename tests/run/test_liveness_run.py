@@ -3,7 +3,7 @@ in the middle of a client call just before the final heal make no progress in th
 phase; the run records both calls as hung while they block, ends the phase after its bound,
 lets them go (SIGCONT) and the checker names exactly those two clients stuck, from the
 history. The other producer stays live. A run with faults and nobody frozen judges the three
-kinds with count 0 (test_run.py's contract run covers the phase's events)."""
+kinds with count 0 (nightly; test_run.py's contract run covers the phase's events)."""
 
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ import pytest
 from tenacity import Retrying, stop_after_attempt, stop_after_delay, wait_fixed
 
 from contract.liveness import HUNG_CALL, LIVENESS_PHASE, read_slot
+from contract.owners import process_state
 from runner.config import RunConfig
 from runner.orchestrator import Run
 
@@ -38,11 +39,6 @@ def _phase(run_dir: Path, phase: str) -> dict[str, Any] | None:
                  and e["detail"].get("name") == LIVENESS_PHASE and e["phase"] == phase), None)
 
 
-def _stopped(pid: int) -> bool:
-    # /proc/<pid>/stat: "pid (comm) state ..."; T is stopped by a signal
-    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "T"
-
-
 def _freeze_in_a_call(pid: int, slot: Any) -> str:
     """SIGSTOPs ``pid`` at a moment its slot shows a watched call in progress (resumed and
     tried again otherwise); returns the call."""
@@ -51,7 +47,7 @@ def _freeze_in_a_call(pid: int, slot: Any) -> str:
             os.kill(pid, signal.SIGSTOP)
             for wait in Retrying(stop=stop_after_delay(5), wait=wait_fixed(0.01), reraise=True):
                 with wait:
-                    assert _stopped(pid)
+                    assert process_state(pid) == "T"  # stopped by a signal
             call, _ = read_slot(slot)
             if call is None:
                 os.kill(pid, signal.SIGCONT)
@@ -146,6 +142,7 @@ def test_frozen_clients_are_stuck_and_their_calls_hung(tmp_path, docker_client):
     assert res["valid"] is False
 
 
+@pytest.mark.nightly  # a second cluster run; the frozen-clients run above is the suite's
 def test_a_run_with_faults_judges_liveness(tmp_path, docker_client):  # type: ignore[no-untyped-def]
     from runner.orchestrator import run
 
