@@ -22,6 +22,7 @@ from .context import CheckContext
 from .divergence import check_divergence
 from .examples import build_example
 from .identity import identity_anomalies, reorder_anomalies
+from .known import applicable
 from .liveness import judge
 from .pipeline import PipelineCheck
 from .positions import position_anomalies, rebalance_polls
@@ -196,8 +197,7 @@ class LivenessCheck:
     def run(self, ctx: CheckContext) -> CheckResult:
         s = ctx.settings
         found = judge(ctx.events, ctx.writes, ctx.reads, s.liveness_s, s.reader_modes,
-                      {r: s.group(r) for r in s.reader_modes}, s.brokers,
-                      s.librdkafka_version)
+                      {r: s.group(r) for r in s.reader_modes}, s.brokers, applicable(s))
         anomalies: dict[str, dict[str, Any]] = {}
         for kind in LIVENESS_KINDS:
             examples = found.examples[kind]

@@ -50,14 +50,11 @@ class KnownInputs:
     held_end_txn: list[tuple[str, int, int]] = field(default_factory=list)
 
 
-def _version(settings: Settings, component: str) -> str | None:
-    return {"librdkafka": settings.librdkafka_version,
-            "kafka": settings.kafka_version}.get(component)
-
-
 def applicable(settings: Settings) -> list[KnownBug]:
-    """Registry entries whose affected versions include the run's (unknown: included)."""
-    return [b for b in KNOWN_BUGS if b.affects(_version(settings, b.component))]
+    """Registry entries of a component the run used whose affected versions include the
+    run's (unknown: included)."""
+    return [b for b in KNOWN_BUGS if settings.component_used(b.component)
+            and b.affects(settings.known_bug_version(b.component))]
 
 
 def fact_columns(inp: KnownInputs) -> dict[str, Column]:

@@ -19,6 +19,7 @@ from the run's own bookkeeping:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,9 +27,9 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from contract.anomalies import LIVENESS_KINDS
-from contract.events import CONSUMERS_STOPPED, END, PHASE, START
-from contract.known_bugs import KNOWN_BUGS
-from contract.liveness import HUNG_CALL, LIVENESS_PHASE, SLACK_S
+from contract.events import CONSUMERS_STOPPED, END, PHASE, START, hung_call_pairs
+from contract.known_bugs import KnownBug
+from contract.liveness import LIVENESS_PHASE, SLACK_S
 from contract.schemas import DRAIN_READER
 from contract.windows import fault_windows
 
@@ -109,19 +110,18 @@ def all_brokers_cut(events: list[Event], brokers: int | None, phase_start_ns: in
 
 
 def tag_known(examples: list[dict[str, Any]], kind: str, facts: dict[str, bool],
-              client_version: str | None) -> None:
-    """Names on each example the first registry entry that explains it: the kind, every
-    fact, and the run's librdkafka affected."""
-    for bug in KNOWN_BUGS:
-        if bug.component == "librdkafka" and bug.affects(client_version) \
-                and bug.explains(kind, facts):
+              known: Sequence[KnownBug]) -> None:
+    """Names on each example the first of the run's applicable registry entries
+    (checkers.known.applicable) that explains it: the kind and every fact."""
+    for bug in known:
+        if bug.explains(kind, facts):
             for ex in examples:
                 ex["known_bug"] = bug.tag()
             return
 
 
 def _tag_cut_clients(out: Judged, writes: DataFrame, reads: DataFrame, cut_end: int | None,
-                     hi: int, client_version: str | None) -> None:
+                     hi: int, known: Sequence[KnownBug]) -> None:
     """``client_cut_from_every_broker`` holds for a stuck client that made no progress at
     all from the end of the cut of every broker to the end of the bound: it never
     recovered from seeing all its brokers down (librdkafka#5088's signature)."""
@@ -137,8 +137,7 @@ def _tag_cut_clients(out: Judged, writes: DataFrame, reads: DataFrame, cut_end: 
                 since = acks.get(str(ex["client"])[1:], 0)
             else:
                 since = sum(read.get(r, 0) for r in ex["readers"])
-            tag_known([ex], kind, {"client_cut_from_every_broker": since == 0},
-                      client_version)
+            tag_known([ex], kind, {"client_cut_from_every_broker": since == 0}, known)
 
 
 def _exit_codes(events: list[Event]) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -161,14 +160,10 @@ def _exit_codes(events: list[Event]) -> tuple[dict[str, Any], dict[str, Any]]:
 
 def hung_calls(events: list[Event]) -> list[dict[str, Any]]:
     """One example per hung call, with how long it blocked where the run saw it end."""
-    ends = {(e.detail.get("client"), e.detail.get("since_ns")): e.detail
-            for e in events if e.kind == HUNG_CALL and e.phase == END}
     out = []
-    for e in events:
-        if e.kind != HUNG_CALL or e.phase != START:
-            continue
+    for e, end_event in hung_call_pairs(events):
         d = e.detail
-        end = ends.get((d.get("client"), d.get("since_ns")), {})
+        end = end_event.detail if end_event is not None else {}
         blocked, returned = end.get("blocked_s"), end.get("returned")
         timeout = d.get("timeout_s")
         how = ("still blocked when the run ended" if not end else
@@ -222,10 +217,10 @@ def consumer_units(modes: dict[str, str], groups: dict[str, str | None]) -> dict
 
 def judge(events: list[Event], writes: DataFrame, reads: DataFrame, bound_s: float | None,
           modes: dict[str, str], groups: dict[str, str | None], brokers: int | None = None,
-          client_version: str | None = None) -> Judged:
+          known: Sequence[KnownBug] = ()) -> Judged:
     """The liveness facts of one run (``bound_s``: run.json's workload.liveness_s); stuck
     clients carry the known bug whose facts hold (``brokers``: the cluster's broker count,
-    ``client_version``: the run's librdkafka)."""
+    ``known``: the registry entries that apply to the run, checkers.known.applicable)."""
     out = Judged()
     out.examples[HUNG] = hung_calls(events)
     if bound_s is None:
@@ -281,7 +276,7 @@ def judge(events: list[Event], writes: DataFrame, reads: DataFrame, bound_s: flo
                         f"{next(iter(behind.values()))})"})
     if out.examples[STUCK_PRODUCER] or out.examples[STUCK_CONSUMER]:
         _tag_cut_clients(out, writes, reads, all_brokers_cut(events, brokers, lo), hi,
-                         client_version)
+                         known)
     return out
 
 

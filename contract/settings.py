@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from contract.clients import CONFLUENT_KAFKA
 from contract.known_bugs import version_tuple
 
 READ_COMMITTED = "read_committed"
@@ -77,6 +78,9 @@ class Settings:
     mechanism: list[dict[str, Any]] | None = None
     spark_version: str | None = None
     librdkafka_version: str | None = None
+    # the client that wrote and read the workload's records (contract.clients): librdkafka's
+    # known bugs apply only to confluent-kafka's
+    client: str = CONFLUENT_KAFKA
     # enable.partition.eof of consumer_config, and per reader (librdkafka#4844's condition)
     partition_eof: bool = False
     reader_partition_eof: dict[str, bool] = field(default_factory=dict)
@@ -97,6 +101,16 @@ class Settings:
     def isolation(self, reader: str) -> str:
         """The isolation level of one reader (per-reader setting, else consumer_config)."""
         return self.reader_isolation.get(reader, self.default_isolation)
+
+    def known_bug_version(self, component: str) -> str | None:
+        """The run's version of a known bug's component (contract.known_bugs: ``kafka`` or
+        ``librdkafka``); the run's librdkafka only when it wrote and read the records."""
+        return {"librdkafka": self.librdkafka_version, "kafka": self.kafka_version}.get(component)
+
+    def component_used(self, component: str) -> bool:
+        """Whether the workload ran ``component`` at all: librdkafka's bugs cannot have
+        caused what another client wrote or read."""
+        return component != "librdkafka" or self.client == CONFLUENT_KAFKA
 
     def group(self, reader: str) -> str | None:
         """The consumer group ``reader`` joins, or None (assign mode, or not known)."""
@@ -263,6 +277,7 @@ def settings_from_run(run: dict[str, Any]) -> Settings:
         mechanism=run.get("mechanism") if isinstance(run.get("mechanism"), list) else None,
         spark_version=versions.get("spark"),
         librdkafka_version=versions.get("librdkafka"),
+        client=str(versions.get("client") or CONFLUENT_KAFKA),
         partition_eof=_truthy(consumer.get("enable.partition.eof"), False),
         reader_partition_eof=reader_eof,
         accept_known=tuple(str(x) for x in run.get("accept_known") or ()

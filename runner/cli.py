@@ -141,6 +141,10 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--client-version", metavar="X.Y.Z",
                    help="confluent-kafka release for the producers and consumers (a venv "
                    "cached under ~/.cache/kafka-chaos/clients, built from PyPI on first use)")
+    r.add_argument("--client", metavar="KIND:VERSION",
+                   help="the client that writes and reads: confluent-kafka[:X.Y.Z] (default: "
+                   "the installed one) or java:X.Y.Z (Kafka's kafka-clients from Maven "
+                   "Central, built and cached on first use)")
     r.add_argument("--bootstrap-servers", metavar="HOST:PORT[,...]",
                    help="run against this existing cluster instead of starting one")
     r.add_argument("--nodes", metavar="nodes.toml",
@@ -316,10 +320,10 @@ def cmd_run(args: argparse.Namespace) -> int:
             (side, scenario.run_config(**{**overrides, **pin})) for side, pin in bug[1]]
         for _side, cfg in runs:
             cfg.validate()
-            if cfg.client_version:  # before the cluster: a release pip cannot install is bad
-                from runner.clients import ensure_client
+            # before the cluster: a release pip or Maven cannot fetch is bad input
+            from runner.clients import ensure_driver
 
-                ensure_client(cfg.client_version, say=print)
+            ensure_driver(cfg.client_spec, say=print)
     except (RunConfigError, TypeError) as e:  # ClientVenvError is a RunConfigError
         print(f"kafka-chaos: error: {e}", file=sys.stderr)
         return 2

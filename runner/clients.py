@@ -24,9 +24,11 @@ from contextlib import contextmanager
 from importlib import metadata
 from pathlib import Path
 
+from contract.clients import JAVA, ClientSpec
 from contract.known_bugs import version_tuple
 from runner.config import CLIENT_VERSION, RunConfigError
 from workloads import ChildInterpreter
+from workloads.drivers import ClientDriver, ForeignDriver, LibrdkafkaDriver
 
 #: The packages the workload processes import besides confluent-kafka (workloads/, contract/).
 WORKLOAD_DEPS = ("pyarrow", "numpy", "tenacity")
@@ -66,7 +68,8 @@ def requirements(version: str) -> list[str]:
     return reqs
 
 
-def _run(cmd: list[str], what: str) -> str:
+def run_tool(cmd: list[str], what: str) -> str:
+    """Runs a build step; its last error line (``what: reason``) is a ClientVenvError."""
     # Our PYTHONPATH (a checkout, another site-packages) must not leak into the venv's pip
     # ("already installed") nor into its recorded sys.path.
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
@@ -95,23 +98,24 @@ def build_venv(target: Path, version: str) -> None:
     # installs into it (``pip --python``, pip >= 22.3). Asked of the installed distributions:
     # ``find_spec("pip")`` would make setuptools' distutils shim step aside for the process.
     own_pip = _has_pip()
-    _run([sys.executable, "-m", "venv", *(["--without-pip"] if own_pip else []), str(target)],
+    run_tool([sys.executable, "-m", "venv", *(["--without-pip"] if own_pip else []), str(target)],
          "python -m venv")
     pip = ([sys.executable, "-m", "pip", "--python", str(target / "bin" / "python")] if own_pip
            else [str(target / "bin" / "python"), "-m", "pip"])
-    _run([*pip, "install", "--quiet", "--disable-pip-version-check", "--only-binary", ":all:",
+    run_tool([*pip, "install", "--quiet", "--disable-pip-version-check", "--only-binary", ":all:",
           *requirements(version)],
          f"--client-version {version}: pip could not install confluent-kafka=={version}")
 
 
 def _probe(python: Path) -> dict[str, object]:
-    out = _run([str(python), "-I", "-c", _PROBE], f"{python}: confluent_kafka does not import")
+    out = run_tool([str(python), "-I", "-c", _PROBE], f"{python}: confluent_kafka does not import")
     info: dict[str, object] = json.loads(out.strip().splitlines()[-1])
     return info
 
 
 @contextmanager
-def _lock(path: Path) -> Iterator[None]:
+def build_lock(path: Path) -> Iterator[None]:
+    """Holds an exclusive lock on ``path`` (one build of a client at a time, across runs)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "a") as fh:
         fcntl.flock(fh, fcntl.LOCK_EX)  # released when the file closes (or the process dies)
@@ -141,7 +145,7 @@ def ensure_client(version: str, say: Callable[[str], None] = print,
     final = venv_dir(version)
     if (final / INFO_FILE).exists():
         return _interpreter(final)
-    with _lock(cache_root() / f".confluent-kafka-{version}.lock"):
+    with build_lock(cache_root() / f".confluent-kafka-{version}.lock"):
         if (final / INFO_FILE).exists():  # another run built it while we waited
             return _interpreter(final)
         tmp = cache_root() / f".tmp-confluent-kafka-{version}-{os.getpid()}"
@@ -164,3 +168,15 @@ def ensure_client(version: str, say: Callable[[str], None] = print,
             shutil.rmtree(tmp, ignore_errors=True)
         say(f"confluent-kafka {version} venv ready in {time.monotonic() - t0:.0f}s")
     return _interpreter(final)
+
+
+def ensure_driver(spec: ClientSpec, say: Callable[[str], None] = print) -> ClientDriver:
+    """The workload's driver for client ``spec``, its build made first where absent (a
+    confluent-kafka venv, a Java driver). Raises ClientVenvError (one line) when it cannot
+    be had."""
+    if spec.kind == JAVA:
+        from runner.java_client import ensure_java
+
+        assert spec.version is not None  # parse_client requires it
+        return ForeignDriver(spec, tuple(ensure_java(spec.version, say).command()))
+    return LibrdkafkaDriver(ensure_client(spec.version, say=say) if spec.version else None)

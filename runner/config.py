@@ -10,6 +10,13 @@ from typing import Any
 from compose.config import ClusterConfig, ConfigError
 from compose.image import SUPPORTED_VERSIONS
 from compose.nodes_file import NodesFileError, load_nodes
+from contract.clients import (
+    CONFLUENT_KAFKA,
+    ClientSpec,
+    ClientSpecError,
+    parse_client,
+    unsupported,
+)
 from contract.faults import RANDOM_FAULT_KINDS
 from contract.known_bugs import KNOWN_BUGS, unknown_ids, version_tuple
 from contract.liveness import DEFAULT_BOUND_S
@@ -72,6 +79,9 @@ class RunConfig:
     # confluent-kafka release for the producers and consumers (a cached venv, runner/clients.py);
     # None: the one installed with kafka-chaos
     client_version: str | None = None
+    # the client that writes and reads, KIND[:VERSION] (contract.clients): confluent-kafka
+    # (client_version is confluent-kafka:<it>) or java:<kafka-clients version>
+    client: str | None = None
     image: str | None = None
     # an existing cluster (not started by kafka-chaos) and the nodes.toml of its faultable nodes
     bootstrap_servers: str | None = None
@@ -125,6 +135,19 @@ class RunConfig:
                         "str": "a string", "list[str]": "a list of strings",
                         "dict[str, str]": "a table"}[kind]
                 raise RunConfigError(f"{opt} must be {what}, got {v!r}")
+
+    @property
+    def client_spec(self) -> ClientSpec:
+        """The run's client: ``client``, else confluent-kafka at ``client_version`` (None:
+        the installed one). Raises ClientSpecError for a bad or contradicting ``client``."""
+        if self.client is None:
+            return ClientSpec(CONFLUENT_KAFKA, self.client_version)
+        spec = parse_client(self.client)
+        if self.client_version is not None and spec != ClientSpec(CONFLUENT_KAFKA,
+                                                                  self.client_version):
+            raise ClientSpecError(f"give --client or --client-version, not both "
+                                  f"({self.client} and {self.client_version})")
+        return spec
 
     def validate(self) -> None:
         """Raises RunConfigError with a one-line reason for the first bad value."""
@@ -201,6 +224,14 @@ class RunConfig:
         if self.client_version is not None and not CLIENT_VERSION.match(self.client_version):
             raise bad(f"--client-version must be a confluent-kafka release such as 2.12.0, "
                       f"got {self.client_version!r}")
+        try:
+            client = self.client_spec
+        except ClientSpecError as e:
+            raise bad(str(e)) from None
+        why = unsupported(client, transactional=self.transactions, partitioner="round-robin",
+                          consumer_modes=[self.consumer_mode] if self.consumers else [])
+        if why:
+            raise bad(why)
         spark = spark_master_problem(self.spark_master)
         if spark:
             raise bad(spark)

@@ -37,23 +37,22 @@ from contract.liveness import DEFAULT_BOUND_S, LIVENESS_PHASE, SLACK_S
 from nemesis.dead_man import DeadManSwitches, sweep_node
 from nemesis.faults.base import FaultContext
 from nemesis.schedule import Nemesis
-from runner.clients import ensure_client
-from runner.config import TOPIC, RunConfig
+from runner.clients import ensure_driver
+from runner.config import TOPIC, RunConfig, RunConfigError
 from runner.rundir import kafka_version_of, new_run_dir, record_client_versions, write_run_json
 from scenarios.base import DoneWhen, Scenario
 from workloads import (
     CallWatcher,
-    ChildInterpreter,
     ConsumerConfig,
     ConsumerSpec,
     EventLog,
     Observer,
     ProcessGroup,
     ProducerConfig,
+    WorkloadConfigError,
     drain,
-    start_consumers,
-    start_producers,
 )
+from workloads.drivers import ClientDriver, LibrdkafkaDriver
 
 log = logging.getLogger("kafka_chaos.run")
 # How long the brokers get to serve again after a heal.
@@ -104,9 +103,10 @@ class Run:
     """The state of one run, so cleanup can reach everything that was started."""
 
     def __init__(self, cfg: RunConfig, scenario: Scenario | None, progress: Progress,
-                 client: ChildInterpreter | None = None) -> None:
+                 driver: ClientDriver | None = None) -> None:
         self.cfg = cfg
-        self.client = client  # the producers' and consumers' Python (None: this one)
+        # the client that writes and reads (None: the installed confluent-kafka)
+        self.driver: ClientDriver = driver if driver is not None else LibrdkafkaDriver()
         self.scenario = scenario
         self.say = progress
         self.run_dir = new_run_dir(cfg.out, cfg.scenario)
@@ -177,7 +177,8 @@ class Run:
             producer_config=pcfg.kafka_config(), consumer_config=ccons.kafka_config(),
             workload=workload, expect=sc.expect_for(cfg, version) if sc else None,
             mechanism=sc.mechanism_for(cfg, version) if sc else None,
-            scenario_doc=sc.doc if sc and sc.script else None, client=self.client)
+            scenario_doc=sc.doc if sc and sc.script else None,
+            client=self.driver.versions())
         self.events.phase("setup", "end")
 
     def _own_cluster(self) -> tuple[str, str, dict[str, str]]:
@@ -220,16 +221,16 @@ class Run:
         self.observer = Observer(self.run_dir, boot, [self.topic]).start()
         if cfg.consumers:
             specs = [ConsumerSpec(f"c{i}", cfg.consumer_mode) for i in range(cfg.consumers)]  # type: ignore[arg-type]
-            self.consumers = start_consumers(self.run_dir, boot, self.topic, cfg.partitions,
-                                             _consumer_config(cfg), specs,
-                                             interpreter=self.client)
+            self.consumers = self.driver.start_consumers(self.run_dir, boot, self.topic,
+                                                         cfg.partitions, _consumer_config(cfg),
+                                                         specs)
         self.events.phase("workload", "start")
         self.phase("workload", cfg.duration)
         self.step(f"workload: {cfg.producers} producer(s) for {cfg.duration:.0f}s, "
                   f"faults: {self._fault_summary()}")
-        self.producers = start_producers(self.run_dir, boot, self.topic, cfg.partitions,
-                                         _producer_config(cfg), cfg.producers,
-                                         interpreter=self.client)
+        self.producers = self.driver.start_producers(self.run_dir, boot, self.topic,
+                                                     cfg.partitions, _producer_config(cfg),
+                                                     cfg.producers)
         slots = {**(self.consumers.slots if self.consumers else {}), **self.producers.slots}
         self.watch = CallWatcher(self.events, slots, cfg.liveness or DEFAULT_BOUND_S).start()
         ssh_nodes = self._ssh_nodes()
@@ -422,11 +423,16 @@ def run(cfg: RunConfig, scenario: Scenario | None = None,
         progress: Progress = print) -> RunOutcome:
     """Runs one chaos run and returns its outcome (results when checked).
 
-    Raises RunConfigError or ClientVenvError before anything starts (the client venv of
-    ``cfg.client_version`` is built, on first use, before the cluster)."""
+    Raises RunConfigError or ClientVenvError before anything starts (the client of
+    ``cfg.client_spec`` is built, on first use, before the cluster)."""
     cfg.validate()
-    client = ensure_client(cfg.client_version, say=progress) if cfg.client_version else None
-    r = Run(cfg, scenario, progress, client)
+    driver = ensure_driver(cfg.client_spec, say=progress)
+    try:
+        driver.check(_producer_config(cfg), _consumer_config(cfg),
+                     [cfg.consumer_mode] * cfg.consumers)
+    except WorkloadConfigError as e:
+        raise RunConfigError(str(e)) from None
+    r = Run(cfg, scenario, progress, driver)
     handler = _log_to(r.run_dir)
     out = RunOutcome(r.run_dir)
     with signals_raise() as stop:

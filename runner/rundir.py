@@ -14,8 +14,8 @@ from typing import Any
 
 from contract.atomic_files import write_atomic
 from runner.config import RunConfig
-from workloads import ChildInterpreter
 from workloads.client_info import client_versions
+from workloads.drivers import LibrdkafkaDriver
 
 
 def new_run_dir(out: str | Path, scenario: str) -> Path:
@@ -44,18 +44,19 @@ def _version(dist: str) -> str | None:
         return None
 
 
-def versions(kafka_version: str, client: ChildInterpreter | None = None) -> dict[str, Any]:
-    """run.json's ``versions``. ``confluent_kafka``/``librdkafka`` are the workload processes'
-    (``client``: the venv they run in; None: this interpreter's), replaced by what the
-    processes themselves report when they stop (:func:`record_client_versions`). The
-    observer and the drain run in the orchestrator's process: ``orchestrator_*``."""
+def versions(kafka_version: str, client: dict[str, Any] | None = None) -> dict[str, Any]:
+    """run.json's ``versions``. ``client`` is the workload driver's part
+    (workloads.drivers.ClientDriver.versions: ``client``, ``client_version``, and for
+    confluent-kafka its ``confluent_kafka``/``librdkafka``; None: this interpreter's
+    confluent-kafka), replaced by what the processes themselves report when they stop
+    (:func:`record_client_versions`). The observer and the drain run in the orchestrator's
+    process: ``orchestrator_*``."""
     own = client_versions()
     own_ck, own_rd = own["confluent_kafka"], own["librdkafka"]
+    workload = client if client is not None else LibrdkafkaDriver().versions()
     return {
         "kafka": kafka_version,
-        "confluent_kafka": client.confluent_kafka if client else own_ck,
-        "librdkafka": client.librdkafka if client else own_rd,
-        "client_venv": str(client.venv) if client and client.venv else None,
+        **workload,
         "client_reported_by": [],
         "orchestrator_confluent_kafka": own_ck,
         "orchestrator_librdkafka": own_rd,
@@ -70,7 +71,7 @@ def write_run_json(run_dir: Path, cfg: RunConfig, *, image: str, kafka_version: 
                    consumer_config: dict[str, str], workload: dict[str, Any],
                    expect: dict[str, Any] | None, mechanism: list[dict[str, Any]] | None,
                    scenario_doc: str | None = None,
-                   client: ChildInterpreter | None = None) -> dict[str, Any]:
+                   client: dict[str, Any] | None = None) -> dict[str, Any]:
     """Writes run.json (atomically) and returns it."""
     doc: dict[str, Any] = {
         "scenario": cfg.scenario,
@@ -144,9 +145,10 @@ def record_client_versions(run_dir: Path, stats: dict[str, dict[str, Any]]) -> N
     doc = json.loads(path.read_text())
     v = doc.setdefault("versions", {})
     by = sorted({*v.get("client_reported_by", []), *reports})
-    for key in ("confluent_kafka", "librdkafka"):
+    keys = sorted({k for r in reports.values() for k in r if k != "python"})
+    for key in keys:  # client_version, and confluent_kafka/librdkafka for that client
         seen = sorted({str(r.get(key)) for r in reports.values()})
-        if v.get("client_reported_by"):  # earlier reports (producers) count too
+        if v.get("client_reported_by") and v.get(key) is not None:  # earlier reports count
             seen = sorted({*seen, *str(v.get(key)).split(",")})
         v[key] = ",".join(seen)
     v["client_reported_by"] = by

@@ -59,18 +59,31 @@ class CallSlot:
         """Marks ``name`` in progress for the duration of the block. ``timeout_s`` is the
         call's own timeout: None for a call that has none (judged against the bound),
         infinity for one asked to wait for ever (not watched)."""
+        began = self.begin(name, timeout_s)
+        try:
+            yield
+        finally:
+            if began:
+                self.end()
+
+    def begin(self, name: str, timeout_s: float | None) -> bool:
+        """Marks ``name`` in progress (as :meth:`call`) until :meth:`end`; False when it is
+        not watched (no slot, or a call asked to wait for ever)."""
         arr = self.arr
         if arr is None or timeout_s == math.inf:
-            yield
-            return
+            return False
+        if arr[GEN] % 2:  # a call still marked (a driver's line lost): it ended
+            arr[GEN] += 1
         arr[CALL] = CALL_CODES[name]
         arr[START_NS] = time.time_ns()
         arr[TIMEOUT_MS] = -1 if timeout_s is None else int(max(0.0, timeout_s) * 1000)
         arr[GEN] += 1  # odd: in progress (after the fields, so a reader sees them whole)
-        try:
-            yield
-        finally:
-            arr[GEN] += 1
+        return True
+
+    def end(self) -> None:
+        """The call :meth:`begin` marked has ended."""
+        if self.arr is not None and self.arr[GEN] % 2:
+            self.arr[GEN] += 1
 
     def progress(self, at_ns: int | None = None) -> None:
         """The client made progress at ``at_ns`` (None: now): an acknowledgement, a read."""

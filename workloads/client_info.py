@@ -8,6 +8,8 @@ from typing import Any
 
 import confluent_kafka
 
+from contract.clients import CONFLUENT_KAFKA
+
 
 def version_string(v: Any) -> str:
     """``version()``/``libversion()`` give a (str, int) pair, but a plain string in some
@@ -16,7 +18,9 @@ def version_string(v: Any) -> str:
 
 
 def client_versions() -> dict[str, str]:
-    """The confluent-kafka and librdkafka versions this process imported, and its Python."""
-    return {"confluent_kafka": version_string(confluent_kafka.version()),
+    """The confluent-kafka and librdkafka versions this process imported, and its Python
+    (``client``/``client_version`` as every workload driver reports them)."""
+    ck = version_string(confluent_kafka.version())
+    return {"client": CONFLUENT_KAFKA, "client_version": ck, "confluent_kafka": ck,
             "librdkafka": version_string(confluent_kafka.libversion()),
             "python": sys.executable}

@@ -18,6 +18,7 @@ from __future__ import annotations
 import logging
 import signal
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -55,35 +56,41 @@ class ReadRecorder:
         now = time.time_ns()
         before = self.records
         for m in msgs:
-            if m.error() is not None:
-                continue
-            value = m.value()
-            producer, seq, valid = decode(value)
-            src_producer = src_seq = None
-            if producer is None:
-                # Not our value format: an application's record whose identity (and, for
-                # a derived record, its source's) travels in headers (workloads/recording.py).
-                headers = m.headers()
-                producer, seq, valid = decode_header(headers, value)
-                src_producer, src_seq = source_of(headers)
-            self.writer.append_values((self.reader, self.mode, poll, now, m.topic(),
-                                       m.partition(), m.offset(), producer, seq, valid,
-                                       src_producer, src_seq))
-            self.records += 1
-            if not valid:
-                self.invalid += 1
+            if m.error() is None:
+                self.add(poll, now, m.topic(), m.partition(), m.offset(), m.value(), m.headers)
         return self.records - before
+
+    def add(self, poll: int, read_ns: int, topic: str, partition: int, offset: int,
+            value: bytes | None,
+            headers: Callable[[], list[tuple[str, bytes | None]] | None] | None = None) -> None:
+        """One record read; ``headers`` gives its headers, asked only for a value that is
+        not the contract's format."""
+        producer, seq, valid = decode(value)
+        src_producer = src_seq = None
+        if producer is None and headers is not None:
+            # Not our value format: an application's record whose identity (and, for a
+            # derived record, its source's) travels in headers (workloads/recording.py).
+            hdrs = headers()
+            producer, seq, valid = decode_header(hdrs, value)
+            src_producer, src_seq = source_of(hdrs)
+        self.writer.append_values((self.reader, self.mode, poll, read_ns, topic, partition,
+                                   offset, producer, seq, valid, src_producer, src_seq))
+        self.records += 1
+        if not valid:
+            self.invalid += 1
 
     def close(self) -> None:
         self.writer.close()
 
 
 def rebalance_event(events: EventLog, reader: str, what: str, poll: int,
-                    parts: list[TopicPartition]) -> None:
-    """A subscribe-mode reader's partitions were ``assigned``, ``revoked`` or ``lost``."""
+                    parts: list[TopicPartition] | list[str]) -> None:
+    """A subscribe-mode reader's partitions (or their ``topic:partition`` names) were
+    ``assigned``, ``revoked`` or ``lost``."""
     events.emit(REBALANCE, INSTANT, [], {
         "reader": reader, "what": what, "poll": poll,
-        "partitions": [f"{tp.topic}:{tp.partition}" for tp in parts]})
+        "partitions": [tp if isinstance(tp, str) else f"{tp.topic}:{tp.partition}"
+                       for tp in parts]})
 
 
 def consumer_client(bootstrap: str, conf: dict[str, str], client_id: str) -> Consumer:

@@ -192,18 +192,30 @@ def start_producers(run_dir: Path, bootstrap: str, topic: str, partitions: int,
     ``interpreter``: run them with that Python (another confluent-kafka); None: this one.
     """
     cfg.validate()
-    group = ProcessGroup(stop_event if stop_event is not None else new_stop_event(),
-                         stats_queue=_CTX.Queue(), _key=lambda s: f"p{s['producer']}")
+    group = new_group(lambda s: f"p{s['producer']}", stop_event)
     with _spawning_with(interpreter):
         for i in range(first_id, first_id + count):
-            slot = group.slots[f"p{i}"] = new_slot()
-            p = _CTX.Process(target=_orphan_safe, name=f"kc-producer-{i}", daemon=True,
-                             args=(os.getpid(), producer_main, group.stop_event,
-                                   Path(run_dir), bootstrap, topic, partitions, cfg, i,
-                                   group.stop_event, group.stats_queue, slot))
-            p.start()
-            group.procs[f"p{i}"] = p
+            spawn(group, f"p{i}", f"kc-producer-{i}", producer_main, Path(run_dir), bootstrap,
+                  topic, partitions, cfg, i)
     return group
+
+
+def new_group(key: Callable[[dict[str, Any]], str], stop_event: Any = None) -> ProcessGroup:
+    """An empty group whose processes' stats are named by ``key`` (None: a new stop flag)."""
+    return ProcessGroup(stop_event if stop_event is not None else new_stop_event(),
+                        stats_queue=_CTX.Queue(), _key=key)
+
+
+def spawn(group: ProcessGroup, name: str, proc_name: str, target: Callable[..., Any],
+          *args: Any) -> None:
+    """Starts ``target(*args, stop_event, stats_queue, slot)`` as process ``name`` of
+    ``group``, with a call-watch slot of its own; it stops when this process is gone."""
+    slot = group.slots[name] = new_slot()
+    p = _CTX.Process(target=_orphan_safe, name=proc_name, daemon=True,
+                     args=(os.getpid(), target, group.stop_event, *args, group.stop_event,
+                           group.stats_queue, slot))
+    p.start()
+    group.procs[name] = p
 
 
 def start_consumers(run_dir: Path, bootstrap: str, topic: str, partitions: int,
@@ -215,15 +227,9 @@ def start_consumers(run_dir: Path, bootstrap: str, topic: str, partitions: int,
     """
     if len({s.id for s in specs}) != len(specs):
         raise ValueError("consumer ids must be unique")
-    group = ProcessGroup(stop_event if stop_event is not None else new_stop_event(),
-                         stats_queue=_CTX.Queue(), _key=lambda s: str(s["reader"]))
+    group = new_group(lambda s: str(s["reader"]), stop_event)
     with _spawning_with(interpreter):
         for spec in specs:
-            slot = group.slots[spec.id] = new_slot()
-            p = _CTX.Process(target=_orphan_safe, name=f"kc-consumer-{spec.id}", daemon=True,
-                             args=(os.getpid(), consumer_main, group.stop_event,
-                                   Path(run_dir), bootstrap, topic, partitions, cfg, spec,
-                                   group.stop_event, group.stats_queue, slot))
-            p.start()
-            group.procs[spec.id] = p
+            spawn(group, spec.id, f"kc-consumer-{spec.id}", consumer_main, Path(run_dir),
+                  bootstrap, topic, partitions, cfg, spec)
     return group

@@ -123,23 +123,34 @@ class WriteRecorder(RecorderCounts):
             else:
                 self._count(classify(err), err.name())
             return
+        part = None
+        if msg is not None and (p := msg.partition()) is not None and p >= 0:
+            part = p
+        if err is None:
+            self.resolved(seq, time.time_ns(), OK, None, msg.offset(), part)
+        else:
+            self.resolved(seq, time.time_ns(), classify(err), err.name(), None, part)
+
+    def resolved(self, seq: int, complete_ns: int, outcome: str, error: str | None,
+                 offset: int | None, partition: int | None = None) -> None:
+        """Record ``seq``'s outcome, however the client reported it: ``offset`` None with
+        acks=0 or for idempotent duplicates; ``partition`` the one the client's
+        partitioner chose (None: as invoked)."""
         row = self.pending.pop(seq, None)
         if row is None:  # already resolved as unknown (e.g. a report after the run ended)
-            log.debug("late delivery report for p%d seq %d: %s", self.producer, seq, err)
+            log.debug("late outcome for p%d seq %d: %s", self.producer, seq, error)
             return
-        row[_COMPLETE] = now = time.time_ns()
+        row[_COMPLETE] = complete_ns
         if row[_PARTITION] is None:  # the client's partitioner chose it (recorded clients)
-            part = msg.partition() if msg is not None else None
-            row[_PARTITION] = part if part is not None and part >= 0 else None
-        if err is None:
-            self.last_ack_ns = now
-            row[_OUTCOME] = OK
-            row[_OFFSET] = msg.offset()  # None with acks=0 or for idempotent duplicates
+            row[_PARTITION] = partition
+        row[_OUTCOME] = outcome
+        if outcome == OK:
+            self.last_ack_ns = complete_ns
+            row[_OFFSET] = offset
             self.counts[OK] += 1
         else:
-            row[_OUTCOME] = outcome = classify(err)
-            row[_ERROR] = name = err.name()
-            self._count(outcome, name)
+            row[_ERROR] = error
+            self._count(outcome, error)
         if row[_TXN] is None:  # not in a transaction: the row is final
             self._emit(row)
 

@@ -411,3 +411,15 @@ def test_reset_to_the_truncation_point_is_excused_and_named(check) -> None:  # t
     assert got["c1"]["excused"] is False and "excuse" not in got["c1"]
     assert r["anomalies"]["reused-offset"]["count"] == 2
     assert r["anomalies"]["reorder"]["count"] == 0 and r["valid"] is False
+
+
+def test_a_librdkafka_bug_names_nothing_another_client_wrote(check) -> None:  # type: ignore[no-untyped-def]
+    """The history the accepted-bug test checks, written by the Java client (run.json
+    versions.client): librdkafka did not write it, so its bug explains none of the copies
+    and accepting it changes nothing. Old checker: 40 named and accepted, VALID."""
+    h = _many_bumped_duplicates(40, ["librdkafka#4953"], stray=False)
+    h.run["versions"] = {**h.run.get("versions", {}), "client": "java",
+                         "client_version": "4.1.1", "librdkafka": None}
+    dup = check(h)["anomalies"]["duplicate"]
+    assert dup["count"] == 40 and dup["known_bugs"] == {} and dup["allowed"] is False
+    assert all("known_bug" not in e for e in dup["examples"])

@@ -1,0 +1,130 @@
+"""The clients a run's workload can write and read with, and how each one's errors are read.
+
+A run's producers and consumers are all one client: ``confluent-kafka`` (librdkafka, in
+Python processes of our own) or ``java`` (Kafka's own ``kafka-clients``, in a driver process
+that reports to a Python recorder, ``contract.driver_protocol``). ``--client KIND:VERSION``
+names it; ``--client-version V`` is ``confluent-kafka:V``. The history is the same whichever
+client wrote it; run.json's ``versions.client`` / ``versions.client_version`` say which.
+
+Each client's error names map to a write outcome by one rule: only an error that proves the
+record was never appended is ``fail``; every other error, including names this table does
+not know, is ``info`` (an ambiguous outcome is never ``fail``: calling a written record
+failed would raise a false ``failed-visible``). The reasons are beside each name.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+#: The librdkafka client (the confluent-kafka Python package); the default.
+CONFLUENT_KAFKA = "confluent-kafka"
+#: Kafka's Java client (org.apache.kafka:kafka-clients), driven by workloads/java.
+JAVA = "java"
+CLIENT_KINDS: tuple[str, ...] = (CONFLUENT_KAFKA, JAVA)
+
+_VERSION = re.compile(r"^\d+\.\d+(\.\d+)?([.-]?(a|b|rc|post|dev)\d+)?$")
+
+
+class ClientSpecError(ValueError):
+    """A ``--client`` value that names no client we drive; the message is one line."""
+
+
+@dataclass(frozen=True)
+class ClientSpec:
+    """A client and its version (None: the one this installation carries, for
+    confluent-kafka only)."""
+
+    kind: str = CONFLUENT_KAFKA
+    version: str | None = None
+
+    def __str__(self) -> str:
+        return self.kind if self.version is None else f"{self.kind}:{self.version}"
+
+    @property
+    def librdkafka(self) -> bool:
+        """Whether librdkafka writes and reads the records (its known bugs can apply)."""
+        return self.kind == CONFLUENT_KAFKA
+
+
+def parse_client(text: str) -> ClientSpec:
+    """``KIND[:VERSION]`` -> ClientSpec; a Java client needs its version."""
+    kind, _, version = text.strip().partition(":")
+    if kind not in CLIENT_KINDS:
+        raise ClientSpecError(f"--client: unknown client {kind!r} (one of "
+                              f"{', '.join(CLIENT_KINDS)}, as KIND:VERSION)")
+    if version and not _VERSION.match(version):
+        raise ClientSpecError(f"--client: {version!r} is not a version (e.g. {kind}:4.1.1)")
+    if kind == JAVA and not version:
+        raise ClientSpecError("--client: the Java client needs its version, e.g. java:4.1.1")
+    return ClientSpec(kind, version or None)
+
+
+#: Error names that prove the record was not (and will never be) appended, per client.
+DEFINITE_FAILURES: dict[str, frozenset[str]] = {
+    # librdkafka error names (KafkaError.name()). Not _PURGE_QUEUE: a message whose first
+    # request got no answer waits for its retry in the same queue, so a purge then may hit
+    # one that was appended. Not _MSG_TIMED_OUT: it may have been sent.
+    CONFLUENT_KAFKA: frozenset({
+        "_TIMED_OUT_QUEUE",      # timed out in the local queue: never sent
+        "_MSG_SIZE_TOO_LARGE",   # refused locally
+        "_UNKNOWN_PARTITION",    # refused locally
+        "_UNKNOWN_TOPIC",        # refused locally
+        "_INVALID_ARG",
+        "_STATE",                # produce refused by the (transactional) producer's state
+        "_REFUSED",              # produce() raised: never queued
+        "NOT_ENOUGH_REPLICAS",   # the leader checks the ISR before appending
+        "LEADER_NOT_AVAILABLE",  # no leader: nobody could have appended
+        "MSG_SIZE_TOO_LARGE",
+        "RECORD_LIST_TOO_LARGE",
+        "UNKNOWN_TOPIC_OR_PART",
+        "INVALID_REQUIRED_ACKS",
+        "INVALID_RECORD",
+        "CORRUPT_MESSAGE",
+        "TOPIC_AUTHORIZATION_FAILED",
+        "CLUSTER_AUTHORIZATION_FAILED",
+        "TRANSACTIONAL_ID_AUTHORIZATION_FAILED",
+    }),
+    # The Java client's exception class names (the callback's exception, its simple name).
+    # Only errors the client never retries: the final error of a retried batch (e.g.
+    # NotEnoughReplicasException once delivery.timeout.ms has passed) may follow an
+    # earlier attempt that was appended but whose answer was lost. Not TimeoutException
+    # (expired batches may be in flight), nor KafkaException "closed forcefully".
+    JAVA: frozenset({
+        "Refused",                         # the callback ran inside send(): never queued
+        "RecordTooLargeException",
+        "RecordBatchTooLargeException",
+        "InvalidTopicException",
+        "InvalidRequiredAcksException",
+        "InvalidRecordException",
+        "SerializationException",
+        "TopicAuthorizationException",
+        "ClusterAuthorizationException",
+        "TransactionalIdAuthorizationException",
+    }),
+}
+
+
+def classify_error(kind: str, name: str | None) -> str:
+    """``ok`` for no error, ``fail`` for a definite failure of client ``kind``, ``info``
+    otherwise (DESIGN.md §3)."""
+    if name is None:
+        return "ok"
+    return "fail" if name in DEFINITE_FAILURES.get(kind, frozenset()) else "info"
+
+
+def unsupported(spec: ClientSpec, *, transactional: bool, partitioner: str,
+                consumer_modes: list[str]) -> str | None:
+    """Why the workload cannot run these settings with this client (one line), or None.
+    confluent-kafka runs everything; the drivers in other languages do not run yet
+    transactions, the random partitioner nor restart-mode consumers."""
+    if spec.kind == CONFLUENT_KAFKA:
+        return None
+    if transactional:
+        return f"--client {spec}: transactions are driven with confluent-kafka only, so far"
+    if partitioner != "round-robin":
+        return f"--client {spec}: only the round-robin partitioner"
+    if "restart" in consumer_modes:
+        return (f"--client {spec}: consumer mode restart is driven with confluent-kafka "
+                f"only, so far (assign or subscribe)")
+    return None

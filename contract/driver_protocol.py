@@ -1,0 +1,86 @@
+"""The protocol between a client driver in another language and its Python recorder.
+
+A driver is one process per producer or consumer (``workloads/java`` is the Java client's).
+It is started with one argument, the path of its **spec**: ``key=value`` lines (UTF-8, no
+escapes: a value runs to the end of its line), the keys of :data:`SPEC_KEYS` and the client's
+properties, with Kafka's names, as ``config.<property>=<value>``.
+
+Record values are the contract's codec (``workloads/record.py``): ``KC1|<producer>|<seq>|
+<crc32 of "<producer>|<seq>|<padding>" as 8 lowercase hex digits>|<padding>``, the padding
+being ``abcdefghijklmnopqrstuvwxyz0123456789`` repeated and cut so the value has
+``record_size`` bytes (longer only when the header alone does not fit). A driver encodes;
+the recorder decodes what consumers read (values travel base64-encoded), so decoding is
+defined once. ``<driver> --encode P S N`` prints the value of record S of producer P at size
+N (the codec's shared test vectors, tests/workloads/test_java_driver.py).
+
+The driver writes one **line per event** to stdout, ending in a newline (a last line without
+one is torn, and skipped), fields separated by tabs, times in
+wall-clock nanoseconds since the epoch, as they happen (flushed per line or per batch of
+lines, at least every 100 ms). The first field says what the line is (:data:`LINES`). It
+stops when its stdin reaches its end (the recorder closes it to stop it, and so does a
+recorder that dies), at its duration or after ``max_records``; a producer then closes its
+client, waiting up to ``close_timeout_s`` for outstanding acknowledgements, and writes
+``end``. Diagnostics go to stderr (the recorder keeps them in the run's logs).
+"""
+
+from __future__ import annotations
+
+#: The spec's keys (besides ``config.*``), by role.
+SPEC_KEYS: dict[str, tuple[str, ...]] = {
+    # role: producer or consumer; name: p0, c0 (the client.id is kc-<role>-<name>)
+    "both": ("role", "name", "bootstrap", "topic",
+             # producer: written round-robin by seq (seq i to partitions[i % n]); consumer in
+             # assign mode: read from the beginning (subscribe: the group assigns)
+             "partitions"),
+    "producer": ("producer", "rate", "duration_s", "max_records", "record_size",
+                 "close_timeout_s"),
+    "consumer": ("mode", "poll_timeout_ms"),
+}
+
+
+def render_spec(values: dict[str, object], config: dict[str, str]) -> str:
+    """The spec file's text: ``values`` (lists comma-separated) and ``config.*`` lines."""
+    lines = []
+    for key, v in [*values.items(), *((f"config.{k}", c) for k, c in config.items())]:
+        text = ",".join(str(x) for x in v) if isinstance(v, list | tuple) else str(v)
+        if "\n" in text or "\n" in key or "=" in key:
+            raise ValueError(f"spec entry {key!r} cannot be written on one line")
+        lines.append(f"{key}={text}")
+    return "\n".join(lines) + "\n"
+
+
+#: Line kinds: name -> the fields after it.
+LINES: dict[str, tuple[str, ...]] = {
+    # the client's own name and version as it reports them (first line)
+    "hello": ("client", "version"),
+    # producer: record seq for partition goes to the client's send() at invoke_ns (written
+    # before the call, so it precedes the record's outcome)
+    "sent": ("seq", "partition", "invoke_ns"),
+    # producer: the sent record was refused before it was queued (never appended): ``fail``
+    # whatever the error's name
+    "refused": ("seq", "complete_ns", "error"),
+    # producer: acknowledged at offset (-1: the client gave none)
+    "ack": ("seq", "offset", "complete_ns"),
+    # producer: the client reported an error for record seq (contract.clients classifies it)
+    "error": ("seq", "complete_ns", "error"),
+    # consumer: one record read by poll number poll; the value base64-encoded
+    "read": ("poll", "read_ns", "partition", "offset", "value"),
+    # consumer (subscribe): partitions assigned / revoked / lost, comma-separated
+    "rebalance": ("what", "poll", "partitions"),
+    # a watched call (contract.liveness.WATCHED_CALLS) begins, with its own timeout in ms
+    # (-1: none) / the call in progress ends
+    "call": ("call", "timeout_ms"),
+    "done": (),
+    # the driver is finished: nothing follows
+    "end": (),
+}
+
+
+def split_line(line: str) -> tuple[str, list[str]] | None:
+    """``(kind, fields)`` of one driver line; None for a line that is no event (a torn last
+    line of a killed driver, a kind or a field count this protocol does not have)."""
+    parts = line.rstrip("\n").split("\t")
+    fields = LINES.get(parts[0])
+    if fields is None or len(parts) - 1 != len(fields):
+        return None
+    return parts[0], parts[1:]

@@ -1,0 +1,118 @@
+"""The Java client per run: kafka-clients of a version, fetched and the driver compiled once.
+
+``--client java:4.1.1`` runs the workload's producers and consumers as Java processes of
+workloads/java/KcDriver.java. Each version gets one folder under the client cache
+(runner/clients.py's ``cache_root()``, then ``java-<version>``), made on first use: Maven
+copies kafka-clients and its dependencies (and slf4j-simple, for its logs) into ``lib/``,
+javac compiles the driver into ``classes/``. Built in a temporary folder and renamed into
+place under a file lock, like the confluent-kafka venvs; the info file, written last, says
+the folder is complete. A version Maven cannot fetch is one line (ClientVenvError: exit 2
+before the cluster starts).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from runner.clients import INFO_FILE, ClientVenvError, build_lock, cache_root
+
+SOURCE_DIR = Path(__file__).resolve().parent.parent / "workloads" / "java"
+DRIVER = "KcDriver"
+
+
+@dataclass(frozen=True)
+class JavaClient:
+    """A built Java driver: the command that starts it (add the spec's path) and the
+    kafka-clients version it was built against."""
+
+    folder: Path
+    version: str
+
+    def command(self) -> list[str]:
+        cp = os.pathsep.join([str(self.folder / "classes"), str(self.folder / "lib" / "*")])
+        # A small heap: one driver per producer or consumer, two cores for everything.
+        return ["java", "-Xms32m", "-Xmx256m", "-XX:+UseSerialGC",
+                "-Dorg.slf4j.simpleLogger.showDateTime=true",
+                "-Dorg.slf4j.simpleLogger.dateTimeFormat=yyyy-MM-dd'T'HH:mm:ss.SSSZ",
+                "-cp", cp, DRIVER]
+
+
+def java_dir(version: str) -> Path:
+    """Where the Java driver for kafka-clients ``version`` lives."""
+    return cache_root() / f"java-{version}"
+
+
+def _tool(cmd: list[str], what: str, cwd: Path) -> None:
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, check=False, cwd=cwd)
+    except FileNotFoundError:
+        raise ClientVenvError(f"{what}: {cmd[0]} is not installed") from None
+    if proc.returncode != 0:
+        lines = [ln.strip() for ln in (proc.stdout + proc.stderr).splitlines() if ln.strip()]
+        # Maven's first [ERROR] line is the reason; the later ones are its help text.
+        errors = [ln for ln in lines if ln.startswith("[ERROR]")]
+        reason = (errors[0] if errors else lines[-1] if lines else f"exit {proc.returncode}")
+        raise ClientVenvError(f"{what}: {reason.removeprefix('[ERROR] ')[:300]}")
+
+
+def build_java(target: Path, version: str) -> None:
+    """Fetches kafka-clients ``version`` with Maven into ``target/lib`` and compiles the
+    driver into ``target/classes``."""
+    target.mkdir(parents=True)
+    shutil.copy(SOURCE_DIR / "pom.xml", target / "pom.xml")
+    _tool(["mvn", "-q", "-B", f"-Dkafka.clients.version={version}",
+           "dependency:copy-dependencies", "-DoutputDirectory=lib"],
+          f"--client java:{version}: Maven could not fetch kafka-clients {version}", target)
+    _tool(["javac", "--release", "17", "-nowarn", "-d", str(target / "classes"),
+           "-cp", str(target / "lib" / "*"), str(SOURCE_DIR / f"{DRIVER}.java")],
+          f"--client java:{version}: the driver does not compile", target)
+
+
+def ensure_java(version: str, say: Callable[[str], None] = print,
+                builder: Callable[[Path, str], None] = build_java) -> JavaClient:
+    """The Java driver for kafka-clients ``version``: the cached build, made first if absent.
+    A build is redone when the driver's source changed since (its digest is in the info)."""
+    final = java_dir(version)
+    digest = _source_digest()
+    if _complete(final, digest):
+        return JavaClient(final, version)
+    with build_lock(cache_root() / f".java-{version}.lock"):
+        if _complete(final, digest):  # another run built it while we waited
+            return JavaClient(final, version)
+        tmp = cache_root() / f".tmp-java-{version}-{os.getpid()}"
+        shutil.rmtree(tmp, ignore_errors=True)
+        t0 = time.monotonic()
+        say(f"building the Java client {version} driver in {final} (first use)")
+        try:
+            builder(tmp, version)
+            (tmp / INFO_FILE).write_text(json.dumps({"client": "java", "version": version,
+                                                     "source": digest}))
+            shutil.rmtree(final, ignore_errors=True)  # incomplete, or of an older driver
+            os.replace(tmp, final)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+        say(f"Java client {version} driver ready in {time.monotonic() - t0:.0f}s")
+    return JavaClient(final, version)
+
+
+def _source_digest() -> str:
+    h = hashlib.sha256()
+    for name in ("pom.xml", f"{DRIVER}.java"):
+        h.update((SOURCE_DIR / name).read_bytes())
+    return h.hexdigest()[:16]
+
+
+def _complete(folder: Path, digest: str) -> bool:
+    try:
+        info = json.loads((folder / INFO_FILE).read_text())
+    except (OSError, ValueError):
+        return False
+    return isinstance(info, dict) and info.get("source") == digest

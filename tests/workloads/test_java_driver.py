@@ -1,0 +1,155 @@
+"""The workload seam (issue 48): the driver protocol, the Python recorder, and the Java
+client's driver.
+
+- The Java driver encodes record values byte for byte as the contract's codec does (the
+  codec's shared test vectors).
+- The recorder turns a driver's lines into the history a librdkafka workload writes: a
+  real process speaking the protocol (tests/support/fake_driver.py) acknowledges, fails,
+  is refused, and dies with an attempt outstanding; a consumer's reads decode; a torn last
+  line is skipped.
+- On the package's real cluster, Java producers and an assign-mode Java consumer write and
+  read a topic: every acknowledged record is in the topic at its offset, and read.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from contract.clients import JAVA, ClientSpec
+from runner.java_client import JavaClient, ensure_java
+from tests.workloads.conftest import read_table
+from tests.workloads.helpers import (
+    WRITES_CONTRACT,
+    acked_identities,
+    read_topic,
+    rows,
+    wait_finished,
+    wait_read,
+)
+from workloads.config import ConsumerConfig, ConsumerSpec, ProducerConfig
+from workloads.drivers import ForeignDriver
+from workloads.record import decode, encode
+
+JAVA_VERSION = "4.1.1"
+FAKE = [sys.executable, str(Path(__file__).resolve().parents[1] / "support" / "fake_driver.py")]
+
+
+@pytest.fixture(scope="module")
+def java() -> JavaClient:
+    """The Java driver, built from Maven Central on first use (cached afterwards)."""
+    return ensure_java(JAVA_VERSION, say=print)
+
+
+@pytest.mark.parametrize("producer,seq,size", [
+    (0, 0, 100), (7, 123456789012, 100), (63, 5, 1), (3, 42, 30), (3, 42, 31), (1, 2, 1000)])
+def test_java_encodes_as_the_contract(java, producer, seq, size):  # type: ignore[no-untyped-def]
+    out = subprocess.run([*java.command(), "--encode", str(producer), str(seq), str(size)],
+                         capture_output=True, check=True)
+    value = out.stdout.rstrip(b"\n")
+    assert value == encode(producer, seq, size)
+    assert decode(value) == (producer, seq, True)
+
+
+def _fake(lines: list[str], exit_code: int | None = None, tmp: Path | None = None
+          ) -> tuple[ForeignDriver, dict[str, str]]:
+    assert tmp is not None
+    path = tmp / "lines.txt"
+    path.write_text("".join(lines))
+    extra = {"fake.lines": str(path)}
+    if exit_code is not None:
+        extra["fake.exit"] = str(exit_code)
+    return ForeignDriver(ClientSpec(JAVA, "fake"), tuple(FAKE)), extra
+
+
+def test_recorder_writes_what_a_dying_driver_reported(tmp_path):  # type: ignore[no-untyped-def]
+    lines = ["hello\tjava\t9.9.9\n",
+             *(f"sent\t{s}\t{s % 2}\t{1000 + s}\n" for s in range(5)),
+             "ack\t0\t17\t2000\n",
+             "error\t1\t2001\tTimeoutException\n",          # may be in flight: info
+             "error\t2\t2002\tRecordTooLargeException\n",   # never appended: fail
+             "refused\t3\t2003\tTimeoutException\n",        # refused in send(): fail
+             "ack\t4\t-1\t2004"]                            # torn: no newline, then death
+    driver, extra = _fake(lines, exit_code=1, tmp=tmp_path)
+    cfg = ProducerConfig(duration_s=30, extra=extra)
+    group = driver.start_producers(tmp_path, "unused:9092", "t", 2, cfg, 1, first_id=3)
+    wait_finished(group)
+    stats = group.stop()
+    table = read_table(tmp_path, "writes")
+    assert [(f.name, f.type) for f in table.schema] == WRITES_CONTRACT
+    got = {r["seq"]: r for r in rows(table)}
+    assert set(got) == {0, 1, 2, 3, 4}
+    assert all(r["producer"] == 3 and r["topic"] == "t" for r in got.values())
+    assert (got[0]["outcome"], got[0]["offset"], got[0]["complete_ns"]) == ("ok", 17, 2000)
+    assert (got[1]["outcome"], got[1]["error"]) == ("info", "TimeoutException")
+    assert (got[2]["outcome"], got[2]["error"]) == ("fail", "RecordTooLargeException")
+    assert (got[3]["outcome"], got[3]["error"]) == ("fail", "TimeoutException")
+    # the torn line is lost; the driver died: its record's outcome is unknown
+    assert got[4]["outcome"] == "info" and got[4]["complete_ns"] is None
+    assert [got[s]["partition"] for s in range(5)] == [0, 1, 0, 1, 0]
+    assert got[0]["op_id"] == (3 << 40) | 0
+    st = stats["p3"]
+    assert (st["ok"], st["fail"], st["info"], st["attempts"]) == (1, 2, 2, 5)
+    assert st["client"] == {"client": "java", "client_version": "9.9.9"}
+    assert st["driver_exitcode"] == 1 and st["driver_ended"] is False
+    assert st["bad_lines"] == 1
+
+
+def test_recorder_decodes_a_driver_consumer_and_stops_it(tmp_path):  # type: ignore[no-untyped-def]
+    v = base64.b64encode(encode(2, 9)).decode()
+    bad = base64.b64encode(encode(2, 10)[:-1] + b"!").decode()  # padding changed
+    lines = ["hello\tjava\t9.9.9\n",
+             "call\tconsume\t200\n", "done\n",
+             "rebalance\tassigned\t1\tt:0,t:1\n",
+             f"read\t1\t5000\t0\t3\t{v}\n", f"read\t2\t5001\t1\t4\t{bad}\n",
+             "read\t2\t5002\t1\t5\t\n"]  # a null value
+    driver, extra = _fake(lines, tmp=tmp_path)
+    cfg = ConsumerConfig(extra=extra)
+    group = driver.start_consumers(tmp_path, "unused:9092", "t", 2, cfg,
+                                   [ConsumerSpec("c0", "subscribe")])
+    # The driver waits for its stdin to end: only the group's stop ends it, and the
+    # recorder reads every line the driver wrote before it ended.
+    stats = group.stop(timeout_s=30)
+    got = sorted(rows(read_table(tmp_path, "reads")), key=lambda r: r["offset"])
+    assert [(r["reader"], r["mode"], r["poll"], r["read_ns"], r["partition"], r["offset"])
+            for r in got] == [("c0", "subscribe", 1, 5000, 0, 3),
+                              ("c0", "subscribe", 2, 5001, 1, 4),
+                              ("c0", "subscribe", 2, 5002, 1, 5)]
+    assert [(r["producer"], r["seq"], r["valid"]) for r in got] == [
+        (2, 9, True), (2, 10, False), (None, None, False)]
+    events = [json.loads(x) for x in
+              (tmp_path / "history" / "events.jsonl").read_text().splitlines()]
+    assert [(e["kind"], e["detail"]["what"], e["detail"]["partitions"]) for e in events] == [
+        ("rebalance", "assigned", ["t:0", "t:1"])]
+    st = stats["c0"]
+    assert st["driver_ended"] is True and st["driver_exitcode"] == 0, st
+    assert (st["records"], st["invalid"], st["polls"]) == (3, 2, 2)
+
+
+@pytest.mark.cluster
+def test_java_clients_write_and_read_a_real_cluster(java, cluster, topic, tmp_path):  # type: ignore[no-untyped-def]
+    driver = ForeignDriver(ClientSpec(JAVA, java.version), tuple(java.command()))
+    boot = cluster.bootstrap_servers
+    consumers = driver.start_consumers(tmp_path, boot, topic, 3, ConsumerConfig(),
+                                       [ConsumerSpec("c0", "assign")])
+    producers = driver.start_producers(tmp_path, boot, topic, 3,
+                                       ProducerConfig(rate=200, duration_s=5), 2)
+    wait_finished(producers, timeout_s=90)
+    pstats = producers.stop()
+    writes = rows(read_table(tmp_path, "writes"))
+    acked = acked_identities(writes)
+    assert len(acked) == len(writes) > 1500, pstats  # nothing failed without faults
+    assert {(w["producer"], w["partition"]) for w in writes} == {
+        (p, q) for p in (0, 1) for q in range(3)}
+    log = read_topic(boot, topic, 3)
+    for (producer, seq), (part, offset) in acked.items():
+        assert decode(log[(part, offset)]) == (producer, seq, True)
+    wait_read(tmp_path, {"c0": set(acked)})
+    cstats = consumers.stop()
+    assert cstats["c0"]["client"]["client_version"] == java.version, cstats
+    assert pstats["p0"]["client"]["client_version"] == java.version, pstats

@@ -1,0 +1,215 @@
+"""The Python recorder of a client driver in another language (contract/driver_protocol.py).
+
+One recorder process per producer or consumer, started like the librdkafka workload's
+(workloads/processes.py: spawned, a stop flag, stats on a queue, a call-watch slot). It
+writes the driver's spec, starts the driver with stdin and stdout piped and stderr in the
+run's logs (``logs/workload-<name>.log``), and turns every line the driver writes into the
+history: writes.parquet rows through the same WriteRecorder the librdkafka producer's
+transactions use, reads.parquet rows through the same ReadRecorder, rebalance events, and
+the call-watch slot (calls and progress). It stops the driver by closing its stdin (when the
+run's stop flag is set or SIGTERM arrives), waits for it, kills it past a deadline, and
+resolves every attempt left without an outcome as ``info``: a killed driver, or a killed
+recorder (the driver sees its stdin end and stops), leaves a checkable partial history.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import logging
+import os
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+from contract.clients import classify_error
+from contract.driver_protocol import render_spec, split_line
+from contract.events import EventLog
+from workloads.call_watch import CallSlot
+from workloads.child_logging import configure_logging
+from workloads.consumer import ReadRecorder, rebalance_event
+from workloads.history import history_dir
+from workloads.outcomes import FAIL, OK
+from workloads.write_recorder import WriteRecorder
+
+log = logging.getLogger("kafka_chaos.workloads.foreign")
+
+#: How long a stopped driver gets past its own close timeout before it is killed.
+EXIT_GRACE_S = 15.0
+
+
+@dataclass
+class DriverSpec:
+    """What one driver process is told (contract.driver_protocol.SPEC_KEYS) and run with."""
+
+    command: list[str]
+    client: str  # contract.clients kind
+    values: dict[str, Any]
+    config: dict[str, str]
+    close_timeout_s: float = 10.0
+    history_chunk_rows: int = 50_000
+    history_flush_interval_s: float = 2.0
+
+    @property
+    def name(self) -> str:
+        return str(self.values["name"])
+
+
+@dataclass
+class _Recorder:
+    """Turns one driver's lines into history rows and slot marks."""
+
+    spec: DriverSpec
+    run_dir: Path
+    calls: CallSlot
+    version: str | None = None
+    writes: WriteRecorder | None = None
+    reads: ReadRecorder | None = None
+    events: EventLog | None = None
+    ended: bool = False
+    bad_lines: int = 0
+    polls: int = 0
+    topic: str = ""
+    seen: dict[str, int] = field(default_factory=dict)
+
+    def line(self, raw: str) -> None:
+        parsed = split_line(raw)
+        if parsed is None:
+            self.bad_lines += 1
+            if self.bad_lines <= 5:
+                log.warning("%s: not a driver line: %r", self.spec.name, raw[:200])
+            return
+        kind, f = parsed
+        try:
+            self._line(kind, f)
+        except (ValueError, binascii.Error) as e:  # a malformed field: one line lost
+            self.bad_lines += 1
+            log.warning("%s: bad %s line %r: %s", self.spec.name, kind, raw[:200], e)
+
+    def _line(self, kind: str, f: list[str]) -> None:
+        w, r = self.writes, self.reads
+        if kind == "sent" and w is not None:
+            w.invoked(int(f[0]), int(f[1]), int(f[2]))
+        elif kind == "ack" and w is not None:
+            offset = int(f[1])
+            w.resolved(int(f[0]), int(f[2]), OK, None, offset if offset >= 0 else None)
+            self.calls.progress(int(f[2]))
+        elif kind == "error" and w is not None:
+            w.resolved(int(f[0]), int(f[1]), classify_error(self.spec.client, f[2]), f[2], None)
+        elif kind == "refused" and w is not None:
+            w.resolved(int(f[0]), int(f[1]), FAIL, f[2], None)
+        elif kind == "read" and r is not None:
+            self.polls = max(self.polls, int(f[0]))
+            r.polls = self.polls
+            r.add(int(f[0]), int(f[1]), self.topic, int(f[2]), int(f[3]),
+                  base64.b64decode(f[4], validate=True) if f[4] else None)
+            self.calls.progress(int(f[1]))
+        elif kind == "rebalance" and self.events is not None:
+            parts = [p for p in f[2].split(",") if p]
+            rebalance_event(self.events, self.spec.name, f[0], int(f[1]), parts)
+        elif kind == "call":
+            timeout_ms = int(f[1])
+            self.calls.begin(f[0], None if timeout_ms < 0 else timeout_ms / 1000)
+        elif kind == "done":
+            self.calls.end()
+        elif kind == "hello":
+            self.version = f[1]
+        elif kind == "end":
+            self.ended = True
+        self.seen[kind] = self.seen.get(kind, 0) + 1
+        if w is not None:
+            w.maybe_flush()
+        elif r is not None:
+            r.writer.maybe_flush()
+
+
+def _feed(stream: IO[str], rec: _Recorder, lock: threading.Lock) -> None:
+    for raw in stream:
+        with lock:
+            if raw.endswith("\n"):
+                rec.line(raw)
+            else:  # the last line of a driver that died while writing it: torn
+                rec.bad_lines += 1
+
+
+def driver_main(run_dir: Path, spec: DriverSpec, stop_event: Any, stats_queue: Any,
+                slot: Any = None) -> None:
+    """Entry point of a recorder process (spawned by workloads.drivers)."""
+    name = spec.name
+    configure_logging(run_dir, f"{name}-recorder")
+    role = spec.values["role"]
+    rec = _Recorder(spec, Path(run_dir), CallSlot(slot), topic=str(spec.values["topic"]))
+    if role == "producer":
+        rec.writes = WriteRecorder(run_dir, int(spec.values["producer"]), rec.topic,
+                                   chunk_rows=spec.history_chunk_rows,
+                                   flush_interval_s=spec.history_flush_interval_s)
+    else:
+        rec.reads = ReadRecorder(run_dir, name, str(spec.values["mode"]),
+                                 spec.history_chunk_rows, spec.history_flush_interval_s)
+        rec.events = EventLog(history_dir(run_dir) / "events.jsonl")
+    terminating = threading.Event()
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the orchestrator owns Ctrl-C
+    signal.signal(signal.SIGTERM, lambda *_: terminating.set())
+    # Not in the run directory: the client's properties may hold secrets (run.json's are
+    # redacted), and the run directory is an artifact others read.
+    fd, raw_path = tempfile.mkstemp(prefix=f"kc-driver-{name}-", suffix=".spec")
+    spec_path = Path(raw_path)
+    with os.fdopen(fd, "w") as fh:  # mkstemp: 0600, ours alone
+        fh.write(render_spec(spec.values, spec.config))
+    stderr = open(Path(run_dir) / "logs" / f"workload-{name}.log", "ab")  # noqa: SIM115
+    exitcode: int | None = None
+    try:
+        proc = subprocess.Popen([*spec.command, str(spec_path)], stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE, stderr=stderr, text=True, bufsize=1,
+                                start_new_session=True)  # no terminal signals: we stop it
+        lock = threading.Lock()
+        reader = threading.Thread(target=_feed, args=(proc.stdout, rec, lock), daemon=True,
+                                  name="kc-driver-lines")
+        reader.start()
+        while reader.is_alive() and not stop_event.is_set() and not terminating.is_set():
+            reader.join(0.1)
+        assert proc.stdin is not None
+        proc.stdin.close()  # the driver's stop signal
+        deadline = time.monotonic() + spec.close_timeout_s + EXIT_GRACE_S
+        while reader.is_alive() and time.monotonic() < deadline:
+            reader.join(0.1)
+        if proc.poll() is None:
+            try:
+                proc.wait(max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                log.warning("%s: the driver did not stop in time: killed", name)
+                proc.kill()
+                proc.wait(10)
+        exitcode = proc.returncode
+        reader.join(5)
+        with lock:
+            if rec.writes is not None:
+                left = rec.writes.resolve_remaining()
+                if left:
+                    log.info("%s: %d attempts without an outcome: info", name, left)
+    finally:
+        stderr.close()
+        spec_path.unlink(missing_ok=True)
+        rec.calls.end()
+        for closer in (rec.writes, rec.reads, rec.events):
+            if closer is not None:
+                closer.close()
+        if stats_queue is not None:
+            stats_queue.put(_stats(rec, role, exitcode))
+
+
+def _stats(rec: _Recorder, role: str, exitcode: int | None) -> dict[str, Any]:
+    client = {"client": rec.spec.client, "client_version": rec.version}
+    base: dict[str, Any] = {"client": client, "driver_exitcode": exitcode,
+                            "driver_ended": rec.ended, "bad_lines": rec.bad_lines}
+    if role == "producer" and rec.writes is not None:
+        return {**rec.writes.stats(), **base}
+    reads = rec.reads
+    return {"reader": rec.spec.name, "mode": rec.spec.values.get("mode"), "polls": rec.polls,
+            "records": reads.records if reads else 0, "invalid": reads.invalid if reads else 0,
+            "restarts": 0, **base}

@@ -1,0 +1,365 @@
+// kafka-chaos's driver of Kafka's Java client (kafka-clients): one producer or one consumer,
+// reporting every attempt, acknowledgement, error and read as a line on stdout to the Python
+// recorder that writes the run's history. The protocol (spec file, line kinds, record codec)
+// is contract/driver_protocol.py; runner/java_client.py builds this file against the
+// kafka-clients version a run asks for.
+
+import java.io.BufferedReader;
+import java.io.BufferedWriter;
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.io.OutputStreamWriter;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.Base64;
+import java.util.Collection;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+import java.util.StringJoiner;
+import java.util.zip.CRC32;
+
+import org.apache.kafka.clients.consumer.ConsumerRebalanceListener;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.ConsumerRecords;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.errors.WakeupException;
+import org.apache.kafka.common.serialization.ByteArrayDeserializer;
+import org.apache.kafka.common.serialization.ByteArraySerializer;
+import org.apache.kafka.common.utils.AppInfoParser;
+
+public final class KcDriver {
+    private static final byte[] MAGIC = "KC1|".getBytes(StandardCharsets.US_ASCII);
+    private static final byte[] PAD = "abcdefghijklmnopqrstuvwxyz0123456789"
+            .getBytes(StandardCharsets.US_ASCII);
+
+    private final Map<String, String> spec = new HashMap<>();
+    private final Properties config = new Properties();
+    private final BufferedWriter out = new BufferedWriter(
+            new OutputStreamWriter(System.out, StandardCharsets.UTF_8), 1 << 16);
+    private volatile boolean stop;
+    // The thread inside send(): a callback it runs itself means the record was never queued.
+    private volatile Thread sending;
+
+    public static void main(String[] args) throws Exception {
+        if (args.length == 4 && args[0].equals("--encode")) {
+            byte[] v = encode(Integer.parseInt(args[1]), Long.parseLong(args[2]),
+                    Integer.parseInt(args[3]));
+            System.out.println(new String(v, StandardCharsets.US_ASCII));
+            return;
+        }
+        if (args.length != 1) {
+            System.err.println("usage: KcDriver SPEC | --encode PRODUCER SEQ SIZE");
+            System.exit(2);
+        }
+        KcDriver d = new KcDriver(Path.of(args[0]));
+        int rc = d.spec.get("role").equals("producer") ? d.produce() : d.consume();
+        System.exit(rc);
+    }
+
+    private KcDriver(Path specPath) throws IOException {
+        for (String line : Files.readAllLines(specPath, StandardCharsets.UTF_8)) {
+            int eq = line.indexOf('=');
+            if (eq <= 0) {
+                continue;
+            }
+            String key = line.substring(0, eq);
+            String value = line.substring(eq + 1);
+            if (key.startsWith("config.")) {
+                config.setProperty(key.substring("config.".length()), value);
+            } else {
+                spec.put(key, value);
+            }
+        }
+    }
+
+    // ------------------------------------------------------------------ the codec
+    /** The value of record seq of producer, padded to size bytes (workloads/record.py). */
+    static byte[] encode(int producer, long seq, int size) {
+        byte[] ident = (producer + "|" + seq + "|").getBytes(StandardCharsets.US_ASCII);
+        int headLen = MAGIC.length + ident.length + 9;
+        int n = Math.max(0, size - headLen);
+        byte[] pad = new byte[n];
+        for (int i = 0; i < n; i++) {
+            pad[i] = PAD[i % PAD.length];
+        }
+        CRC32 crc = new CRC32();
+        crc.update(ident);
+        crc.update(pad);
+        byte[] hex = String.format("%08x|", crc.getValue()).getBytes(StandardCharsets.US_ASCII);
+        byte[] v = new byte[MAGIC.length + ident.length + hex.length + n];
+        int at = 0;
+        for (byte[] part : new byte[][] {MAGIC, ident, hex, pad}) {
+            System.arraycopy(part, 0, v, at, part.length);
+            at += part.length;
+        }
+        return v;
+    }
+
+    // ------------------------------------------------------------------ output
+    private static long nowNs() {
+        Instant t = Instant.now();
+        return t.getEpochSecond() * 1_000_000_000L + t.getNano();
+    }
+
+    private void line(Object... fields) {
+        StringJoiner j = new StringJoiner("\t");
+        for (Object f : fields) {
+            j.add(String.valueOf(f));
+        }
+        synchronized (out) {
+            try {
+                out.write(j.toString());
+                out.write('\n');
+            } catch (IOException e) {
+                stop = true; // the recorder is gone: nobody records what we do
+            }
+        }
+    }
+
+    private void flushOut() {
+        synchronized (out) {
+            try {
+                out.flush();
+            } catch (IOException e) {
+                stop = true;
+            }
+        }
+    }
+
+    /** Stops at stdin's end (the recorder closed it, or died); flushes stdout every 50 ms. */
+    private void startHelpers() {
+        Thread stdin = new Thread(() -> {
+            try (BufferedReader in = new BufferedReader(
+                    new InputStreamReader(System.in, StandardCharsets.UTF_8))) {
+                while (in.readLine() != null) {
+                    // any line is ignored: only the end of input means stop
+                }
+            } catch (IOException e) {
+                // as good as the end
+            }
+            stop = true;
+        }, "kc-stdin");
+        stdin.setDaemon(true);
+        stdin.start();
+        Thread flusher = new Thread(() -> {
+            while (true) {
+                flushOut();
+                try {
+                    Thread.sleep(50);
+                } catch (InterruptedException e) {
+                    return;
+                }
+            }
+        }, "kc-flush");
+        flusher.setDaemon(true);
+        flusher.start();
+    }
+
+    private List<Integer> partitions() {
+        List<Integer> parts = new ArrayList<>();
+        String raw = spec.getOrDefault("partitions", "");
+        for (String p : raw.split(",")) {
+            if (!p.isBlank()) {
+                parts.add(Integer.parseInt(p.trim()));
+            }
+        }
+        return parts;
+    }
+
+    private static void sleepQuietly(long ms) {
+        try {
+            Thread.sleep(ms);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+
+    private static String errorName(Exception e) {
+        return e.getClass().getSimpleName();
+    }
+
+    // ------------------------------------------------------------------ producer
+    private int produce() {
+        String name = spec.get("name");
+        int producer = Integer.parseInt(spec.get("producer"));
+        double rate = Double.parseDouble(spec.get("rate"));
+        long durationNs = (long) (Double.parseDouble(spec.get("duration_s")) * 1e9);
+        long maxRecords = Long.parseLong(spec.get("max_records"));
+        int size = Integer.parseInt(spec.get("record_size"));
+        long closeMs = (long) (Double.parseDouble(spec.get("close_timeout_s")) * 1000);
+        String topic = spec.get("topic");
+        List<Integer> parts = partitions();
+        Properties props = new Properties();
+        props.putAll(config);
+        props.put("bootstrap.servers", spec.get("bootstrap"));
+        props.put("client.id", "kc-producer-" + name);
+        props.put("key.serializer", ByteArraySerializer.class.getName());
+        props.put("value.serializer", ByteArraySerializer.class.getName());
+        startHelpers();
+        line("hello", "java", AppInfoParser.getVersion());
+        int rc = 0;
+        KafkaProducer<byte[], byte[]> client = new KafkaProducer<>(props);
+        long start = System.nanoTime();
+        long seq = 0;
+        try {
+            while (!stop && System.nanoTime() - start < durationNs
+                    && (maxRecords == 0 || seq < maxRecords)) {
+                if (rate > 0) {
+                    long due = start + (long) (seq * 1e9 / rate);
+                    long wait = due - System.nanoTime();
+                    if (wait > 0) {
+                        Thread.sleep(wait / 1_000_000, (int) (wait % 1_000_000));
+                        continue; // look at the stop conditions again after a wait
+                    }
+                }
+                final long s = seq;
+                int part = parts.get((int) (seq % parts.size()));
+                long invoke = nowNs();
+                line("sent", s, part, invoke);
+                sending = Thread.currentThread();
+                try {
+                    client.send(new ProducerRecord<>(topic, part, null, encode(producer, s, size)),
+                            (md, e) -> {
+                                if (e == null) {
+                                    line("ack", s, md.hasOffset() ? md.offset() : -1, nowNs());
+                                } else if (Thread.currentThread() == sending) {
+                                    line("refused", s, nowNs(), errorName(e));
+                                } else {
+                                    line("error", s, nowNs(), errorName(e));
+                                }
+                            });
+                } catch (RuntimeException e) {
+                    // send() threw instead of calling back: never queued
+                    line("refused", s, nowNs(), errorName(e));
+                    if (e instanceof IllegalStateException) {
+                        rc = 3; // a closed or fatally failed producer: no point going on
+                        break;
+                    }
+                } finally {
+                    sending = null;
+                }
+                seq++;
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        } finally {
+            line("call", "close", closeMs);
+            try {
+                client.close(Duration.ofMillis(closeMs));
+            } catch (RuntimeException e) {
+                System.err.println("close: " + e);
+            }
+            line("done");
+            line("end");
+            flushOut();
+        }
+        return rc;
+    }
+
+    // ------------------------------------------------------------------ consumer
+    private int consume() {
+        String name = spec.get("name");
+        String topic = spec.get("topic");
+        boolean assign = spec.get("mode").equals("assign");
+        long pollMs = Long.parseLong(spec.get("poll_timeout_ms"));
+        Properties props = new Properties();
+        props.putAll(config);
+        if (assign) { // no group at all: nothing committed, nothing rebalanced
+            for (String k : List.of("group.id", "enable.auto.commit", "auto.commit.interval.ms",
+                    "session.timeout.ms", "heartbeat.interval.ms", "group.protocol")) {
+                props.remove(k);
+            }
+        }
+        props.put("bootstrap.servers", spec.get("bootstrap"));
+        props.put("client.id", "kc-consumer-" + name);
+        props.put("key.deserializer", ByteArrayDeserializer.class.getName());
+        props.put("value.deserializer", ByteArrayDeserializer.class.getName());
+        startHelpers();
+        line("hello", "java", AppInfoParser.getVersion());
+        Base64.Encoder b64 = Base64.getEncoder();
+        long[] polls = {0};
+        KafkaConsumer<byte[], byte[]> client = new KafkaConsumer<>(props);
+        int rc = 0;
+        try {
+            if (assign) {
+                List<TopicPartition> tps = new ArrayList<>();
+                for (int p : partitions()) {
+                    tps.add(new TopicPartition(topic, p));
+                }
+                client.assign(tps);
+                client.seekToBeginning(tps);
+            } else {
+                client.subscribe(List.of(topic), new ConsumerRebalanceListener() {
+                    private void say(String what, Collection<TopicPartition> tps) {
+                        StringJoiner j = new StringJoiner(",");
+                        for (TopicPartition tp : tps) {
+                            j.add(tp.topic() + ":" + tp.partition());
+                        }
+                        line("rebalance", what, polls[0], j.toString());
+                    }
+
+                    @Override
+                    public void onPartitionsRevoked(Collection<TopicPartition> tps) {
+                        say("revoked", tps);
+                    }
+
+                    @Override
+                    public void onPartitionsAssigned(Collection<TopicPartition> tps) {
+                        say("assigned", tps);
+                    }
+
+                    @Override
+                    public void onPartitionsLost(Collection<TopicPartition> tps) {
+                        say("lost", tps);
+                    }
+                });
+            }
+            while (!stop) {
+                polls[0]++;
+                ConsumerRecords<byte[], byte[]> records;
+                line("call", "consume", pollMs);
+                try {
+                    records = client.poll(Duration.ofMillis(pollMs));
+                } catch (WakeupException e) {
+                    break;
+                } catch (RuntimeException e) {
+                    // a fault's consequence the client reports (e.g. a commit failed): go on
+                    System.err.println("poll: " + e);
+                    sleepQuietly(100); // not a busy loop on an error that persists
+                    continue;
+                } finally {
+                    line("done");
+                }
+                long now = nowNs();
+                for (ConsumerRecord<byte[], byte[]> r : records) {
+                    byte[] v = r.value();
+                    line("read", polls[0], now, r.partition(), r.offset(),
+                            v == null ? "" : b64.encodeToString(v));
+                }
+            }
+        } catch (RuntimeException e) {
+            System.err.println("consumer: " + e);
+            rc = 3;
+        } finally {
+            line("call", "close", 10_000);
+            try {
+                client.close(Duration.ofSeconds(10));
+            } catch (RuntimeException e) {
+                System.err.println("close: " + e);
+            }
+            line("done");
+            line("end");
+            flushOut();
+        }
+        return rc;
+    }
+}
