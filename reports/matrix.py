@@ -29,7 +29,7 @@ log = logging.getLogger(__name__)
 # The settings a matrix column is made of, by their label in summary.settings().
 DIMENSIONS = ("Kafka version", "brokers", "replication.factor", "min.insync.replicas",
               "unclean.leader.election", "acks", "enable.idempotence", "transactions", "faults",
-              "confluent-kafka", "librdkafka")
+              "client", "librdkafka")
 MAX_TREND = 40
 
 

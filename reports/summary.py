@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from contract.anomalies import MEANINGS, REPORT_ORDER
+from contract.clients import CONFLUENT_KAFKA
 from contract.settings import (
     DEFAULT_ACKS,
     DEFAULT_IDEMPOTENCE,
@@ -128,10 +129,21 @@ def settings(run: dict[str, Any]) -> list[Setting]:
         s("producers × rate/s", _pair(workload.get("producers"), workload.get("rate"))),
         s("seed", run.get("seed")),
         # The producers' and consumers' client (run.json versions: what they reported).
-        s("confluent-kafka", versions.get("confluent_kafka")),
-        s("librdkafka", versions.get("librdkafka")),
+        s("client", _client(versions)),
+        *([s("librdkafka", versions.get("librdkafka"))]
+          if (versions.get("client") or CONFLUENT_KAFKA) == CONFLUENT_KAFKA else []),
         *_orchestrator_client(versions),
     ]
+
+
+def _client(versions: dict[str, Any]) -> str | None:
+    """"java 4.1.1": the client that wrote and read the records and its version (a run.json
+    from before versions.client: confluent-kafka)."""
+    kind = versions.get("client") or CONFLUENT_KAFKA
+    # confluent_kafka first: record_client_versions puts what the processes loaded there
+    version = (versions.get("confluent_kafka") if kind == CONFLUENT_KAFKA else None) \
+        or versions.get("client_version")
+    return f"{kind} {version}" if version else str(kind)
 
 
 def _liveness(bound: Any) -> Any:
@@ -143,7 +155,7 @@ def _liveness(bound: Any) -> Any:
 
 def _orchestrator_client(versions: dict[str, Any]) -> list[Setting]:
     """The observer's and the drain's client (the orchestrator's own), shown when it is not
-    the workload's (a ``--client-version`` run)."""
+    the workload's (a ``--client`` or ``--client-version`` run)."""
     ck, rd = versions.get("orchestrator_confluent_kafka"), versions.get("orchestrator_librdkafka")
     if ck is None or (ck, rd) == (versions.get("confluent_kafka"), versions.get("librdkafka")):
         return []

@@ -71,12 +71,16 @@ def test_client_versions_become_a_column_when_runs_differ(tmp_path: Path) -> Non
     import json
 
     root = tmp_path / "runs"
-    for name, client in (("a", None), ("b", "2.11.1")):
+    for name, client in (("a", None), ("b", "2.11.1"), ("c", "java")):
         run = write_synthetic_run(small("safe-config-chaos", 20), root / name)
         if client:  # a --client-version run: run.json has what its processes reported
             doc = json.loads((run / "run.json").read_text())
             doc["versions"].update(confluent_kafka=client, librdkafka=client)
+            if client == "java":  # a --client java:4.1.1 run: librdkafka wrote nothing
+                doc["versions"].update(client="java", client_version="4.1.1",
+                                       confluent_kafka=None, librdkafka=None)
             (run / "run.json").write_text(json.dumps(doc))
     ctx = build_matrix(root, render_missing=False)
-    assert ctx["varying"] == ["confluent-kafka", "librdkafka"]
-    assert ("safe-config-chaos", ("2.11.1", "2.11.1")) in ctx["cells"]
+    assert ctx["varying"] == ["client", "librdkafka"]
+    assert ("safe-config-chaos", ("confluent-kafka 2.11.1", "2.11.1")) in ctx["cells"]
+    assert ("safe-config-chaos", ("java 4.1.1", "?")) in ctx["cells"]

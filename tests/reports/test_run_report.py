@@ -147,12 +147,18 @@ def test_settings_show_the_workload_client_and_a_different_orchestrator_client()
                          "orchestrator_confluent_kafka": "2.16.1",
                          "orchestrator_librdkafka": "2.16.0"}}
     shown = {s.name: s.value for s in settings(same)}
-    assert shown["confluent-kafka"] == "2.16.1" and shown["librdkafka"] == "2.16.0"
+    assert shown["client"] == "confluent-kafka 2.16.1" and shown["librdkafka"] == "2.16.0"
     assert "observer + drain client" not in shown
     other = {"versions": {**same["versions"], "confluent_kafka": "2.12.0",
                           "librdkafka": "2.12.0"}}
     shown = {s.name: s.value for s in settings(other)}
-    assert shown["confluent-kafka"] == "2.12.0" and shown["librdkafka"] == "2.12.0"
+    assert shown["client"] == "confluent-kafka 2.12.0" and shown["librdkafka"] == "2.12.0"
+    assert shown["observer + drain client"] == "confluent-kafka 2.16.1, librdkafka 2.16.0"
+    # another client: its name and version; librdkafka only as the observer's and drain's
+    java = {"versions": {**same["versions"], "client": "java", "client_version": "4.1.1",
+                         "confluent_kafka": None, "librdkafka": None}}
+    shown = {s.name: s.value for s in settings(java)}
+    assert shown["client"] == "java 4.1.1" and "librdkafka" not in shown
     assert shown["observer + drain client"] == "confluent-kafka 2.16.1, librdkafka 2.16.0"
 
 
