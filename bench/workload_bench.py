@@ -48,9 +48,16 @@ class Result:
 
 def kafka_perf(cluster: KafkaCluster, topic: str, records: int, size: int) -> Result:
     """Kafka's ProducerPerformance, run inside broker 1 against all three brokers."""
+    return kafka_perf_props(cluster, topic, records, size, {"acks": "all"})
+
+
+def kafka_perf_props(cluster: KafkaCluster, topic: str, records: int, size: int,
+                     props: dict[str, str]) -> Result:
+    """Kafka's ProducerPerformance with these producer properties, inside broker 1."""
+    settings = " ".join(f"{k}={v}" for k, v in props.items())
     cmd = (f"/opt/kafka/bin/kafka-producer-perf-test.sh --topic {topic} "
            f"--num-records {records} --record-size {size} --throughput -1 "
-           f"--producer-props acks=all bootstrap.servers={cluster.bootstrap_servers}")
+           f"--producer-props {settings} bootstrap.servers={cluster.bootstrap_servers}")
     code, out = cluster.node(1).exec(cmd, timeout_s=600)
     lines = [m for m in _PERF_LINE.finditer(out)]
     if code != 0 or not lines:

@@ -116,12 +116,13 @@ def classify_error(kind: str, name: str | None) -> str:
 def unsupported(spec: ClientSpec, *, transactional: bool, partitioner: str,
                 consumer_modes: list[str]) -> str | None:
     """Why the workload cannot run these settings with this client (one line), or None.
-    confluent-kafka runs everything; the drivers in other languages do not run yet
-    transactions, the random partitioner nor restart-mode consumers."""
+    confluent-kafka runs everything; the drivers in other languages do not run yet the
+    random partitioner nor restart-mode consumers, and only the Java client transactions."""
     if spec.kind == CONFLUENT_KAFKA:
         return None
-    if transactional:
-        return f"--client {spec}: transactions are driven with confluent-kafka only, so far"
+    if transactional and spec.kind != JAVA:
+        return (f"--client {spec}: transactions are driven with confluent-kafka and java "
+                f"only, so far")
     if partitioner != "round-robin":
         return f"--client {spec}: only the round-robin partitioner"
     if "restart" in consumer_modes:

@@ -33,7 +33,10 @@ SPEC_KEYS: dict[str, tuple[str, ...]] = {
              # assign mode: read from the beginning (subscribe: the group assigns)
              "partitions"),
     "producer": ("producer", "rate", "duration_s", "max_records", "record_size",
-                 "close_timeout_s"),
+                 "close_timeout_s",
+                 # a transactional producer (config.transactional.id set): records per
+                 # transaction, the share aborted (drawn from a generator seeded by seed)
+                 "records_per_txn", "abort_share", "seed"),
     "consumer": ("mode", "poll_timeout_ms"),
 }
 
@@ -63,6 +66,11 @@ LINES: dict[str, tuple[str, ...]] = {
     "ack": ("seq", "offset", "complete_ns"),
     # producer: the client reported an error for record seq (contract.clients classifies it)
     "error": ("seq", "complete_ns", "error"),
+    # producer: a transaction begins (its name: <transactional.id>:<number>); the records
+    # sent until its outcome belong to it
+    "txn": ("txn",),
+    # producer: the open transaction's outcome: committed, aborted or unknown
+    "txn-outcome": ("outcome",),
     # consumer: one record read by poll number poll; the value base64-encoded
     "read": ("poll", "read_ns", "partition", "offset", "value"),
     # consumer (subscribe): partitions assigned / revoked / lost, comma-separated

@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import time
@@ -50,17 +51,25 @@ def java_dir(version: str) -> Path:
     return cache_root() / f"java-{version}"
 
 
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+_NOT_FOUND = re.compile(r"(Could not find artifact \S+|\S+ was not found) in (\S+)")
+
+
 def _tool(cmd: list[str], what: str, cwd: Path) -> None:
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, check=False, cwd=cwd)
     except FileNotFoundError:
         raise ClientVenvError(f"{what}: {cmd[0]} is not installed") from None
     if proc.returncode != 0:
-        lines = [ln.strip() for ln in (proc.stdout + proc.stderr).splitlines() if ln.strip()]
+        lines = [_ANSI.sub("", ln).strip() for ln in (proc.stdout + proc.stderr).splitlines()]
+        lines = [ln for ln in lines if ln and ln != "[ERROR]"]
         # Maven's first [ERROR] line is the reason; the later ones are its help text.
-        errors = [ln for ln in lines if ln.startswith("[ERROR]")]
-        reason = (errors[0] if errors else lines[-1] if lines else f"exit {proc.returncode}")
-        raise ClientVenvError(f"{what}: {reason.removeprefix('[ERROR] ')[:300]}")
+        errors = [ln.split("[ERROR]", 1)[1].strip() for ln in lines if "[ERROR]" in ln]
+        reason = errors[0] if errors else lines[-1] if lines else f"exit {proc.returncode}"
+        found = _NOT_FOUND.search(reason)
+        reason = (f"{found.group(1)} in {found.group(2)}" if found
+                  else reason.split(" -> [Help")[0])
+        raise ClientVenvError(f"{what}: {reason[:300]}")
 
 
 def build_java(target: Path, version: str) -> None:
@@ -68,7 +77,8 @@ def build_java(target: Path, version: str) -> None:
     driver into ``target/classes``."""
     target.mkdir(parents=True)
     shutil.copy(SOURCE_DIR / "pom.xml", target / "pom.xml")
-    _tool(["mvn", "-q", "-B", f"-Dkafka.clients.version={version}",
+    # -U: a version not found once is asked for again (Maven caches the miss for a day)
+    _tool(["mvn", "-q", "-B", "-U", "-Dstyle.color=never", f"-Dkafka.clients.version={version}",
            "dependency:copy-dependencies", "-DoutputDirectory=lib"],
           f"--client java:{version}: Maven could not fetch kafka-clients {version}", target)
     _tool(["javac", "--release", "17", "-nowarn", "-d", str(target / "classes"),

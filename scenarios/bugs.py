@@ -115,10 +115,11 @@ EOF_CONSUMER_RESTART = Scenario(
 class BugEntry:
     """One runnable (or not yet runnable) known bug.
 
-    ``axis`` is what the two sides vary: ``kafka_version`` or ``client_version``
-    (confluent-kafka). ``kind`` is the anomaly kind the bug produces; ``affected_valid`` the
-    verdict the affected side must have (False: INVALID; True when Kafka's documented
-    guarantee excuses the records and only the tag names the bug). ``status``: "reproduces
+    ``axis`` is what the two sides vary: ``kafka_version``, ``client_version``
+    (confluent-kafka) or ``client`` (the client library, ``KIND[:VERSION]``). ``kind`` is
+    the anomaly kind the bug produces; ``affected_valid`` the verdict the affected side must
+    have (False: INVALID; True when Kafka's documented guarantee excuses the records and
+    only the tag names the bug). ``status``: "reproduces
     (N/M runs)", "not reproduced: <evidence>" or NOT_ATTEMPTED. ``fixed`` is "none" for an
     open bug: only its affected side runs. ``timing``: the bug shows in some runs only (its
     rate is the point); a run without it is no failure of the nightly, one with the kind
@@ -126,7 +127,7 @@ class BugEntry:
     """
 
     id: str
-    axis: Literal["kafka_version", "client_version"]
+    axis: Literal["kafka_version", "client_version", "client"]
     affected: str
     fixed: str
     kind: str
@@ -158,6 +159,8 @@ class BugEntry:
         return {**self.overrides, self.axis: self.version(side)}
 
     def label(self, side: Side) -> str:
+        if self.axis == "client":
+            return self.version(side).replace(":", " ")
         what = "Kafka" if self.axis == "kafka_version" else "confluent-kafka"
         return f"{what} {self.version(side)}"
 
@@ -281,13 +284,15 @@ BUGS: tuple[BugEntry, ...] = (
                     "elected; 505 records vanished, all tagged (0 of 6 once every broker "
                     "dies before any log is cut)"),
     # stale-txn-requests (which accepts the bug) holds requests in flight until after their
-    # retries; a stale EndTxn then commits the producer's next transaction in part.
-    BugEntry(id="KAFKA-17754", axis="kafka_version", affected="3.9.1", fixed="none",
+    # retries; a stale EndTxn then commits the producer's next transaction in part. The
+    # Java client speaks transaction version 2 with a 4.x broker (a new epoch per
+    # transaction), which is the fix; librdkafka does not.
+    BugEntry(id="KAFKA-17754", axis="client", affected="confluent-kafka", fixed="java:4.1.1",
              kind="torn-transaction", scenario=STALE_TXN_REQUESTS, affected_valid=True,
-             timing=True,
-             status="reproduces (timing): 6/7 stale-txn-requests runs had torn "
-                    "transactions, all tagged: 4/5 on Kafka 3.9.1 (9, 20, 18, 15, 0 records "
-                    "visible), 2/2 on 4.3.1 (17, 29)"),
+             timing=True, overrides={"kafka_version": "4.3.1"},
+             status="reproduces (timing): 6/7 stale-txn-requests runs with librdkafka had "
+                    "torn transactions, all tagged: 4/5 on Kafka 3.9.1 (9, 20, 18, 15, 0 "
+                    "records visible), 2/2 on 4.3.1 (17, 29)"),
     # all-brokers-down cuts the client host from every broker for 30 s (the issue's recipe);
     # every client recovered on both releases, so the entry has no scenario to pin.
     BugEntry(id="librdkafka#5088", axis="client_version", affected="2.10.0", fixed="2.10.1",

@@ -130,7 +130,9 @@ class ForeignDriver:
             values = {"role": "producer", "name": f"p{i}", "bootstrap": bootstrap,
                       "topic": topic, "partitions": parts, "producer": i, "rate": cfg.rate,
                       "duration_s": cfg.duration_s, "max_records": cfg.max_records,
-                      "record_size": cfg.record_size, "close_timeout_s": cfg.flush_timeout_s}
+                      "record_size": cfg.record_size, "close_timeout_s": cfg.flush_timeout_s,
+                      "records_per_txn": cfg.records_per_txn, "abort_share": cfg.abort_share,
+                      "seed": cfg.seed}
             spec = DriverSpec(list(self.command), self.spec.kind, values,
                               self._names(cfg.kafka_config(i)), cfg.flush_timeout_s,
                               cfg.history_chunk_rows, cfg.history_flush_interval_s)

@@ -39,6 +39,7 @@ from workloads.write_recorder import WriteRecorder
 
 log = logging.getLogger("kafka_chaos.workloads.foreign")
 
+TXN_OUTCOMES = ("committed", "aborted", "unknown")
 #: How long a stopped driver gets past its own close timeout before it is killed.
 EXIT_GRACE_S = 15.0
 
@@ -103,6 +104,10 @@ class _Recorder:
             w.resolved(int(f[0]), int(f[1]), classify_error(self.spec.client, f[2]), f[2], None)
         elif kind == "refused" and w is not None:
             w.resolved(int(f[0]), int(f[1]), FAIL, f[2], None)
+        elif kind == "txn" and w is not None:
+            w.begin_txn(f[0])
+        elif kind == "txn-outcome" and w is not None and w.txn is not None:
+            w.end_txn(f[0] if f[0] in TXN_OUTCOMES else "unknown")
         elif kind == "read" and r is not None:
             self.polls = max(self.polls, int(f[0]))
             r.polls = self.polls

@@ -153,3 +153,29 @@ def test_java_clients_write_and_read_a_real_cluster(java, cluster, topic, tmp_pa
     cstats = consumers.stop()
     assert cstats["c0"]["client"]["client_version"] == java.version, cstats
     assert pstats["p0"]["client"]["client_version"] == java.version, pstats
+
+
+@pytest.mark.cluster
+def test_java_transactions_commit_and_abort_on_a_real_cluster(java, cluster, topic, tmp_path):  # type: ignore[no-untyped-def]
+    """Transactional Java producers (TV2 where the 4.x broker offers it): every row names
+    its transaction and outcome; read_committed sees exactly the committed rows' records."""
+    driver = ForeignDriver(ClientSpec(JAVA, java.version), tuple(java.command()))
+    boot = cluster.bootstrap_servers
+    cfg = ProducerConfig(rate=300, duration_s=6, transactional=True, records_per_txn=10,
+                         abort_share=0.3, seed=3, transactional_id_prefix=f"kc-{topic}")
+    producers = driver.start_producers(tmp_path, boot, topic, 3, cfg, 2)
+    wait_finished(producers, timeout_s=120)
+    stats = producers.stop()
+    writes = rows(read_table(tmp_path, "writes"))
+    outcomes = {w["txn_outcome"] for w in writes}
+    assert outcomes == {"committed", "aborted"}, (outcomes, stats)
+    assert all(w["txn"] and w["txn"].startswith(f"kc-{topic}-{w['producer']}:") for w in writes)
+    by_txn: dict[str, set[str]] = {}
+    for w in writes:
+        by_txn.setdefault(w["txn"], set()).add(w["txn_outcome"])
+    assert all(len(o) == 1 for o in by_txn.values())  # one outcome a transaction
+    assert sum(1 for o in by_txn.values() if o == {"aborted"}) >= 2, by_txn
+    committed = {(w["producer"], w["seq"]) for w in writes if w["txn_outcome"] == "committed"}
+    visible = {decode(v)[:2] for v in read_topic(boot, topic, 3, "read_committed").values()}
+    assert visible == committed
+    assert stats["p0"]["txn_committed"] > 0 and stats["p0"]["txn_aborted"] > 0, stats

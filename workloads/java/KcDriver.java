@@ -188,81 +188,285 @@ public final class KcDriver {
     }
 
     // ------------------------------------------------------------------ producer
+    private KafkaProducer<byte[], byte[]> client;
+    private Properties producerProps;
+    private int producer;
+    private int size;
+    private double rate;
+    private long start;
+    private long durationNs;
+    private long maxRecords;
+    private long seq;
+    private String topic;
+    private List<Integer> parts;
+
+    private boolean shouldStop() {
+        return stop || System.nanoTime() - start >= durationNs
+                || (maxRecords != 0 && seq >= maxRecords);
+    }
+
+    /** Sends the next record when it is due; false when the producer should stop, or when
+     * send() threw: a closed or fatally failed client. */
+    private boolean sendOne() throws InterruptedException {
+        while (rate > 0) {
+            long wait = start + (long) (seq * 1e9 / rate) - System.nanoTime();
+            if (wait <= 0) {
+                break;
+            }
+            Thread.sleep(Math.min(wait / 1_000_000, 100), (int) (wait % 1_000_000));
+            if (shouldStop()) {
+                return false;
+            }
+        }
+        final long s = seq++;
+        int part = parts.get((int) (s % parts.size()));
+        line("sent", s, part, nowNs());
+        sending = Thread.currentThread();
+        try {
+            client.send(new ProducerRecord<>(topic, part, null, encode(producer, s, size)),
+                    (md, e) -> {
+                        if (e == null) {
+                            line("ack", s, md.hasOffset() ? md.offset() : -1, nowNs());
+                        } else if (Thread.currentThread() == sending) {
+                            line("refused", s, nowNs(), errorName(e));
+                        } else {
+                            line("error", s, nowNs(), errorName(e));
+                        }
+                    });
+            return true;
+        } catch (RuntimeException e) {
+            line("refused", s, nowNs(), errorName(e)); // threw instead of calling back
+            System.err.println("send: " + e);
+            return false;
+        } finally {
+            sending = null;
+        }
+    }
+
     private int produce() {
         String name = spec.get("name");
-        int producer = Integer.parseInt(spec.get("producer"));
-        double rate = Double.parseDouble(spec.get("rate"));
-        long durationNs = (long) (Double.parseDouble(spec.get("duration_s")) * 1e9);
-        long maxRecords = Long.parseLong(spec.get("max_records"));
-        int size = Integer.parseInt(spec.get("record_size"));
+        producer = Integer.parseInt(spec.get("producer"));
+        rate = Double.parseDouble(spec.get("rate"));
+        durationNs = (long) (Double.parseDouble(spec.get("duration_s")) * 1e9);
+        maxRecords = Long.parseLong(spec.get("max_records"));
+        size = Integer.parseInt(spec.get("record_size"));
         long closeMs = (long) (Double.parseDouble(spec.get("close_timeout_s")) * 1000);
-        String topic = spec.get("topic");
-        List<Integer> parts = partitions();
-        Properties props = new Properties();
-        props.putAll(config);
-        props.put("bootstrap.servers", spec.get("bootstrap"));
-        props.put("client.id", "kc-producer-" + name);
-        props.put("key.serializer", ByteArraySerializer.class.getName());
-        props.put("value.serializer", ByteArraySerializer.class.getName());
+        topic = spec.get("topic");
+        parts = partitions();
+        producerProps = new Properties();
+        producerProps.putAll(config);
+        producerProps.put("bootstrap.servers", spec.get("bootstrap"));
+        producerProps.put("client.id", "kc-producer-" + name);
+        producerProps.put("key.serializer", ByteArraySerializer.class.getName());
+        producerProps.put("value.serializer", ByteArraySerializer.class.getName());
         startHelpers();
         line("hello", "java", AppInfoParser.getVersion());
         int rc = 0;
-        KafkaProducer<byte[], byte[]> client = new KafkaProducer<>(props);
-        long start = System.nanoTime();
-        long seq = 0;
+        client = new KafkaProducer<>(producerProps);
+        start = System.nanoTime();
         try {
-            while (!stop && System.nanoTime() - start < durationNs
-                    && (maxRecords == 0 || seq < maxRecords)) {
-                if (rate > 0) {
-                    long due = start + (long) (seq * 1e9 / rate);
-                    long wait = due - System.nanoTime();
-                    if (wait > 0) {
-                        Thread.sleep(wait / 1_000_000, (int) (wait % 1_000_000));
-                        continue; // look at the stop conditions again after a wait
-                    }
-                }
-                final long s = seq;
-                int part = parts.get((int) (seq % parts.size()));
-                long invoke = nowNs();
-                line("sent", s, part, invoke);
-                sending = Thread.currentThread();
-                try {
-                    client.send(new ProducerRecord<>(topic, part, null, encode(producer, s, size)),
-                            (md, e) -> {
-                                if (e == null) {
-                                    line("ack", s, md.hasOffset() ? md.offset() : -1, nowNs());
-                                } else if (Thread.currentThread() == sending) {
-                                    line("refused", s, nowNs(), errorName(e));
-                                } else {
-                                    line("error", s, nowNs(), errorName(e));
-                                }
-                            });
-                } catch (RuntimeException e) {
-                    // send() threw instead of calling back: never queued
-                    line("refused", s, nowNs(), errorName(e));
-                    if (e instanceof IllegalStateException) {
-                        rc = 3; // a closed or fatally failed producer: no point going on
+            if (producerProps.containsKey("transactional.id")) {
+                new Transactions(this).run();
+            } else {
+                while (!shouldStop()) {
+                    if (!sendOne()) {
+                        rc = stop ? 0 : 3;
                         break;
                     }
-                } finally {
-                    sending = null;
                 }
-                seq++;
             }
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         } finally {
-            line("call", "close", closeMs);
-            try {
-                client.close(Duration.ofMillis(closeMs));
-            } catch (RuntimeException e) {
-                System.err.println("close: " + e);
-            }
-            line("done");
+            closeClient(closeMs);
             line("end");
             flushOut();
         }
         return rc;
+    }
+
+    private void closeClient(long ms) {
+        line("call", "close", ms);
+        try {
+            client.close(Duration.ofMillis(ms));
+        } catch (RuntimeException e) {
+            System.err.println("close: " + e);
+        }
+        line("done");
+    }
+
+    /** N records a transaction, a share of them aborted; the outcome decides the rows.
+     * As for librdkafka (workloads/txn_producer.py): a commit that timed out is retried,
+     * never aborted (KAFKA-17754); a fenced or fatally failed client gives the outcome
+     * unknown and a new client (initTransactions fences the old epoch). */
+    private static final class Transactions {
+        private static final long CALL_MS = 10_000;
+        private final KcDriver d;
+        private final int perTxn;
+        private final double abortShare;
+        private final long txnTimeoutMs;
+        private final java.util.Random rng;
+        private final String txnId;
+
+        Transactions(KcDriver d) {
+            this.d = d;
+            perTxn = Integer.parseInt(d.spec.get("records_per_txn"));
+            abortShare = Double.parseDouble(d.spec.get("abort_share"));
+            txnTimeoutMs = Long.parseLong(d.producerProps.getProperty("transaction.timeout.ms",
+                    "60000"));
+            rng = new java.util.Random(Long.parseLong(d.spec.get("seed")) * 1_000_003L + d.producer);
+            txnId = d.producerProps.getProperty("transactional.id");
+        }
+
+        void run() throws InterruptedException {
+            long txnNo = 0;
+            if (!init()) {
+                return;
+            }
+            while (!d.shouldStop()) {
+                boolean ok = one(txnNo++);
+                if (!ok && !d.stop) {
+                    System.err.println("recreating the transactional client");
+                    d.closeClient(0);
+                    d.client = new KafkaProducer<>(d.producerProps);
+                    if (!init()) {
+                        return;
+                    }
+                }
+            }
+        }
+
+        private boolean init() throws InterruptedException {
+            while (true) {
+                d.line("call", "init_transactions", d.producerProps.getProperty("max.block.ms",
+                        "60000"));
+                try {
+                    d.client.initTransactions();
+                    return true;
+                } catch (RuntimeException e) {
+                    System.err.println("initTransactions: " + e);
+                    if (d.stop) {
+                        return false;
+                    }
+                    if (!(e instanceof org.apache.kafka.common.errors.TimeoutException)) {
+                        d.closeClient(0);
+                        d.client = new KafkaProducer<>(d.producerProps);
+                    }
+                    Thread.sleep(500);
+                } finally {
+                    d.line("done");
+                }
+            }
+        }
+
+        /** One transaction from begin to outcome; false when the client must be new. */
+        private boolean one(long txnNo) throws InterruptedException {
+            d.line("call", "begin_transaction", -1);
+            try {
+                d.client.beginTransaction();
+            } catch (RuntimeException e) {
+                System.err.println("beginTransaction: " + e);
+                return false;
+            } finally {
+                d.line("done");
+            }
+            d.line("txn", txnId + ":" + txnNo);
+            boolean wantAbort = rng.nextDouble() < abortShare;
+            boolean sent = true;
+            for (int i = 0; i < perTxn && !d.shouldStop() && sent; i++) {
+                sent = d.sendOne(); // false: the transaction is in an error state
+            }
+            String outcome;
+            boolean recreate;
+            // Settled even when told to stop (as the librdkafka workload does): a commit that
+            // times out after the stop is not retried, and its outcome is unknown.
+            if (wantAbort) {
+                flush();
+                String[] r = abort();
+                outcome = r[0];
+                recreate = r[1] != null;
+            } else {
+                String[] r = commit();
+                outcome = r[0];
+                recreate = r[1] != null;
+            }
+            d.line("txn-outcome", outcome);
+            return !recreate;
+        }
+
+        private void flush() {
+            // delivered first, so the aborted records are in the log a reader must skip
+            d.line("call", "flush", d.producerProps.getProperty("delivery.timeout.ms",
+                    "120000"));
+            try {
+                d.client.flush();
+            } catch (RuntimeException e) {
+                System.err.println("flush before abort: " + e);
+            } finally {
+                d.line("done");
+            }
+        }
+
+        private static boolean fatal(RuntimeException e) {
+            return e instanceof org.apache.kafka.common.errors.ProducerFencedException
+                    || e instanceof org.apache.kafka.common.errors.OutOfOrderSequenceException
+                    || e instanceof org.apache.kafka.common.errors.InvalidProducerEpochException
+                    || e instanceof org.apache.kafka.common.errors.AuthorizationException
+                    || e instanceof org.apache.kafka.common.errors.UnsupportedVersionException
+                    || e instanceof IllegalStateException;
+        }
+
+        /** {outcome, non-null when the client must be new}. */
+        private String[] commit() {
+            long bound = System.nanoTime() + txnTimeoutMs * 1_000_000L;
+            boolean timedOut = false;
+            while (true) {
+                d.line("call", "commit_transaction", d.producerProps.getProperty(
+                        "max.block.ms", "60000"));
+                try {
+                    d.client.commitTransaction();
+                    return new String[] {"committed", null};
+                } catch (org.apache.kafka.common.errors.TimeoutException e) {
+                    System.err.println("commitTransaction: " + e);
+                    timedOut = true;
+                    if (System.nanoTime() < bound && !d.stop) {
+                        continue; // retried, never aborted after a timeout (KAFKA-17754)
+                    }
+                    return new String[] {"unknown", "timed out"};
+                } catch (RuntimeException e) {
+                    System.err.println("commitTransaction: " + e);
+                    if (fatal(e) || timedOut) {
+                        return new String[] {"unknown", "fatal"};
+                    }
+                    return abort(); // an abortable error
+                } finally {
+                    d.line("done");
+                }
+            }
+        }
+
+        private String[] abort() {
+            long bound = System.nanoTime() + txnTimeoutMs * 1_000_000L;
+            while (true) {
+                d.line("call", "abort_transaction", d.producerProps.getProperty(
+                        "max.block.ms", "60000"));
+                try {
+                    d.client.abortTransaction();
+                    return new String[] {"aborted", null};
+                } catch (org.apache.kafka.common.errors.TimeoutException e) {
+                    System.err.println("abortTransaction: " + e);
+                    if (System.nanoTime() < bound && !d.stop) {
+                        continue;
+                    }
+                    return new String[] {"unknown", "timed out"};
+                } catch (RuntimeException e) {
+                    System.err.println("abortTransaction: " + e);
+                    return new String[] {"unknown", "fatal"};
+                } finally {
+                    d.line("done");
+                }
+            }
+        }
     }
 
     // ------------------------------------------------------------------ consumer
