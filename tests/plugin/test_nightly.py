@@ -31,9 +31,11 @@ def test_cells_local_and_full() -> None:
                                        "bug:librdkafka#4844[affected]",
                                        "bug:librdkafka#4844[fixed]",
                                        "bug:KIP-966[affected]", "bug:KIP-966[fixed]",
-                                       # not fixed: their affected side only
+                                       # not fixed: its affected side only
                                        "bug:librdkafka#4953[affected]",
-                                       "bug:KAFKA-17754[affected]"]
+                                       # fixed by another client (the Java client's TV2)
+                                       "bug:KAFKA-17754[affected]",
+                                       "bug:KAFKA-17754[fixed]"]
     assert local[2].config["min_insync"] == 1 and local[0].config == {"duration": 30}
     full = nightly.full_cells(60)
     grid = [c for c in full if c.scenario is None]

@@ -1,0 +1,47 @@
+"""The client matrix (chaos/client_matrix.py) with a fake runner: which cells run, which a
+client cannot run and why, the table and the exit code."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from chaos import client_matrix, nightly
+from chaos.plugin_result import ChaosResult
+from scenarios import SCENARIOS
+from tests.plugin.fakes import write_run
+
+
+def fake(cell: nightly.Cell, out: Path, common: dict[str, Any]) -> ChaosResult:
+    client = str(cell.axes["client"])
+    run_dir = out / str(cell.scenario) / client.replace(":", "_")
+    if client.startswith("java"):  # the Java side lost records the scenario must not lose
+        write_run(run_dir, counts={"lost": 3}, valid=False,
+                  expectations={"met": False, "details": [
+                      {"what": "lost ==0", "actual": 3, "met": False}]})
+    else:
+        write_run(run_dir, expectations={"met": True, "details": []})
+    return ChaosResult.from_run_dir(run_dir, label=cell.name)
+
+
+def test_cells_and_what_a_client_cannot_run() -> None:
+    todo, skipped = client_matrix.client_cells(["confluent-kafka", "java:4.1.1"], [])
+    assert len(todo) == 2 * len(SCENARIOS) - 1
+    assert list(skipped) == [("eof-consumer-restart", "java:4.1.1")]
+    assert "restart" in skipped[("eof-consumer-restart", "java:4.1.1")]
+
+
+def test_table_and_exit_code(tmp_path: Path) -> None:
+    figures = tmp_path / "client-matrix.md"
+    code = client_matrix.main(["--clients", "confluent-kafka,java:4.1.1", "--only", "eof",
+                               "--only", "acks1", "--out", str(tmp_path / "runs"),
+                               "--figures", str(figures)], runner=fake)
+    assert code == 1  # a cell failed its expectations
+    text = figures.read_text()
+    assert "| acks1-leader-failover | confluent-kafka | valid | yes | none |" in text
+    assert "| acks1-leader-failover | java:4.1.1 | INVALID | no: expected lost ==0, got 3 " \
+           "| lost 3 |" in text
+    assert "| eof-consumer-restart | java:4.1.1 | not run | not driven: consumer mode " \
+           "restart" in text
+    assert "Written by `python -m chaos.client_matrix --clients confluent-kafka,java:4.1.1 " \
+           "--only eof --only acks1`" in text
