@@ -192,6 +192,23 @@ def test_grid(chaos_result, chaos_cell):
                               "*test_grid?acks=all-unclean-pause?*PASSED*"])
 
 
+def test_matrix_over_clients(suite: pytest.Pytester) -> None:
+    suite.makepyfile(HEADER + """
+@pytest.mark.chaos_matrix(client=["confluent-kafka", "java:4.1.1"])
+def test_clients(chaos_result, chaos_cell):
+    assert options(chaos_result)["client"] == chaos_cell["client"]
+
+@pytest.mark.chaos_matrix(client=["java"])
+def test_no_version(chaos_run):
+    chaos_run()
+""")
+    res = suite.runpytest("-v")
+    res.assert_outcomes(passed=2, failed=1)
+    res.stdout.fnmatch_lines(["*test_clients?client=confluent-kafka?*PASSED*",
+                              "*test_clients?client=java?4.1.1?*PASSED*"])
+    assert "the Java client needs its version" in res.stdout.str()
+
+
 def test_matrix_refuses_unknown_axes(suite: pytest.Pytester) -> None:
     suite.makepyfile("""
 import pytest
