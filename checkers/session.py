@@ -114,9 +114,21 @@ def _scratch_dir() -> str:
     is killed, by the next session any kafka-chaos process starts (contract.owners)."""
     sweep_owned_dirs("spark")
     path = owned_dir("spark")
-    atexit.register(shutil.rmtree, path, True)
+    atexit.register(_remove_scratch_at_exit, path)
     _SCRATCH[:] = [str(path)]
     return str(path)
+
+
+def _remove_scratch_at_exit(path: Path) -> None:
+    """The JVM ends only once this process has (its stdin closes), and a job may still run
+    in it (a warm-up check that a short run outlived): it is stopped first, so its tasks do
+    not fail on shuffle files removed under them (a stack trace after the verdict)."""
+    proc = getattr(SparkContext._gateway, "proc", None)
+    if proc is not None and proc.poll() is None:
+        with contextlib.suppress(Exception):  # exiting: nothing left to report to
+            proc.kill()
+            proc.wait(10)
+    shutil.rmtree(path, ignore_errors=True)
 
 
 #: A new JVM for a history below this many bytes compiles with C1 only (see build_session).
