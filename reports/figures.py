@@ -174,8 +174,11 @@ def write_bug_rate(entry_id: str, command: str,
     """
     rows = [(side, label, f"{hits}/{runs}", ", ".join(counts) or "none")
             for side, label, hits, runs, counts in sides]
-    # a timing-dependent bug counts the runs that showed it (scenarios.bugs.rate)
-    shown = "runs that showed the bug" if timing else "runs as expected"
+    # a timing-dependent bug counts the runs that showed it on its affected side, the
+    # clean runs on its fixed side (scenarios.bugs.rate)
+    shown = ("runs as expected (affected: that showed the bug)" if timing
+             and any(side == "fixed" for side, *_ in sides)
+             else "runs that showed the bug" if timing else "runs as expected")
     return write_figure(path or FIGURES / "bug-rates.md", entry_id, title=entry_id,
                         command=command, columns=("side", "pinned to", shown,
                                                   f"{kind} per run"),
