@@ -89,7 +89,8 @@ def main(argv: list[str] | None = None, runner: Runner | None = None) -> int:
         ap.error(str(e))
     todo, skipped = client_cells(clients, args.only)
     t0 = time.monotonic()
-    outcomes = run_cells(todo, args.out, {}, **({"runner": runner} if runner else {}))
+    outcomes = (run_cells(todo, args.out, {}, runner=runner) if runner is not None
+                else run_cells(todo, args.out, {}))
     table = rows(outcomes, skipped)
     for row in table:
         print(" | ".join(row))

@@ -1,8 +1,9 @@
 """The clients a run's workload can write and read with, and how each one's errors are read.
 
 A run's producers and consumers are all one client: ``confluent-kafka`` (librdkafka, in
-Python processes of our own) or ``java`` (Kafka's own ``kafka-clients``, in a driver process
-that reports to a Python recorder, ``contract.driver_protocol``). ``--client KIND:VERSION``
+Python processes of our own), or one in another language in a driver process that reports
+to a Python recorder (``contract.driver_protocol``): ``java`` (Kafka's own
+``kafka-clients``), ``franz-go`` or ``sarama``. ``--client KIND:VERSION``
 names it; ``--client-version V`` is ``confluent-kafka:V``. The history is the same whichever
 client wrote it; run.json's ``versions.client`` / ``versions.client_version`` say which.
 
@@ -21,7 +22,13 @@ from dataclasses import dataclass
 CONFLUENT_KAFKA = "confluent-kafka"
 #: Kafka's Java client (org.apache.kafka:kafka-clients), driven by workloads/java.
 JAVA = "java"
-CLIENT_KINDS: tuple[str, ...] = (CONFLUENT_KAFKA, JAVA)
+#: franz-go (github.com/twmb/franz-go) and sarama (github.com/IBM/sarama), Go clients driven
+#: by workloads/go.
+FRANZ_GO = "franz-go"
+SARAMA = "sarama"
+CLIENT_KINDS: tuple[str, ...] = (CONFLUENT_KAFKA, JAVA, FRANZ_GO, SARAMA)
+#: The clients that need a version (their drivers are built against it).
+_NEEDS_VERSION = {JAVA: "java:4.1.1", FRANZ_GO: "franz-go:1.22.3", SARAMA: "sarama:1.61.1"}
 
 _VERSION = re.compile(r"^\d+\.\d+(\.\d+)?([.-]?(a|b|rc|post|dev)\d+)?$")
 
@@ -48,7 +55,7 @@ class ClientSpec:
 
 
 def parse_client(text: str) -> ClientSpec:
-    """``KIND[:VERSION]`` -> ClientSpec; a Java client needs its version."""
+    """``KIND[:VERSION]`` -> ClientSpec; every client but confluent-kafka needs its version."""
     kind, _, version = text.strip().partition(":")
     if kind not in CLIENT_KINDS:
         raise ClientSpecError(f"--client: unknown client {kind!r} (one of "
@@ -57,6 +64,8 @@ def parse_client(text: str) -> ClientSpec:
         raise ClientSpecError(f"--client: {version!r} is not a version (e.g. {kind}:4.1.1)")
     if kind == JAVA and not version:
         raise ClientSpecError("--client: the Java client needs its version, e.g. java:4.1.1")
+    if kind in _NEEDS_VERSION and not version:
+        raise ClientSpecError(f"--client: {kind} needs its version, e.g. {_NEEDS_VERSION[kind]}")
     return ClientSpec(kind, version or None)
 
 
@@ -101,6 +110,42 @@ DEFINITE_FAILURES: dict[str, frozenset[str]] = {
         "TopicAuthorizationException",
         "ClusterAuthorizationException",
         "TransactionalIdAuthorizationException",
+    }),
+    # franz-go (workloads/go/franz): kerr names (Kafka's), kgo's errors by their Go name.
+    # Every error comes through the record's promise, also one refused before it was
+    # buffered (no refused line). A partition's failed batch fails every batch buffered
+    # behind it with the same error (failAllRecords), those in flight too, and the
+    # retriable errors are retried until ErrRecordTimeout/ErrRecordRetries. So only errors
+    # that every attempt of every batch of the partition would get, before any append,
+    # are definite; not MESSAGE_TOO_LARGE, RECORD_LIST_TOO_LARGE, INVALID_RECORD nor
+    # CORRUPT_MESSAGE (one batch's content: a non-idempotent later batch in flight may
+    # have been appended), not NOT_ENOUGH_REPLICAS / UNKNOWN_TOPIC_OR_PARTITION (the last
+    # answer of retries), not ErrRecordTimeout/ErrRecordRetries/ErrClientClosed (in flight
+    # maybe).
+    FRANZ_GO: frozenset({
+        "ErrMaxBuffered",                         # refused before buffering: never sent
+        "INVALID_REQUIRED_ACKS",                  # the producer's acks: every request refused
+        "INVALID_TOPIC_EXCEPTION",                # the topic's name: every request refused
+        "TOPIC_AUTHORIZATION_FAILED",             # checked before the append, never retried
+        "CLUSTER_AUTHORIZATION_FAILED",           # idempotent write refused: never produced
+        "TRANSACTIONAL_ID_AUTHORIZATION_FAILED",
+    }),
+    # sarama (workloads/go/sarama): KError by Kafka's names, sarama's errors by their Go
+    # name. Every error comes on the Errors channel, also one refused before it was sent
+    # (no refused line). Retriable broker errors are retried Producer.Retry.Max times and
+    # the last one returned (any attempt before it may have been appended), and a
+    # non-idempotent producer re-batches retried messages, so a batch-content error may
+    # follow an appended attempt: not NOT_ENOUGH_REPLICAS, CORRUPT_MESSAGE,
+    # MESSAGE_TOO_LARGE, RECORD_LIST_TOO_LARGE, INVALID_RECORD. Not ErrShuttingDown (also
+    # a retried batch's at close), ErrOutOfBrokers, ErrNotConnected, ErrIncompleteResponse.
+    SARAMA: frozenset({
+        "ConfigurationError",                     # refused by the dispatcher: never sent
+        "ErrInvalidPartition",                    # the partitioner refused it: never sent
+        "INVALID_REQUIRED_ACKS",                  # the producer's acks: every request refused
+        "INVALID_TOPIC_EXCEPTION",                # the topic's name: every request refused
+        "TOPIC_AUTHORIZATION_FAILED",             # checked before the append, never retried
+        "CLUSTER_AUTHORIZATION_FAILED",           # idempotent write refused: never produced
+        "TRANSACTIONAL_ID_AUTHORIZATION_FAILED",
     }),
 }
 

@@ -24,7 +24,7 @@ from contextlib import contextmanager
 from importlib import metadata
 from pathlib import Path
 
-from contract.clients import JAVA, ClientSpec
+from contract.clients import FRANZ_GO, JAVA, SARAMA, ClientSpec
 from contract.known_bugs import version_tuple
 from runner.config import CLIENT_VERSION, RunConfigError
 from workloads import ChildInterpreter
@@ -179,4 +179,9 @@ def ensure_driver(spec: ClientSpec, say: Callable[[str], None] = print) -> Clien
 
         assert spec.version is not None  # parse_client requires it
         return ForeignDriver(spec, tuple(ensure_java(spec.version, say).command()))
+    if spec.kind in (FRANZ_GO, SARAMA):
+        from runner.go_client import ensure_go
+
+        assert spec.version is not None  # parse_client requires it
+        return ForeignDriver(spec, tuple(ensure_go(spec.kind, spec.version, say).command()))
     return LibrdkafkaDriver(ensure_client(spec.version, say=say) if spec.version else None)
