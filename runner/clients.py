@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from importlib import metadata
 from pathlib import Path
+from typing import Any
 
 from contract.clients import FRANZ_GO, JAVA, SARAMA, ClientSpec
 from contract.known_bugs import version_tuple
@@ -133,6 +134,33 @@ def _interpreter(final: Path) -> ChildInterpreter:
                             librdkafka=str(info["librdkafka"]), venv=final)
 
 
+def build_cached(final: Path, what: str, ready: Callable[[Path], bool],
+                 build: Callable[[Path], dict[str, Any]],
+                 say: Callable[[str], None] = print) -> None:
+    """Makes the client folder ``final`` unless ``ready(final)`` already: ``build(tmp)`` fills
+    a temporary folder beside it and returns the info written last into it (INFO_FILE, whose
+    presence means complete), then the folder is renamed into place. Under a file lock
+    named after ``final``, so two runs never build it at once and a half-built folder is
+    never used; a failed build leaves nothing."""
+    if ready(final):
+        return
+    with build_lock(final.parent / f".{final.name}.lock"):
+        if ready(final):  # another run built it while we waited
+            return
+        tmp = final.parent / f".tmp-{final.name}-{os.getpid()}"
+        shutil.rmtree(tmp, ignore_errors=True)
+        t0 = time.monotonic()
+        say(f"building {what} in {final} (first use)")
+        try:
+            info = build(tmp)
+            (tmp / INFO_FILE).write_text(json.dumps(info))
+            shutil.rmtree(final, ignore_errors=True)  # incomplete, or of an older driver
+            os.replace(tmp, final)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+        say(f"{what} ready in {time.monotonic() - t0:.0f}s")
+
+
 def ensure_client(version: str, say: Callable[[str], None] = print,
                   builder: Callable[[Path, str], None] = build_venv) -> ChildInterpreter:
     """The interpreter for confluent-kafka ``version``: the cached venv, built first if absent.
@@ -143,30 +171,20 @@ def ensure_client(version: str, say: Callable[[str], None] = print,
         raise ClientVenvError(f"--client-version must be a release such as 2.12.0, "
                               f"got {version!r}")
     final = venv_dir(version)
-    if (final / INFO_FILE).exists():
-        return _interpreter(final)
-    with build_lock(cache_root() / f".confluent-kafka-{version}.lock"):
-        if (final / INFO_FILE).exists():  # another run built it while we waited
-            return _interpreter(final)
-        tmp = cache_root() / f".tmp-confluent-kafka-{version}-{os.getpid()}"
-        shutil.rmtree(tmp, ignore_errors=True)
-        t0 = time.monotonic()
-        say(f"building the confluent-kafka {version} venv in {final} (first use)")
-        try:
-            builder(tmp, version)
-            info = _probe(tmp / "bin" / "python")
-            if info["confluent_kafka"] != version:
-                raise ClientVenvError(f"--client-version {version}: the venv imports "
-                                      f"confluent-kafka {info['confluent_kafka']}")
-            # The probe ran in the temporary folder: its paths move with the rename.
-            info["sys_path"] = [str(p).replace(str(tmp), str(final))
-                                for p in info["sys_path"]]  # type: ignore[attr-defined]
-            (tmp / INFO_FILE).write_text(json.dumps(info))
-            shutil.rmtree(final, ignore_errors=True)  # an incomplete one (no info file)
-            os.replace(tmp, final)
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
-        say(f"confluent-kafka {version} venv ready in {time.monotonic() - t0:.0f}s")
+
+    def build(tmp: Path) -> dict[str, Any]:
+        builder(tmp, version)
+        info = _probe(tmp / "bin" / "python")
+        if info["confluent_kafka"] != version:
+            raise ClientVenvError(f"--client-version {version}: the venv imports "
+                                  f"confluent-kafka {info['confluent_kafka']}")
+        # The probe ran in the temporary folder: its paths move with the rename.
+        info["sys_path"] = [str(p).replace(str(tmp), str(final))
+                            for p in info["sys_path"]]  # type: ignore[attr-defined]
+        return info
+
+    build_cached(final, f"the confluent-kafka {version} venv",
+                 lambda f: (f / INFO_FILE).exists(), build, say)
     return _interpreter(final)
 
 

@@ -21,14 +21,13 @@ import os
 import re
 import shutil
 import subprocess
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from contract.clients import FRANZ_GO, SARAMA
 from contract.known_bugs import version_tuple
-from runner.clients import INFO_FILE, ClientVenvError, build_lock, cache_root
+from runner.clients import INFO_FILE, ClientVenvError, build_cached, cache_root
 
 SOURCE_DIR = Path(__file__).resolve().parent.parent / "workloads" / "go"
 BINARY = "kc-driver"
@@ -146,25 +145,14 @@ def ensure_go(kind: str, version: str, say: Callable[[str], None] = print,
                               f"parts, e.g. {kind}:{EXAMPLES[kind]}")
     final = go_dir(kind, version)
     digest = _source_digest(kind, version)
-    if _complete(final, digest):
-        return GoClient(final, kind, version)
-    with build_lock(cache_root() / f".{kind}-{version}.lock"):
-        if _complete(final, digest):  # another run built it while we waited
-            return GoClient(final, kind, version)
-        tmp = cache_root() / f".tmp-{kind}-{version}-{os.getpid()}"
-        shutil.rmtree(tmp, ignore_errors=True)
-        t0 = time.monotonic()
-        say(f"building the {kind} {version} driver in {final} (first use)")
-        try:
-            builder(tmp, kind, version)
-            (tmp / INFO_FILE).write_text(json.dumps({"client": kind, "version": version,
-                                                     "module": MODULES[kind][0],
-                                                     "source": digest}))
-            shutil.rmtree(final, ignore_errors=True)  # incomplete, or of an older driver
-            os.replace(tmp, final)
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
-        say(f"{kind} {version} driver ready in {time.monotonic() - t0:.0f}s")
+
+    def build(tmp: Path) -> dict[str, str]:
+        builder(tmp, kind, version)
+        return {"client": kind, "version": version, "module": MODULES[kind][0],
+                "source": digest}
+
+    build_cached(final, f"the {kind} {version} driver", lambda f: _complete(f, digest),
+                 build, say)
     return GoClient(final, kind, version)
 
 

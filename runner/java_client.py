@@ -18,12 +18,11 @@ import os
 import re
 import shutil
 import subprocess
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from runner.clients import INFO_FILE, ClientVenvError, build_lock, cache_root
+from runner.clients import INFO_FILE, ClientVenvError, build_cached, cache_root
 
 SOURCE_DIR = Path(__file__).resolve().parent.parent / "workloads" / "java"
 DRIVER = "KcDriver"
@@ -92,24 +91,13 @@ def ensure_java(version: str, say: Callable[[str], None] = print,
     A build is redone when the driver's source changed since (its digest is in the info)."""
     final = java_dir(version)
     digest = _source_digest()
-    if _complete(final, digest):
-        return JavaClient(final, version)
-    with build_lock(cache_root() / f".java-{version}.lock"):
-        if _complete(final, digest):  # another run built it while we waited
-            return JavaClient(final, version)
-        tmp = cache_root() / f".tmp-java-{version}-{os.getpid()}"
-        shutil.rmtree(tmp, ignore_errors=True)
-        t0 = time.monotonic()
-        say(f"building the Java client {version} driver in {final} (first use)")
-        try:
-            builder(tmp, version)
-            (tmp / INFO_FILE).write_text(json.dumps({"client": "java", "version": version,
-                                                     "source": digest}))
-            shutil.rmtree(final, ignore_errors=True)  # incomplete, or of an older driver
-            os.replace(tmp, final)
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
-        say(f"Java client {version} driver ready in {time.monotonic() - t0:.0f}s")
+
+    def build(tmp: Path) -> dict[str, str]:
+        builder(tmp, version)
+        return {"client": "java", "version": version, "source": digest}
+
+    build_cached(final, f"the Java client {version} driver",
+                 lambda f: _complete(f, digest), build, say)
     return JavaClient(final, version)
 
 
