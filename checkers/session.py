@@ -121,11 +121,17 @@ def _scratch_dir() -> str:
 
 def _remove_scratch_at_exit(path: Path) -> None:
     """The JVM ends only once this process has (its stdin closes), and a job may still run
-    in it (a warm-up check that a short run outlived): it is stopped first, so its tasks do
-    not fail on shuffle files removed under them (a stack trace after the verdict)."""
+    in it (a warm-up check that a short run outlived): the context is stopped (its jobs
+    cancelled) and the JVM ended first, so no task fails on shuffle files removed under it
+    (a stack trace after the verdict)."""
+    sc = SparkContext._active_spark_context
+    if sc is not None:
+        with contextlib.suppress(Exception):  # exiting: nothing left to report to
+            sc.cancelAllJobs()
+            sc.stop()  # also its accumulator server, which would print an EOFError
     proc = getattr(SparkContext._gateway, "proc", None)
     if proc is not None and proc.poll() is None:
-        with contextlib.suppress(Exception):  # exiting: nothing left to report to
+        with contextlib.suppress(Exception):
             proc.kill()
             proc.wait(10)
     shutil.rmtree(path, ignore_errors=True)

@@ -27,4 +27,4 @@ def test_help_lists_the_benchmarks_and_runs_none() -> None:
     done = _bench("checker", "--help")
     assert done.returncode == 0
     assert "==" not in done.stdout
-    assert done.stdout.rstrip().endswith("benchmarks: checker report workload")
+    assert done.stdout.rstrip().endswith("benchmarks: checker client report workload")

@@ -124,8 +124,11 @@ class WriteRecorder(RecorderCounts):
                 self._count(classify(err), err.name())
             return
         part = None
-        if msg is not None and (p := msg.partition()) is not None and p >= 0:
-            part = p
+        row = self.pending.get(seq)
+        if row is not None and row[_PARTITION] is None and msg is not None:
+            # the client's partitioner chose it (recorded clients): asked only then
+            p = msg.partition()
+            part = p if p is not None and p >= 0 else None
         if err is None:
             self.resolved(seq, time.time_ns(), OK, None, msg.offset(), part)
         else:

@@ -12,6 +12,7 @@ import pyarrow.dataset as ds
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
 from tenacity import Retrying, stop_after_delay, wait_fixed
 
+from workloads.drivers import ForeignDriver
 from workloads.processes import ProcessGroup
 
 # DESIGN.md §3, written out here (not imported) so the test checks the contract itself.
@@ -111,3 +112,48 @@ def wait_read(run_dir: Path, wants: dict[str, set[Identity]], timeout_s: float =
             behind = {r: n for r, n in behind.items() if n}
             assert not behind, (f"readers still missing records: {behind}; "
                                 + "; ".join(_reader_story(run_dir, r) for r in behind))
+
+
+def round_trip(driver: ForeignDriver, boot: str, topic: str, run_dir: Path) -> None:
+    """A client driver's producers and consumers on a real cluster, no faults: 2 producers
+    at 200/s for 5 s, an assign and a subscribe consumer. Every attempt acknowledged at its
+    offset, each record once in the topic, read by both consumers; every process reports
+    the client's version and ends by itself, with no bad line; the subscriber's group
+    assigned it every partition."""
+    import uuid
+
+    from tests.workloads.conftest import read_table
+    from workloads.config import ConsumerConfig, ConsumerSpec, ProducerConfig
+    from workloads.record import decode
+
+    kind, version = driver.client.kind, driver.client.version
+    # a group of its own: the package's other tests' consumers are no members of it
+    ccfg = ConsumerConfig(group_id=f"kc-{kind}-{uuid.uuid4().hex[:6]}")
+    consumers = driver.start_consumers(run_dir, boot, topic, 3, ccfg,
+                                       [ConsumerSpec("c0", "assign"),
+                                        ConsumerSpec("c1", "subscribe")])
+    producers = driver.start_producers(run_dir, boot, topic, 3,
+                                       ProducerConfig(rate=200, duration_s=5), 2)
+    wait_finished(producers, timeout_s=90)
+    pstats = producers.stop()
+    writes = rows(read_table(run_dir, "writes"))
+    acked = acked_identities(writes)
+    assert len(acked) == len(writes) > 1500, pstats  # nothing failed without faults
+    assert {(w["producer"], w["partition"]) for w in writes} == {
+        (p, q) for p in (0, 1) for q in range(3)}
+    assert all(offset is not None for _, offset in acked.values())  # acks=all: offsets
+    log = read_topic(boot, topic, 3)
+    for (producer, seq), (part, offset) in acked.items():
+        assert decode(log[(part, offset)]) == (producer, seq, True)
+    assert len(log) == len(acked)  # idempotent, no faults: each record once, nothing else
+    wait_read(run_dir, {"c0": set(acked), "c1": set(acked)})
+    cstats = consumers.stop()
+    for name, st in [*pstats.items(), *cstats.items()]:
+        assert st["client"] == {"client": kind, "client_version": version}, (name, st)
+        assert st["driver_ended"] is True and st["driver_exitcode"] == 0, (name, st)
+        assert st["bad_lines"] == 0, (name, st)
+    events = [json.loads(x) for x in
+              (run_dir / "history" / "events.jsonl").read_text().splitlines()]
+    assigned = [e["detail"]["partitions"] for e in events if e["kind"] == "rebalance"
+                and e["detail"]["reader"] == "c1" and e["detail"]["what"] == "assigned"]
+    assert any(set(p) == {f"{topic}:{q}" for q in range(3)} for p in assigned), events

@@ -34,13 +34,15 @@ from contract.clients import (
 from contract.driver_protocol import render_spec
 from runner.clients import INFO_FILE, ClientVenvError
 from runner.go_client import GoClient, ensure_go, go_dir
+from tests.support import clients as support
+from tests.support.clients import version
 from tests.workloads.conftest import read_table
-from tests.workloads.helpers import acked_identities, read_topic, rows, wait_finished, wait_read
+from tests.workloads.helpers import acked_identities, round_trip, rows, wait_finished, wait_read
 from workloads.config import ConsumerConfig, ConsumerSpec, ProducerConfig
 from workloads.drivers import ForeignDriver
 from workloads.record import decode, encode
 
-GO_CLIENTS = {FRANZ_GO: "1.22.3", SARAMA: "1.61.1"}
+GO_CLIENTS = {FRANZ_GO: version(support.FRANZ_GO), SARAMA: version(support.SARAMA)}
 
 
 @pytest.fixture(scope="module", params=sorted(GO_CLIENTS))
@@ -63,38 +65,7 @@ def test_go_driver_encodes_as_the_contract(go_client, producer, seq, size):  # t
 def test_go_clients_write_and_read_a_real_cluster(go_client, cluster, topic, tmp_path):  # type: ignore[no-untyped-def]
     driver = ForeignDriver(ClientSpec(go_client.kind, go_client.version),
                            tuple(go_client.command()))
-    boot = cluster.bootstrap_servers
-    # a group of its own: the package's other tests' consumers are no members of it
-    ccfg = ConsumerConfig(group_id=f"kc-{go_client.kind}-{uuid.uuid4().hex[:6]}")
-    consumers = driver.start_consumers(tmp_path, boot, topic, 3, ccfg,
-                                       [ConsumerSpec("c0", "assign"),
-                                        ConsumerSpec("c1", "subscribe")])
-    producers = driver.start_producers(tmp_path, boot, topic, 3,
-                                       ProducerConfig(rate=200, duration_s=5), 2)
-    wait_finished(producers, timeout_s=90)
-    pstats = producers.stop()
-    writes = rows(read_table(tmp_path, "writes"))
-    acked = acked_identities(writes)
-    assert len(acked) == len(writes) > 1500, pstats  # nothing failed without faults
-    assert {(w["producer"], w["partition"]) for w in writes} == {
-        (p, q) for p in (0, 1) for q in range(3)}
-    assert all(offset is not None for _, offset in acked.values())  # acks=all: offsets
-    log = read_topic(boot, topic, 3)
-    for (producer, seq), (part, offset) in acked.items():
-        assert decode(log[(part, offset)]) == (producer, seq, True)
-    assert len(log) == len(acked)  # idempotent, no faults: each record once, nothing else
-    wait_read(tmp_path, {"c0": set(acked), "c1": set(acked)})
-    cstats = consumers.stop()
-    for name, st in [*pstats.items(), *cstats.items()]:
-        assert st["client"] == {"client": go_client.kind,
-                                "client_version": go_client.version}, (name, st)
-        assert st["driver_ended"] is True and st["driver_exitcode"] == 0, (name, st)
-        assert st["bad_lines"] == 0, (name, st)
-    events = [json.loads(x) for x in
-              (tmp_path / "history" / "events.jsonl").read_text().splitlines()]
-    assigned = [e["detail"]["partitions"] for e in events if e["kind"] == "rebalance"
-                and e["detail"]["reader"] == "c1" and e["detail"]["what"] == "assigned"]
-    assert any(set(p) == {f"{topic}:{q}" for q in range(3)} for p in assigned), events
+    round_trip(driver, cluster.bootstrap_servers, topic, tmp_path)
 
 
 @pytest.mark.cluster

@@ -7,8 +7,8 @@ client's driver.
   real process speaking the protocol (tests/support/fake_driver.py) acknowledges, fails,
   is refused, and dies with an attempt outstanding; a consumer's reads decode; a torn last
   line is skipped.
-- On the package's real cluster, Java producers and an assign-mode Java consumer write and
-  read a topic: every acknowledged record is in the topic at its offset, and read.
+- On the package's real cluster, Java producers and consumers (assign, subscribe) write and
+  read a topic (helpers.round_trip); transactional Java producers commit and abort.
 """
 
 from __future__ import annotations
@@ -23,20 +23,15 @@ import pytest
 
 from contract.clients import JAVA, ClientSpec
 from runner.java_client import JavaClient, ensure_java
+from tests.support.clients import JAVA as TEST_JAVA
+from tests.support.clients import version
 from tests.workloads.conftest import read_table
-from tests.workloads.helpers import (
-    WRITES_CONTRACT,
-    acked_identities,
-    read_topic,
-    rows,
-    wait_finished,
-    wait_read,
-)
+from tests.workloads.helpers import WRITES_CONTRACT, read_topic, round_trip, rows, wait_finished
 from workloads.config import ConsumerConfig, ConsumerSpec, ProducerConfig
 from workloads.drivers import ForeignDriver
 from workloads.record import decode, encode
 
-JAVA_VERSION = "4.1.1"
+JAVA_VERSION = version(TEST_JAVA)
 FAKE = [sys.executable, str(Path(__file__).resolve().parents[1] / "support" / "fake_driver.py")]
 
 
@@ -134,25 +129,7 @@ def test_recorder_decodes_a_driver_consumer_and_stops_it(tmp_path):  # type: ign
 @pytest.mark.cluster
 def test_java_clients_write_and_read_a_real_cluster(java, cluster, topic, tmp_path):  # type: ignore[no-untyped-def]
     driver = ForeignDriver(ClientSpec(JAVA, java.version), tuple(java.command()))
-    boot = cluster.bootstrap_servers
-    consumers = driver.start_consumers(tmp_path, boot, topic, 3, ConsumerConfig(),
-                                       [ConsumerSpec("c0", "assign")])
-    producers = driver.start_producers(tmp_path, boot, topic, 3,
-                                       ProducerConfig(rate=200, duration_s=5), 2)
-    wait_finished(producers, timeout_s=90)
-    pstats = producers.stop()
-    writes = rows(read_table(tmp_path, "writes"))
-    acked = acked_identities(writes)
-    assert len(acked) == len(writes) > 1500, pstats  # nothing failed without faults
-    assert {(w["producer"], w["partition"]) for w in writes} == {
-        (p, q) for p in (0, 1) for q in range(3)}
-    log = read_topic(boot, topic, 3)
-    for (producer, seq), (part, offset) in acked.items():
-        assert decode(log[(part, offset)]) == (producer, seq, True)
-    wait_read(tmp_path, {"c0": set(acked)})
-    cstats = consumers.stop()
-    assert cstats["c0"]["client"]["client_version"] == java.version, cstats
-    assert pstats["p0"]["client"]["client_version"] == java.version, pstats
+    round_trip(driver, cluster.bootstrap_servers, topic, tmp_path)
 
 
 @pytest.mark.cluster
