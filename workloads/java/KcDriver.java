@@ -270,7 +270,9 @@ public final class KcDriver {
             } else {
                 while (!shouldStop()) {
                     if (!sendOne()) {
-                        rc = stop ? 0 : 3;
+                        // false at the producer's end, or when send() threw: a closed or
+                        // fatally failed client (exit 3)
+                        rc = shouldStop() ? 0 : 3;
                         break;
                     }
                 }
