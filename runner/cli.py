@@ -143,8 +143,9 @@ def build_parser() -> argparse.ArgumentParser:
                    "cached under ~/.cache/kafka-chaos/clients, built from PyPI on first use)")
     r.add_argument("--client", metavar="KIND:VERSION",
                    help="the client that writes and reads: confluent-kafka[:X.Y.Z] (default: "
-                   "the installed one) or java:X.Y.Z (Kafka's kafka-clients from Maven "
-                   "Central, built and cached on first use)")
+                   "the installed one), java:X.Y.Z (Kafka's kafka-clients from Maven "
+                   "Central), franz-go:X.Y.Z or sarama:X.Y.Z (the Go module proxy); built "
+                   "and cached on first use")
     r.add_argument("--bootstrap-servers", metavar="HOST:PORT[,...]",
                    help="run against this existing cluster instead of starting one")
     r.add_argument("--nodes", metavar="nodes.toml",

@@ -80,7 +80,8 @@ class RunConfig:
     # None: the one installed with kafka-chaos
     client_version: str | None = None
     # the client that writes and reads, KIND[:VERSION] (contract.clients): confluent-kafka
-    # (client_version is confluent-kafka:<it>) or java:<kafka-clients version>
+    # (client_version is confluent-kafka:<it>), java:<kafka-clients version>, franz-go:<v>
+    # or sarama:<v>
     client: str | None = None
     image: str | None = None
     # an existing cluster (not started by kafka-chaos) and the nodes.toml of its faultable nodes
