@@ -134,6 +134,15 @@ def _interpreter(final: Path) -> ChildInterpreter:
                             librdkafka=str(info["librdkafka"]), venv=final)
 
 
+def built_from(folder: Path, digest: str) -> bool:
+    """Whether ``folder`` holds a complete build (its info file) from sources of ``digest``."""
+    try:
+        info = json.loads((folder / INFO_FILE).read_text())
+    except (OSError, ValueError):
+        return False
+    return isinstance(info, dict) and info.get("source") == digest
+
+
 def build_cached(final: Path, what: str, ready: Callable[[Path], bool],
                  build: Callable[[Path], dict[str, Any]],
                  say: Callable[[str], None] = print) -> None:

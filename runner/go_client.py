@@ -16,7 +16,6 @@ starts).
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import re
 import shutil
@@ -27,7 +26,7 @@ from pathlib import Path
 
 from contract.clients import FRANZ_GO, SARAMA
 from contract.known_bugs import version_tuple
-from runner.clients import INFO_FILE, ClientVenvError, build_cached, cache_root
+from runner.clients import ClientVenvError, build_cached, built_from, cache_root
 
 SOURCE_DIR = Path(__file__).resolve().parent.parent / "workloads" / "go"
 BINARY = "kc-driver"
@@ -167,9 +166,4 @@ def _source_digest(kind: str, version: str) -> str:
 
 
 def _complete(folder: Path, digest: str) -> bool:
-    try:
-        info = json.loads((folder / INFO_FILE).read_text())
-    except (OSError, ValueError):
-        return False
-    return (isinstance(info, dict) and info.get("source") == digest
-            and (folder / BINARY).is_file())
+    return built_from(folder, digest) and (folder / BINARY).is_file()

@@ -13,7 +13,6 @@ before the cluster starts).
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import re
 import shutil
@@ -22,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from runner.clients import INFO_FILE, ClientVenvError, build_cached, cache_root
+from runner.clients import ClientVenvError, build_cached, built_from, cache_root
 
 SOURCE_DIR = Path(__file__).resolve().parent.parent / "workloads" / "java"
 DRIVER = "KcDriver"
@@ -97,7 +96,7 @@ def ensure_java(version: str, say: Callable[[str], None] = print,
         return {"client": "java", "version": version, "source": digest}
 
     build_cached(final, f"the Java client {version} driver",
-                 lambda f: _complete(f, digest), build, say)
+                 lambda f: built_from(f, digest), build, say)
     return JavaClient(final, version)
 
 
@@ -106,11 +105,3 @@ def _source_digest() -> str:
     for name in ("pom.xml", f"{DRIVER}.java"):
         h.update((SOURCE_DIR / name).read_bytes())
     return h.hexdigest()[:16]
-
-
-def _complete(folder: Path, digest: str) -> bool:
-    try:
-        info = json.loads((folder / INFO_FILE).read_text())
-    except (OSError, ValueError):
-        return False
-    return isinstance(info, dict) and info.get("source") == digest

@@ -38,7 +38,7 @@ from nemesis.dead_man import DeadManSwitches, sweep_node
 from nemesis.faults.base import FaultContext
 from nemesis.schedule import Nemesis
 from runner.clients import ensure_driver
-from runner.config import TOPIC, RunConfig, RunConfigError
+from runner.config import TOPIC, RunConfig
 from runner.rundir import kafka_version_of, new_run_dir, record_client_versions, write_run_json
 from scenarios.base import DoneWhen, Scenario
 from workloads import (
@@ -49,7 +49,6 @@ from workloads import (
     Observer,
     ProcessGroup,
     ProducerConfig,
-    WorkloadConfigError,
     drain,
 )
 from workloads.drivers import ClientDriver, LibrdkafkaDriver
@@ -426,13 +425,7 @@ def run(cfg: RunConfig, scenario: Scenario | None = None,
     Raises RunConfigError or ClientVenvError before anything starts (the client of
     ``cfg.client_spec`` is built, on first use, before the cluster)."""
     cfg.validate()
-    driver = ensure_driver(cfg.client_spec, say=progress)
-    try:
-        driver.check(_producer_config(cfg), _consumer_config(cfg),
-                     [cfg.consumer_mode] * cfg.consumers)
-    except WorkloadConfigError as e:
-        raise RunConfigError(str(e)) from None
-    r = Run(cfg, scenario, progress, driver)
+    r = Run(cfg, scenario, progress, ensure_driver(cfg.client_spec, say=progress))
     handler = _log_to(r.run_dir)
     out = RunOutcome(r.run_dir)
     with signals_raise() as stop:

@@ -39,11 +39,6 @@ class ClientDriver(Protocol):
     def client(self) -> ClientSpec:
         """Which client and version write and read."""
 
-    def check(self, producer: ProducerConfig, consumer: ConsumerConfig,
-              modes: list[str]) -> None:
-        """Raises WorkloadConfigError (one line) for settings this client cannot run,
-        before anything starts; ``modes``: the consumers' modes."""
-
     def start_producers(self, run_dir: Path, bootstrap: str, topic: str, partitions: int,
                         cfg: ProducerConfig, count: int, stop_event: Any = None,
                         first_id: int = 0) -> ProcessGroup:
@@ -69,10 +64,6 @@ class LibrdkafkaDriver:
         return ClientSpec(CONFLUENT_KAFKA, self.interpreter.confluent_kafka
                           if self.interpreter else None)
 
-    def check(self, producer: ProducerConfig, consumer: ConsumerConfig,
-              modes: list[str]) -> None:
-        producer.validate()
-
     def start_producers(self, run_dir: Path, bootstrap: str, topic: str, partitions: int,
                         cfg: ProducerConfig, count: int, stop_event: Any = None,
                         first_id: int = 0) -> ProcessGroup:
@@ -97,8 +88,9 @@ class LibrdkafkaDriver:
                 "client_venv": str(interp.venv) if interp.venv else None}
 
 
-#: librdkafka property names the Java client calls otherwise.
-JAVA_NAMES = {"fetch.wait.max.ms": "fetch.max.wait.ms"}
+#: librdkafka property names that Kafka's Java client (and the drivers that follow its names)
+#: calls otherwise.
+KAFKA_NAMES = {"fetch.wait.max.ms": "fetch.max.wait.ms"}
 
 
 @dataclass(frozen=True)
@@ -113,17 +105,20 @@ class ForeignDriver:
     def client(self) -> ClientSpec:
         return self.spec
 
-    def check(self, producer: ProducerConfig, consumer: ConsumerConfig,
-              modes: list[str]) -> None:
-        producer.validate()
-        why = unsupported(self.spec, transactional=producer.transactional,
-                          partitioner=producer.partitioner, consumer_modes=modes)
+    def _refuse(self, transactional: bool = False, partitioner: str = "round-robin",
+                modes: list[str] | None = None) -> None:
+        # the run's configuration was refused the same way before anything started
+        # (runner.config.RunConfig.validate); this is for callers that start drivers
+        why = unsupported(self.spec, transactional=transactional, partitioner=partitioner,
+                          consumer_modes=modes or [])
         if why:
             raise WorkloadConfigError(why)
 
     def start_producers(self, run_dir: Path, bootstrap: str, topic: str, partitions: int,
                         cfg: ProducerConfig, count: int, stop_event: Any = None,
                         first_id: int = 0) -> ProcessGroup:
+        cfg.validate()
+        self._refuse(cfg.transactional, cfg.partitioner)
         group = new_group(lambda s: f"p{s['producer']}", stop_event)
         parts = list(cfg.partitions) if cfg.partitions is not None else list(range(partitions))
         for i in range(first_id, first_id + count):
@@ -144,6 +139,7 @@ class ForeignDriver:
                         stop_event: Any = None) -> ProcessGroup:
         if len({s.id for s in specs}) != len(specs):
             raise ValueError("consumer ids must be unique")
+        self._refuse(modes=[c.mode for c in specs])
         group = new_group(lambda s: str(s["reader"]), stop_event)
         for c in specs:
             parts = c.partitions if c.partitions is not None else list(range(partitions))
@@ -158,7 +154,7 @@ class ForeignDriver:
         return group
 
     def _names(self, conf: dict[str, str]) -> dict[str, str]:
-        return {JAVA_NAMES.get(k, k): v for k, v in conf.items()}
+        return {KAFKA_NAMES.get(k, k): v for k, v in conf.items()}
 
     def versions(self) -> dict[str, Any]:
         # librdkafka does not write nor read the workload's records (the drain and the

@@ -23,7 +23,7 @@ import subprocess
 import tempfile
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
@@ -66,7 +66,6 @@ class _Recorder:
     """Turns one driver's lines into history rows and slot marks."""
 
     spec: DriverSpec
-    run_dir: Path
     calls: CallSlot
     version: str | None = None
     writes: WriteRecorder | None = None
@@ -74,9 +73,7 @@ class _Recorder:
     events: EventLog | None = None
     ended: bool = False
     bad_lines: int = 0
-    polls: int = 0
     topic: str = ""
-    seen: dict[str, int] = field(default_factory=dict)
 
     def line(self, raw: str) -> None:
         parsed = split_line(raw)
@@ -109,8 +106,7 @@ class _Recorder:
         elif kind == "txn-outcome" and w is not None and w.txn is not None:
             w.end_txn(f[0] if f[0] in TXN_OUTCOMES else "unknown")
         elif kind == "read" and r is not None:
-            self.polls = max(self.polls, int(f[0]))
-            r.polls = self.polls
+            r.polls = max(r.polls, int(f[0]))
             r.add(int(f[0]), int(f[1]), self.topic, int(f[2]), int(f[3]),
                   base64.b64decode(f[4], validate=True) if f[4] else None)
             self.calls.progress(int(f[1]))
@@ -126,7 +122,8 @@ class _Recorder:
             self.version = f[1]
         elif kind == "end":
             self.ended = True
-        self.seen[kind] = self.seen.get(kind, 0) + 1
+        # Also on lines that give no row: a consumer's idle polls (call/done) are what
+        # flush its last reads once the producers are done.
         if w is not None:
             w.maybe_flush()
         elif r is not None:
@@ -148,7 +145,7 @@ def driver_main(run_dir: Path, spec: DriverSpec, stop_event: Any, stats_queue: A
     name = spec.name
     configure_logging(run_dir, f"{name}-recorder")
     role = spec.values["role"]
-    rec = _Recorder(spec, Path(run_dir), CallSlot(slot), topic=str(spec.values["topic"]))
+    rec = _Recorder(spec, CallSlot(slot), topic=str(spec.values["topic"]))
     if role == "producer":
         rec.writes = WriteRecorder(run_dir, int(spec.values["producer"]), rec.topic,
                                    chunk_rows=spec.history_chunk_rows,
@@ -215,6 +212,7 @@ def _stats(rec: _Recorder, role: str, exitcode: int | None) -> dict[str, Any]:
     if role == "producer" and rec.writes is not None:
         return {**rec.writes.stats(), **base}
     reads = rec.reads
-    return {"reader": rec.spec.name, "mode": rec.spec.values.get("mode"), "polls": rec.polls,
+    return {"reader": rec.spec.name, "mode": rec.spec.values.get("mode"),
+            "polls": reads.polls if reads else 0,
             "records": reads.records if reads else 0, "invalid": reads.invalid if reads else 0,
             "restarts": 0, **base}
