@@ -242,7 +242,7 @@ class ConsumersCheck:
     def run(self, ctx: CheckContext) -> CheckResult:
         reasons = [consumers_unknown(ctx.events),
                    consumers_idle(ctx.run_cfg, ctx.events, ctx.ws.ok_by_partition,
-                                  ctx.rs.partitions_by_reader)]
+                                  ctx.rs.last_read_ns)]
         return CheckResult(unknown=[r for r in reasons if r])
 
 

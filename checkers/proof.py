@@ -219,8 +219,9 @@ def consumers_unknown(events: list[Event]) -> str | None:
 
 
 def _given_partitions(reader: str, mode: str, spec: dict[str, Any], topic: str | None,
-                      written: list[str], events: list[Event]) -> tuple[list[str], str]:
-    """The partitions a configured consumer was given, and how to name it.
+                      written: list[str], events: list[Event]) -> tuple[dict[str, int], str]:
+    """The partitions a configured consumer was given (each with when it first was: a
+    ``ts_ns``, 0 for "from the start"), and how to name it.
 
     ``assign``: its spec's ``partitions`` (ints of the run's topic, or "topic:partition"),
     else every written partition. A group member (``subscribe``, ``restart``): every
@@ -230,22 +231,34 @@ def _given_partitions(reader: str, mode: str, spec: dict[str, Any], topic: str |
     if mode == "assign":
         parts = spec.get("partitions")
         if isinstance(parts, list):
-            return sorted({p if isinstance(p, str) else f"{topic}:{p}" for p in parts}), mode
-        return written, mode
-    given: set[str] = set()
+            return {p if isinstance(p, str) else f"{topic}:{p}": 0 for p in parts}, mode
+        return dict.fromkeys(written, 0), mode
+    given: dict[str, int] = {}
     joined = False
-    for e in events:
+    for e in sorted(events, key=lambda e: e.ts_ns):
         if (e.kind == REBALANCE and e.detail.get("reader") == reader
                 and e.detail.get("what") in ("assigned", "restart")):
             joined = True
-            given.update(str(p) for p in e.detail.get("partitions") or [])
+            for p in e.detail.get("partitions") or []:
+                given.setdefault(str(p), e.ts_ns)
     if not joined:
-        return written, f"{mode}, never assigned"
-    return sorted(given), mode
+        return dict.fromkeys(written, 0), f"{mode}, never assigned"
+    return dict(sorted(given.items())), mode
+
+
+def _group_of(spec: dict[str, Any], mode: str) -> str | None:
+    """The consumer group a configured consumer read in: a test body's member names its
+    ``group_id``; the built-in workload's ``subscribe`` members share one group and each
+    ``restart`` reader is alone in its own; an ``assign`` reader is in none."""
+    if mode == "assign":
+        return None
+    if spec.get("group_id"):
+        return str(spec["group_id"])
+    return "workload" if mode == "subscribe" else f"restart:{spec['id']}"
 
 
 def consumers_idle(run_cfg: dict[str, Any], events: list[Event], ok_by_partition: dict[str, int],
-                   read_by: dict[str, list[str]]) -> str | None:
+                   last_read_ns: dict[str, dict[str, int]]) -> str | None:
     """The reason a configured consumer that read nothing leaves the verdict open.
 
     Each consumer that run.json's ``workload.consumers`` lists was given partitions
@@ -256,8 +269,12 @@ def consumers_idle(run_cfg: dict[str, Any], events: list[Event], ok_by_partition
     a test body's own assign consumer, ``workload.source: "user"``, whose partitions
     run.json does not list). A consumer that did not shows nothing of what consumers see (a
     skip, a backward step, a record read and gone later), and its silence is no proof they
-    are fine. Judged from the history alone: reads per reader and partition against the
-    acknowledged writes of the partitions it was assigned or subscribed to."""
+    are fine. A group member that read nothing is covered, partition by partition, by
+    another member of its group that read a record of the partition after the silent one
+    was first given it: the group read on where that member did not (as a restarting
+    service's incarnation that crashed before its first fetch). Judged from the history
+    alone: reads per reader and partition against the acknowledged writes of the
+    partitions it was assigned or subscribed to."""
     workload = run_cfg.get("workload")
     specs = workload.get("consumers") if isinstance(workload, dict) else None
     if not isinstance(specs, list):
@@ -265,6 +282,12 @@ def consumers_idle(run_cfg: dict[str, Any], events: list[Event], ok_by_partition
     topic = workload.get("topic") if isinstance(workload, dict) else None
     user = isinstance(workload, dict) and workload.get("source") == "user"
     written = sorted(ok_by_partition)
+    members: dict[str, list[str]] = {}
+    for spec in specs:
+        if isinstance(spec, dict) and "id" in spec:
+            group = _group_of(spec, str(spec.get("mode") or "subscribe"))
+            if group is not None:
+                members.setdefault(group, []).append(str(spec["id"]))
     idle: list[str] = []
     for spec in specs:
         if not isinstance(spec, dict) or "id" not in spec:
@@ -277,15 +300,19 @@ def consumers_idle(run_cfg: dict[str, Any], events: list[Event], ok_by_partition
             # closed or crashed before its first assignment, as a restarting service's
             # incarnations do) was given no partition the history knows of
             continue
-        seen = set(read_by.get(reader, []))
+        seen = last_read_ns.get(reader, {})
         # A group member may hold a partition for a moment with nothing new in it; a test
         # body's own assign consumer (workload.source "user") chose partitions run.json
         # does not list: for both, reading anything at all is enough.
         whole = mode != "assign" or ("partitions" not in spec and user)
         if whole and seen:
             continue
-        missed = [f"{p} ({ok_by_partition[p]} acknowledged)" for p in parts
-                  if ok_by_partition.get(p) and p not in seen]
+        group = _group_of(spec, mode)
+        others = [m for m in members.get(group, []) if m != reader] if group else []
+        missed = [f"{p} ({ok_by_partition[p]} acknowledged)" for p, since in parts.items()
+                  if ok_by_partition.get(p) and p not in seen
+                  and not (label == mode and any(last_read_ns.get(m, {}).get(p, -1) >= since
+                                                 for m in others))]
         if missed:
             idle.append(f"{reader} ({label}) " + ", ".join(missed[:MAX_ERRORS_LISTED])
                         + (", ..." if len(missed) > MAX_ERRORS_LISTED else ""))

@@ -86,28 +86,30 @@ class ReadSummary:
     per_reader: dict[str, int]
     drained: dict[str, int]  # "topic:partition" -> highest offset the drain read
     topics: list[str]
-    #: reader -> the "topic:partition"s it read at least one record of
-    partitions_by_reader: dict[str, list[str]] = field(default_factory=dict)
+    #: reader -> each "topic:partition" it read a record of -> when it last did (``read_ns``)
+    last_read_ns: dict[str, dict[str, int]] = field(default_factory=dict)
 
 
 def read_summary(reads: DataFrame) -> ReadSummary:
     """One aggregation of the reads by (reader, topic, partition)."""
     rows = reads.groupBy("reader", "topic", "partition").agg(
-        F.count(F.lit(1)).alias("n"), F.max("offset").alias("max_offset")
+        F.count(F.lit(1)).alias("n"), F.max("offset").alias("max_offset"),
+        F.max("read_ns").alias("last_ns")
     ).collect()
     per_reader: dict[str, int] = {}
     drained: dict[str, int] = {}
     topics = set()
-    by_reader: dict[str, set[str]] = {}
+    last_ns: dict[str, dict[str, int]] = {}
     for r in rows:
         per_reader[str(r["reader"])] = per_reader.get(str(r["reader"]), 0) + int(r["n"])
         if r["topic"] is not None:
             topics.add(r["topic"])
-            by_reader.setdefault(str(r["reader"]), set()).add(f"{r['topic']}:{r['partition']}")
+            last_ns.setdefault(str(r["reader"]), {})[f"{r['topic']}:{r['partition']}"] = (
+                int(r["last_ns"] or 0))
         if r["reader"] == DRAIN_READER and r["max_offset"] is not None:
             drained[f"{r['topic']}:{r['partition']}"] = int(r["max_offset"])
     return ReadSummary(per_reader, drained, sorted(topics),
-                       {k: sorted(v) for k, v in sorted(by_reader.items())})
+                       dict(sorted(last_ns.items())))
 
 
 def _round(v: float | None) -> float | None:
