@@ -66,12 +66,15 @@ def expectations(expect: dict[str, Any], valid: bool | str,
     return {"met": all(d["met"] for d in details), "details": details}
 
 
-def _fault(mech: dict[str, Any], events: list[Event]) -> tuple[bool, str]:
+def _fault(mech: dict[str, Any], events: list[Event], since: int) -> tuple[bool, str]:
     kind = str(mech.get("fault", ""))
     for e in events:
-        if e.kind == kind and e.phase in ("start", "instant"):
+        if e.kind == kind and e.phase in ("start", "instant") and e.ts_ns > since:
             return True, f"{kind} on {list(e.targets)} at ts_ns={e.ts_ns}"
-    return False, f"no {kind!r} fault event in events.jsonl"
+    if since == 2**63:
+        return False, "no situation event to look after"
+    after = f" after the situation at ts_ns={since}" if since >= 0 else ""
+    return False, f"no {kind!r} fault event in events.jsonl{after}"
 
 
 def mechanism(mechs: list[dict[str, Any]], events: list[Event],
@@ -94,7 +97,7 @@ def mechanism(mechs: list[dict[str, Any]], events: list[Event],
         if kind not in MECHANISMS:
             evidence = f"unknown mechanism kind {kind!r}"
         elif kind == "fault":
-            seen, evidence = _fault(m, events)
+            seen, evidence = _fault(m, events, since)
         elif kind == "isr-shrunk-to":
             size = int(m.get("size", 1))
             for c in changes:
@@ -144,7 +147,7 @@ def mechanism(mechs: list[dict[str, Any]], events: list[Event],
             # restart-mode consumers record each restart as a rebalance ``what: "restart"``
             want = int(m.get("count", 1))
             polls = [e for e in events if e.kind == "rebalance"
-                     and e.detail.get("what") == "restart"]
+                     and e.detail.get("what") == "restart" and e.ts_ns > since]
             seen = len(polls) >= want
             evidence = (f"{len(polls)} consumer restart(s) in events.jsonl"
                         + ("" if seen else f", fewer than {want}"))

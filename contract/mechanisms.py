@@ -14,8 +14,9 @@ from dataclasses import dataclass
 
 from contract.events import SITUATION
 
-#: An observed kind may carry ``"after": "situation"``: only what was observed after the last
-#: ``situation`` event counts (no such event: nothing counts). Scripts of built-in scenarios
+#: Any kind may carry ``"after": "situation"``: only what was observed after the last
+#: ``situation`` event counts (for ``fault``: a fault started after it; no such event:
+#: nothing counts). Scripts of built-in scenarios
 #: emit situation events; TOML steps cannot, so TOML files may not use it.
 AFTER = "after"
 AFTER_VALUES: tuple[str, ...] = (SITUATION,)
@@ -26,8 +27,8 @@ class MechanismKind:
     """One mechanism kind.
 
     ``params``: what an entry must state; ``optional``: what it may state besides (with the
-    checker's default). ``observed``: decided from observations.parquet (then ``after`` may
-    apply); otherwise from events.jsonl.
+    checker's default). ``observed``: decided from observations.parquet; otherwise from
+    events.jsonl (``after`` applies to both).
     """
 
     kind: str

@@ -24,6 +24,7 @@ from nemesis.faults.process import Kill, Stop
 from nemesis.faults.quorum import VoterPartition
 from runner.config import RunConfig
 from scenarios.base import Expect, Scenario
+from scenarios.replication_steps import situation
 from scenarios.script_steps import has_leader, isr_full, preferred_leaders, wait_until
 
 # How long a restarted node may take to rejoin every ISR on a loaded 2-core machine.
@@ -48,13 +49,18 @@ def _time_left(nem: Any, need_s: float) -> bool:
 
 
 # ---------------------------------------------------------------------- all-replicas-power-loss
-UNFLUSHED_TAIL = 200  # records past the recovery point on every replica before the cut
+UNFLUSHED_TAIL = 100  # records past the recovery point on every replica before the cut
+SEGMENT_MS = 15_000  # a segment rolls (and is flushed) this long after its first record
 
 
-def _flushed_and_unflushed(ctx: FaultContext) -> bool:
-    """Every replica of every partition has flushed part of its log (a segment rolled and
-    its recovery point was checkpointed) *and* holds an unflushed tail of at least
-    UNFLUSHED_TAIL records: so the power loss both keeps something and loses something."""
+def _unflushed_tails(ctx: FaultContext) -> dict[str, int] | None:
+    """``{"topic-p": the smallest unflushed tail of its replicas}`` when every replica of
+    every partition has flushed part of its log (a segment rolled and its recovery point was
+    checkpointed) *and* holds an unflushed tail of at least UNFLUSHED_TAIL records; None
+    otherwise. The tail grows from nothing after each roll: the segments roll every
+    SEGMENT_MS so that a slow machine's tail, too, reaches the size long before the next roll
+    flushes it (with 5 s segments a loaded run's tail reached 200 records in the last
+    moments of a segment, or never, and its cut lost nothing acknowledged)."""
     try:
         parts = ctx.cluster.describe(ctx.topic)
         ends = ctx.cluster.end_offsets(ctx.topic, timeout_s=5)
@@ -62,20 +68,35 @@ def _flushed_and_unflushed(ctx: FaultContext) -> bool:
                                        / "recovery-point-offset-checkpoint")
                   for nid, node in ctx.cluster.brokers.items()}
     except Exception:  # noqa: BLE001 - not ready (or a checkpoint being rewritten): not yet
-        return False
+        return None
+    tails: dict[str, int] = {}
     for p in parts:
+        name = f"{ctx.topic}-{p.partition}"
         for replica in p.replicas:
-            rp = points.get(replica, {}).get(f"{ctx.topic}-{p.partition}")
-            if rp is None or rp <= 0 or ends.get(p.partition, 0) - rp < UNFLUSHED_TAIL:
-                return False
-    return True
+            rp = points.get(replica, {}).get(name)
+            tail = ends.get(p.partition, 0) - (rp or 0)
+            if rp is None or rp <= 0 or tail < UNFLUSHED_TAIL:
+                return None
+            tails[name] = min(tails.get(name, tail), tail)
+    return tails
 
 
 def power_loss_script(nem: Any) -> None:
     """Wait for a flushed head and an unflushed tail everywhere, cut power on every broker
-    at once, restore it, and wait for the replicas to agree again."""
-    wait_until(nem, _flushed_and_unflushed, max(5.0, nem.deadline - time.monotonic() - 20),
-               "flushed head and unflushed tail on every replica", every_s=1.0)
+    at once, restore it, and wait for the replicas to agree again. The situation is recorded
+    only when it held: a cut without it (the wait timed out) is not the scenario's, and its
+    mechanism (a power loss after the situation) is then not observed."""
+    tails: dict[str, int] | None = None
+
+    def ready(ctx: FaultContext) -> bool:
+        nonlocal tails
+        tails = _unflushed_tails(ctx)
+        return tails is not None
+
+    if wait_until(nem, ready, max(5.0, nem.deadline - time.monotonic() - 20),
+                  "flushed head and unflushed tail on every replica", every_s=1.0):
+        situation(nem, "every replica holds a flushed head and an unflushed tail",
+                  sorted(nem.ctx.cluster.brokers), unflushed=tails)
     fault = nem.start_fault(PowerLoss("all"))
     nem.end_fault(fault)  # power back: restart every node, wait until registered
     wait_until(nem, isr_full, CATCH_UP_S, "isr-full after power loss")
@@ -105,9 +126,10 @@ ALL_REPLICAS_POWER_LOSS = Scenario(
         "Kafka never fsyncs a partition's log by default: it relies on replication, and a "
         "segment is flushed only when it rolls (or on flush.ms / flush.messages, or a clean "
         "shutdown). Its recovery point, checkpointed to disk, marks how far the log is known "
-        "to be on disk. Here segments roll every 5 s (segment.ms) and the recovery point is "
+        "to be on disk. Here segments roll every 15 s (segment.ms) and the recovery point is "
         "checkpointed every second, so each replica has a flushed head and an unflushed tail. "
-        "Once every replica has both, all brokers lose power together: each JVM is killed "
+        "Once every replica has both (100 unflushed records at least), all brokers lose "
+        "power together: each JVM is killed "
         "and its logs are cut back to their recovery points (the page cache is gone). The "
         "tail was acknowledged with acks=all by every in-sync replica and survives nowhere, "
         "so it is lost; Kafka allows that, because its promise holds only while one in-sync "
@@ -156,12 +178,12 @@ ALL_REPLICAS_POWER_LOSS = Scenario(
             "accept_known": [*LEADER_MOVE_CLIENT_BUGS, UNCLEAN_RECOVERY],
             # A rolled segment is flushed; its recovery point reaches disk within 1 s instead
             # of Kafka's 60 s, so the cut loses what Kafka really never fsynced.
-            "topic_config": {"segment.ms": "5000"},
+            "topic_config": {"segment.ms": str(SEGMENT_MS)},
             "broker_config": {"log.flush.offset.checkpoint.interval.ms": "1000"}},
     script=power_loss_script,
     settle_s=10.0,
     expect=power_loss_expect,
-    mechanism=[{"kind": "fault", "fault": "power-loss"}],
+    mechanism=[{"kind": "fault", "fault": "power-loss", "after": "situation"}],
 )
 
 

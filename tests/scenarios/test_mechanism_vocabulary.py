@@ -91,7 +91,7 @@ def _mechanisms_of(sc: Scenario) -> list[dict[str, Any]]:
 def test_built_in_scenarios_use_only_the_vocabulary(sc: Scenario) -> None:
     for m in _mechanisms_of(sc):
         spec = MECHANISMS[m["kind"]]
-        allowed = {"kind", *spec.params, *spec.optional, *((AFTER,) if spec.observed else ())}
+        allowed = {"kind", *spec.params, *spec.optional, AFTER}
         assert set(m) <= allowed, m
         assert set(spec.params) <= set(m), m
         assert m.get(AFTER, SITUATION) in AFTER_VALUES, m
@@ -131,3 +131,21 @@ def test_the_checker_calls_a_kind_outside_the_vocabulary_unknown() -> None:
     out = mechanism([{"kind": "restarted"}], events, parts)
     assert out["observed"] is False
     assert out["details"][0]["evidence"] == "unknown mechanism kind 'restarted'"
+
+
+def test_after_the_situation_counts_only_a_later_fault_or_restart() -> None:
+    """The power-loss scenario cuts power even when its situation never held (its wait timed
+    out): that cut is not the scenario's, so its fault mechanism is not observed. A kill at
+    ts 2 and two restarts at ts 10-11 against a situation at ts 4: only the restarts count."""
+    events, parts = _history_showing_every_kind()
+    after = [{"kind": "fault", "fault": "kill", AFTER: SITUATION},
+             {"kind": "consumer-restart", "count": 2, AFTER: SITUATION}]
+    shown = mechanism(after, events, parts)
+    assert [d["observed"] for d in shown["details"]] == [False, True]  # was [True, True]
+    assert shown["details"][0]["evidence"] == ("no 'kill' fault event in events.jsonl after "
+                                               "the situation at ts_ns=4")
+    later = [*events, Event(20, "kill", START, (2,))]
+    assert mechanism(after, later, parts)["observed"] is True
+    none = mechanism(after, [e for e in later if e.kind != SITUATION], parts)
+    assert [d["evidence"] for d in none["details"]][0] == "no situation event to look after"
+    assert none["observed"] is False

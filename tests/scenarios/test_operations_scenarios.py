@@ -146,6 +146,16 @@ def test_safe_config_chaos_is_valid(tmp_path):
 def test_all_replicas_power_loss(tmp_path):
     res = run_scenario("all-replicas-power-loss", tmp_path)
     c = counts(res)
+    # the cut came after the situation, and took a tail from every replica of every partition
+    # (a loaded run whose wait timed out cut late and lost nothing acknowledged)
+    situations = [e for e in res["_events"] if e["kind"] == "situation"]
+    cuts = [e for e in res["_events"] if e["kind"] == "power-loss" and e["phase"] == "start"]
+    assert len(situations) == 1 and len(cuts) == 1, (situations, cuts)
+    assert situations[0]["ts_ns"] < cuts[0]["ts_ns"]
+    tails = situations[0]["detail"]["unflushed"]
+    assert len(tails) == 3 and min(tails.values()) >= 100, tails
+    lost = cuts[0]["detail"]["lost"]
+    assert {n: sorted(p) for n, p in lost.items()} == {n: sorted(tails) for n in "123"}, lost
     assert res["anomalies"]["divergence"]["checked"] is True, res["anomalies"]["divergence"]
     assert c["divergence"] == 0 and c["inconsistent-offset"] == 0, c
     # the live consumer read the unflushed tail before it vanished: its offsets were reused
