@@ -21,6 +21,8 @@ class FaultKind:
     event kind that ends a window this fault opened as an instant event (older histories and
     synthetic ones record ``kill`` … ``start`` instead of a start/end pair). ``css``,
     ``colour``, ``label_colour``: the report's class, fill and label colour for its windows.
+    ``existing``: it can be done to a cluster kafka-chaos did not start, on the nodes its
+    nodes.toml lists (over SSH or a container of theirs); the others need our own cluster.
     """
 
     kind: str
@@ -28,6 +30,7 @@ class FaultKind:
     params: tuple[str, ...] = ()
     random: bool = True
     closed_by: str | None = None
+    existing: bool = False
     css: str = "f-other"
     colour: str = "#64748b"
     label_colour: str = "#334155"
@@ -39,24 +42,27 @@ POWER_LOSS = "power-loss"
 
 FAULTS: dict[str, FaultKind] = {f.kind: f for f in (
     FaultKind("kill", "kill -9 of a node's container; restarted at the end", (),
-              closed_by="start", css="f-kill", colour="#dc2626", label_colour="#991b1b"),
+              closed_by="start", existing=True, css="f-kill", colour="#dc2626",
+              label_colour="#991b1b"),
     FaultKind("stop", "clean stop (SIGTERM) of a node; restarted at the end", (),
-              closed_by="start", css="f-kill", colour="#dc2626", label_colour="#991b1b"),
+              closed_by="start", existing=True, css="f-kill", colour="#dc2626",
+              label_colour="#991b1b"),
     FaultKind("pause", "SIGSTOP (freezer) of a node: connections stay open, nothing answers", (),
-              closed_by="resume", css="f-pause", colour="#7c3aed",
+              closed_by="resume", existing=True, css="f-pause", colour="#7c3aed",
               label_colour="#5b21b6"),
     FaultKind("partition", "network partition of a node (or a shape of nodes)",
-              ("shape", "peer"), closed_by="heal", css="f-part",
+              ("shape", "peer"), closed_by="heal", existing=True, css="f-part",
               colour="#ea580c", label_colour="#9a3412"),
     FaultKind("slow", "slow or lossy links of a node (delay, jitter, loss, rate)",
               ("delay_ms", "jitter_ms", "loss", "rate_kbit"), closed_by="heal",
-              css="f-slow", colour="#0284c7", label_colour="#075985"),
+              existing=True, css="f-slow", colour="#0284c7", label_colour="#075985"),
     FaultKind("hold", "requests the clients already have in flight to a node held for a "
               "window (new connections served at once), so a retry overtakes its stale "
               "original", ("hold_s",), random=False, css="f-slow",
               colour="#0284c7", label_colour="#075985"),
     FaultKind(POWER_LOSS, "kill -9 that also loses the node's unflushed page cache", (),
-              closed_by="start", css="f-power", colour="#111827", label_colour="#111827"),
+              closed_by="start", existing=True, css="f-power", colour="#111827",
+              label_colour="#111827"),
     FaultKind("cpu-throttle", "a node starved of CPU (a cgroup quota, e.g. 5 % of one core): "
               "alive and connected but slow, like a noisy neighbour or a GC-bound JVM",
               ("share",), css="f-cpu", colour="#65a30d",
@@ -69,6 +75,8 @@ FAULTS: dict[str, FaultKind] = {f.kind: f for f in (
 
 #: Fault kinds in registry order (``--faults`` names).
 FAULT_KINDS: tuple[str, ...] = tuple(FAULTS)
+#: The kinds a run may start on a cluster it did not start.
+EXISTING_CLUSTER_FAULTS: tuple[str, ...] = tuple(k for k, f in FAULTS.items() if f.existing)
 #: The kinds the random nemesis may draw.
 RANDOM_FAULT_KINDS: tuple[str, ...] = tuple(k for k, f in FAULTS.items() if f.random)
 #: Instant kind that ends a window -> the fault kinds it ends.

@@ -16,6 +16,7 @@ from compose.admin import ClusterError
 from compose.ssh import SSH_CONNECTION_FAILED, SshUnreachable
 from compose.stop_signals import lost_stop, stop_request, stops_raised
 from contract.events import FAULT_ERROR, INSTANT, NEMESIS_ERROR
+from contract.faults import EXISTING_CLUSTER_FAULTS
 from nemesis.faults.base import Fault, FaultContext, FaultError
 from nemesis.faults.factory import draw_params, make_fault
 from nemesis.net.netns import CommandFailed
@@ -59,6 +60,14 @@ class Nemesis:
         (the checker counts them: a schedule none of whose faults took effect proves
         nothing) and raises :class:`FaultError` (or the ClusterError) for the schedule to
         go on; whatever the failed start did is undone."""
+        if self.ctx.not_ours and fault.kind not in EXISTING_CLUSTER_FAULTS:
+            # A script's kinds are checked before the run (Scenario.refusal); this holds
+            # whatever a script does: nothing outside the list touches someone else's nodes.
+            error = f"{fault.kind} needs a cluster kafka-chaos starts: not started on this one"
+            self.errors.append(f"{fault.kind}: could not start: {error}")
+            self.ctx.events.emit(FAULT_ERROR, INSTANT, [], {"fault": fault.kind, "error": error,
+                                                             "fault_detail": fault.describe()})
+            raise FaultError(error)
         with self._lock:
             self.active.append(fault)
         try:

@@ -321,6 +321,8 @@ def cmd_run(args: argparse.Namespace) -> int:
             (side, scenario.run_config(**{**overrides, **pin})) for side, pin in bug[1]]
         for _side, cfg in runs:
             cfg.validate()
+            if (why := scenario.refusal(cfg)) is not None:
+                raise RunConfigError(why)
             # before the cluster: a release pip or Maven cannot fetch is bad input
             from runner.clients import ensure_driver
 

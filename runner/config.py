@@ -17,7 +17,7 @@ from contract.clients import (
     parse_client,
     unsupported,
 )
-from contract.faults import RANDOM_FAULT_KINDS
+from contract.faults import EXISTING_CLUSTER_FAULTS, RANDOM_FAULT_KINDS
 from contract.known_bugs import KNOWN_BUGS, unknown_ids, version_tuple
 from contract.liveness import DEFAULT_BOUND_S
 from contract.settings import (
@@ -35,7 +35,6 @@ TOPIC = "chaos"
 #: host:port pairs, comma-separated (IPv6 hosts in brackets).
 BOOTSTRAP = re.compile(r"^(\[[0-9a-fA-F:]+\]|[\w.-]+):\d+(,(\[[0-9a-fA-F:]+\]|[\w.-]+):\d+)*$")
 #: What faults can do to nodes reached over SSH (no container engine, no cgroups of ours).
-EXISTING_CLUSTER_FAULTS = ("kill", "stop", "pause", "partition", "slow", "power-loss")
 #: The four tables of Kafka properties (Kafka's own names) that extend the typed fields.
 KAFKA_TABLES = ("broker_config", "topic_config", "producer_config", "consumer_config")
 #: A confluent-kafka release string (also refuses paths and pip options).
@@ -260,6 +259,10 @@ class RunConfig:
         if self.controllers:
             raise RunConfigError("--controllers describes a cluster kafka-chaos starts; "
                                  "with --bootstrap-servers the roles come from --nodes")
+        if self.broker_config:
+            raise RunConfigError("broker properties are set when kafka-chaos starts the "
+                                 "cluster; with --bootstrap-servers the cluster's own apply "
+                                 f"(drop {', '.join(sorted(self.broker_config))})")
         cannot = [f for f in self.faults if f not in EXISTING_CLUSTER_FAULTS]
         if cannot:
             raise RunConfigError(f"--faults {cannot[0]} needs a cluster kafka-chaos starts "

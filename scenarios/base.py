@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from contract.events import Event
+from contract.faults import EXISTING_CLUSTER_FAULTS
 from runner.config import RunConfig
 
 Script = Callable[[Any], None]  # called with the run's Nemesis
@@ -31,6 +32,8 @@ class Scenario:
     ``done_when``: for a scenario with no faults, what must be in the history before the
     workload may end; once it holds, the workload ends ``settle_s`` later (the duration is
     still the upper bound: a run where it never holds runs to the end).
+    ``script_faults``: every fault kind the script starts (contract.faults), checked before
+    a run on a cluster kafka-chaos did not start; the nemesis refuses any other kind there.
     """
 
     name: str
@@ -43,6 +46,7 @@ class Scenario:
         field(default_factory=list))
     settle_s: float | None = None
     done_when: DoneWhen | None = None
+    script_faults: tuple[str, ...] = ()
 
     def run_config(self, **overrides: Any) -> RunConfig:
         """The scenario's configuration with command-line overrides applied on top."""
@@ -52,6 +56,17 @@ class Scenario:
             if key in self.config and key in overrides and overrides[key] is not None:
                 merged[key] = {**self.config[key], **overrides[key]}
         return base.replace(**merged)
+
+    def refusal(self, cfg: RunConfig) -> str | None:
+        """Why this scenario cannot run as ``cfg`` says (one line), or None: on a cluster
+        kafka-chaos did not start, a script may start only the kinds that cluster allows."""
+        if cfg.bootstrap_servers is None or self.script is None:
+            return None
+        cannot = [k for k in self.script_faults if k not in EXISTING_CLUSTER_FAULTS]
+        if cannot:
+            return (f"scenario {self.name} starts {', '.join(cannot)}, which needs a cluster "
+                    f"kafka-chaos starts (on --nodes: {', '.join(EXISTING_CLUSTER_FAULTS)})")
+        return None
 
     def expect_for(self, cfg: RunConfig, kafka_version: str) -> Expect:
         return self.expect(cfg, kafka_version) if callable(self.expect) else dict(self.expect)

@@ -55,6 +55,7 @@ ALL_BROKERS_DOWN = Scenario(
             # idempotent producer's epoch bump are counted and named, never a failure alone
             "accept_known": list(LEADER_MOVE_CLIENT_BUGS)},
     script=all_brokers_down_script,
+    script_faults=("partition",),
     settle_s=2.0,
     expect=RECOVERS,
     mechanism=[{"kind": "fault", "fault": "partition"}],

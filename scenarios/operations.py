@@ -13,7 +13,6 @@ import time
 from typing import Any
 
 from compose.admin import ClusterError
-from compose.config import CLIENT_PORT
 from contract.events import CONTROLLER_CHANGE, INSTANT, PREFERRED_LEADERS
 from contract.known_bugs import LEADER_MOVE_CLIENT_BUGS, UNCLEAN_RECOVERY
 from nemesis.faults.base import FaultContext, FaultError
@@ -181,6 +180,7 @@ ALL_REPLICAS_POWER_LOSS = Scenario(
             "topic_config": {"segment.ms": str(SEGMENT_MS)},
             "broker_config": {"log.flush.offset.checkpoint.interval.ms": "1000"}},
     script=power_loss_script,
+    script_faults=("power-loss",),
     settle_s=10.0,
     expect=power_loss_expect,
     mechanism=[{"kind": "fault", "fault": "power-loss", "after": "situation"}],
@@ -290,6 +290,7 @@ CONTROLLER_PARTITION = Scenario(
             "idempotence": True, "controllers": 3, "duration": 90.0, "rate": 150.0,
             "faults": [], "accept_known": list(LEADER_MOVE_CLIENT_BUGS)},
     script=controller_script,
+    script_faults=("voter-partition", "partition"),
     settle_s=5.0,
     expect=no_loss_expect,
     mechanism=[{"kind": "fault", "fault": "partition"},
@@ -301,18 +302,27 @@ CONTROLLER_PARTITION = Scenario(
 # ---------------------------------------------------------------------- rolling-restart
 def restore_preferred_leaders(nem: Any, timeout_s: float = 20.0) -> bool:
     """Waits for auto.leader.rebalance to move leadership back to the preferred replicas;
-    if it has not within ``timeout_s`` (rebalance off, or a slow check), runs a preferred
-    election the way an operator would (kafka-leader-election.sh)."""
+    if it has not within ``timeout_s`` (rebalance off, or a slow check), asks for a preferred
+    election of the run topic's partitions, as an operator would (kafka-leader-election.sh),
+    and of those alone: on a cluster kafka-chaos did not start the other topics are not
+    ours to move."""
+    from confluent_kafka import ElectionType, KafkaException, TopicPartition
+
     t0 = time.monotonic()
     ctx = nem.ctx
     if wait_until(nem, preferred_leaders, timeout_s, "preferred-leaders (auto rebalance)"):
         how = "auto.leader.rebalance"
     else:
-        node = next(n for n in ctx.cluster.brokers.values() if n.status() == "running")
-        code, out = node.exec(
-            f"/opt/kafka/bin/kafka-leader-election.sh --bootstrap-server {node.ip}:{CLIENT_PORT} "
-            "--election-type preferred --all-topic-partitions", timeout_s=60)
-        how = f"kafka-leader-election.sh (exit {code}): {out.strip()[-200:]}"
+        try:
+            parts = [TopicPartition(ctx.topic, p.partition)
+                     for p in ctx.cluster.describe(ctx.topic)]
+            done = ctx.cluster.admin(timeout_ms=10_000).elect_leaders(
+                ElectionType.PREFERRED, parts, request_timeout=60).result(timeout=60)
+            errors = sorted(f"{tp.partition}: {e}" for tp, e in done.items() if e is not None)
+            how = (f"preferred election of {ctx.topic}'s {len(parts)} partitions"
+                   + (f" ({'; '.join(errors)[:200]})" if errors else ""))
+        except (KafkaException, ClusterError) as e:
+            how = f"preferred election of {ctx.topic} failed: {e}"
         if not wait_until(nem, preferred_leaders, timeout_s, "preferred-leaders (election)"):
             return False
     ctx.events.emit(PREFERRED_LEADERS, INSTANT, [],
@@ -345,8 +355,9 @@ ROLLING_RESTART = Scenario(
         "it flushes its logs and the controller moves its leaderships to other in-sync "
         "replicas before it goes. It is then started again, and the next broker waits until "
         "the restarted one is back in every ISR and the preferred leaders have returned "
-        "(auto.leader.rebalance, checked every 5 s here; kafka-leader-election.sh if that "
-        "does not happen within 20 s). Planned leader moves never lose an acks=all write; "
+        "(auto.leader.rebalance, checked every 5 s here; a preferred election of the run "
+        "topic if that does not happen within 20 s). Planned leader moves never lose an "
+        "acks=all write; "
         "producers see short unavailability while leadership moves (stats.unavailable_s). "
         "The workload ends 5 s after the last broker is back (240 s at most). Duplicates "
         "the open client bug librdkafka#4953 explains (a resend after the idempotent "
@@ -359,6 +370,7 @@ ROLLING_RESTART = Scenario(
             "idempotence": True, "duration": 240.0, "rate": 150.0, "faults": [],
             "accept_known": list(LEADER_MOVE_CLIENT_BUGS)},
     script=rolling_restart_script,
+    script_faults=("stop",),
     settle_s=5.0,
     expect=no_loss_expect,
     mechanism=[{"kind": "fault", "fault": "stop"}, {"kind": "leader-changed"},
@@ -425,6 +437,7 @@ TRANSACTIONS_CHAOS = Scenario(
             # message.timeout.ms (delivery.timeout.ms, 30 s here) <= transaction.timeout.ms.
             "producer_config": {"transaction.timeout.ms": "30000"}},
     script=transactions_script,
+    script_faults=("kill",),
     expect=transactions_expect,
     mechanism=[{"kind": "fault", "fault": "kill"}, {"kind": "leader-changed"}],
 )
@@ -471,6 +484,7 @@ STALE_TXN_REQUESTS = Scenario(
             "producer_config": {"transaction.timeout.ms": "30000",
                                 "socket.timeout.ms": "2000", "request.timeout.ms": "2000"}},
     script=stale_requests_script,
+    script_faults=("hold",),
     expect=transactions_expect,
     mechanism=[{"kind": "fault", "fault": "hold"}],
 )

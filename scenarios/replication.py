@@ -97,6 +97,7 @@ ACKS1_LEADER_FAILOVER = Scenario(
             "min_insync": 1, "unclean": False, "duration": 30.0, "consumers": 1,
             "broker_config": {"replica.lag.time.max.ms": "10000"}},
     script=_acks1_script,
+    script_faults=("partition", "kill"),
     # The tail is lost at the kill and the new leader is elected before the script returns;
     # 10 s more show the new leader serving (the run took 30 s; the script ends at ~11 s).
     settle_s=10.0,
@@ -184,6 +185,7 @@ UNCLEAN_ELECTION = Scenario(
             "unclean": True, "duration": 60.0, "accept_known": list(LEADER_MOVE_CLIENT_BUGS),
             "broker_config": {"unclean.leader.election.interval.ms": "1000"}},
     script=_unclean_script,
+    script_faults=("kill",),
     # The script ends ~20 s in (the election seen, the old leader restarting); 10 s more
     # show the stale leader serving. The 60 s leave room for a second attempt at the
     # situation when the first was missed.
@@ -246,6 +248,7 @@ FOLLOWER_RESTART_LEADER_CRASH = Scenario(
     config={**_WORKLOAD, "acks": "all", "idempotence": True, "min_insync": 2,
             "unclean": False, "duration": 60.0, "accept_known": list(LEADER_MOVE_CLIENT_BUGS)},
     script=_kip101_script,
+    script_faults=("kill",),
     # The last round ends with the leader's restart, which the heal waits for anyway.
     settle_s=5.0,
     expect={"valid": True, "anomalies": {"lost": "==0", "divergence": "==0",
@@ -316,6 +319,7 @@ SLOW_FOLLOWER = Scenario(
             # request timeout frees the in-flight slots held in the leader's purgatory.
             "producer_config": {"retries": "0", "request.timeout.ms": "3000"}},
     script=_slow_script,
+    script_faults=("slow", "pause"),
     expect={"valid": True, "anomalies": {"lost": "==0", "failed-visible": "==0"}},
     mechanism=[{"kind": "isr-shrunk-to", "size": 1}, {"kind": "fault", "fault": "slow"},
                {"kind": "fault", "fault": "pause"}, st.SITUATION_MECHANISM],
@@ -410,6 +414,7 @@ LAST_REPLICA_STANDING = Scenario(
             # excuses them); on 4.1+ the entry does not apply and a loss fails the run
             "accept_known": [*LEADER_MOVE_CLIENT_BUGS, KIP_966]},
     script=_lrs_script,
+    script_faults=("partition", "power-loss"),
     expect=_lrs_expect,
     mechanism=_lrs_mechanism,
 )

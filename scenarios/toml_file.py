@@ -167,7 +167,9 @@ def _scenario(entry: dict[str, Any], builtins: dict[str, Scenario]) -> Scenario:
                       script=_script(steps) if steps else None,
                       expect=_expect(entry.get("expect", {})),
                       mechanism=_mechanisms(entry.get("mechanism", [])),
-                      settle_s=float(settle) if settle is not None else None)
+                      settle_s=float(settle) if settle is not None else None,
+                      script_faults=tuple(dict.fromkeys(s.fault for s in steps
+                                                        if s.action == "start" and s.fault)))
     try:
         sc.run_config().validate()  # bad values are refused now, not when a run starts
     except RunConfigError as e:

@@ -4,10 +4,12 @@ One recorder process per producer or consumer, started like the librdkafka workl
 (workloads/processes.py: spawned, a stop flag, stats on a queue, a call-watch slot). It
 writes the driver's spec, starts the driver with stdin and stdout piped and stderr in the
 run's logs (``logs/workload-<name>.log``), and turns every line the driver writes into the
-history: writes.parquet rows through the same WriteRecorder the librdkafka producer's
-transactions use, reads.parquet rows through the same ReadRecorder, rebalance events, and
-the call-watch slot (calls and progress). It stops the driver by closing its stdin (when the
-run's stop flag is set or SIGTERM arrives), waits for it, kills it past a deadline, and
+history: writes.parquet rows through the librdkafka producer's recorders (columns outside
+transactions, rows waiting for their outcome inside; the hot lines are parsed a chunk at a
+time, workloads/driver_lines.py), reads.parquet rows through the same ReadRecorder,
+rebalance events, and the call-watch slot (calls and progress). It stops the driver by
+closing its stdin (when the run's stop flag is set or SIGTERM arrives), waits for it,
+kills it past a deadline, and
 resolves every attempt left without an outcome as ``info``: a killed driver, or a killed
 recorder (the driver sees its stdin end and stops), leaves a checkable partial history.
 """
@@ -25,7 +27,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from contract.clients import classify_error
 from contract.driver_protocol import render_spec, split_line
@@ -33,9 +35,11 @@ from contract.events import EventLog
 from workloads.call_watch import CallSlot
 from workloads.child_logging import configure_logging
 from workloads.consumer import ReadRecorder, rebalance_event
+from workloads.driver_lines import HotRun, pieces, split_complete
 from workloads.history import history_dir
-from workloads.outcomes import FAIL, OK
-from workloads.write_recorder import WriteRecorder
+from workloads.outcomes import OK
+from workloads.write_columns import ColumnRecorder
+from workloads.write_recorder import WriteRecorder, make_recorder
 
 log = logging.getLogger("kafka_chaos.workloads.foreign")
 
@@ -68,12 +72,46 @@ class _Recorder:
     spec: DriverSpec
     calls: CallSlot
     version: str | None = None
-    writes: WriteRecorder | None = None
+    writes: WriteRecorder | ColumnRecorder | None = None
     reads: ReadRecorder | None = None
     events: EventLog | None = None
     ended: bool = False
     bad_lines: int = 0
     topic: str = ""
+
+    def chunk(self, data: bytes) -> None:
+        """Whole lines of the driver's stdout, in its order: runs of ``sent``/``ack`` lines
+        as columns, every other line on its own."""
+        for piece in pieces(data):
+            if isinstance(piece, HotRun):
+                self.hot(piece)
+            else:
+                self.line(piece.decode("utf-8", "replace"))
+
+    def hot(self, run: HotRun) -> None:
+        """A run of ``sent`` and ``ack`` lines: every record of it is sent before any of
+        its acknowledgements is taken (an ack never precedes its own record's line)."""
+        w = self.writes
+        n = len(run.sent) + len(run.acks)
+        if w is None:  # a consumer does not send
+            self.bad_lines += n
+            log.warning("%s: %d producer lines from a consumer", self.spec.name, n)
+            return
+        if isinstance(w, ColumnRecorder):
+            try:
+                w.invoked_many(run.sent[:, 0], run.sent[:, 1], run.sent[:, 2])
+            except ValueError as e:  # a driver that skipped or repeated a seq
+                self.bad_lines += len(run.sent)
+                log.warning("%s: %d sent lines lost: %s", self.spec.name, len(run.sent), e)
+            w.acked_many(run.acks[:, 0], run.acks[:, 1], run.acks[:, 2])
+        else:
+            for seq, part, invoke_ns in run.sent.tolist():
+                w.invoked(seq, part, invoke_ns)
+            for seq, offset, complete_ns in run.acks.tolist():
+                w.resolved(seq, complete_ns, OK, None, offset if offset >= 0 else None)
+        if len(run.acks):
+            self.calls.progress(int(run.acks[:, 2].max()))
+        w.maybe_flush()
 
     def line(self, raw: str) -> None:
         parsed = split_line(raw)
@@ -100,10 +138,10 @@ class _Recorder:
         elif kind == "error" and w is not None:
             w.resolved(int(f[0]), int(f[1]), classify_error(self.spec.client, f[2]), f[2], None)
         elif kind == "refused" and w is not None:
-            w.resolved(int(f[0]), int(f[1]), FAIL, f[2], None)
-        elif kind == "txn" and w is not None:
+            w.refused_at(int(f[0]), int(f[1]), f[2])
+        elif kind == "txn" and isinstance(w, WriteRecorder):  # rows: a transactional spec
             w.begin_txn(f[0])
-        elif kind == "txn-outcome" and w is not None and w.txn is not None:
+        elif kind == "txn-outcome" and isinstance(w, WriteRecorder) and w.txn is not None:
             w.end_txn(f[0] if f[0] in TXN_OUTCOMES else "unknown")
         elif kind == "read" and r is not None:
             r.polls = max(r.polls, int(f[0]))
@@ -130,13 +168,19 @@ class _Recorder:
             r.writer.maybe_flush()
 
 
-def _feed(stream: IO[str], rec: _Recorder, lock: threading.Lock) -> None:
-    for raw in stream:
+def _feed(fd: int, rec: _Recorder, lock: threading.Lock) -> None:
+    """Reads the driver's stdout as it comes (whatever a read returns, up to 1 MiB) and
+    hands its whole lines on; a last line without its newline is torn (a driver that died
+    while writing it)."""
+    rest = b""
+    while chunk := os.read(fd, 1 << 20):
+        whole, rest = split_complete(rest + chunk)
+        if whole:
+            with lock:
+                rec.chunk(whole)
+    if rest:
         with lock:
-            if raw.endswith("\n"):
-                rec.line(raw)
-            else:  # the last line of a driver that died while writing it: torn
-                rec.bad_lines += 1
+            rec.bad_lines += 1
 
 
 def driver_main(run_dir: Path, spec: DriverSpec, stop_event: Any, stats_queue: Any,
@@ -147,7 +191,10 @@ def driver_main(run_dir: Path, spec: DriverSpec, stop_event: Any, stats_queue: A
     role = spec.values["role"]
     rec = _Recorder(spec, CallSlot(slot), topic=str(spec.values["topic"]))
     if role == "producer":
-        rec.writes = WriteRecorder(run_dir, int(spec.values["producer"]), rec.topic,
+        # columns outside transactions (the recorder's cost at flat-out rates), rows
+        # waiting for their transaction's outcome inside them
+        rec.writes = make_recorder(run_dir, int(spec.values["producer"]), rec.topic,
+                                   transactional="transactional.id" in spec.config,
                                    chunk_rows=spec.history_chunk_rows,
                                    flush_interval_s=spec.history_flush_interval_s)
     else:
@@ -167,11 +214,12 @@ def driver_main(run_dir: Path, spec: DriverSpec, stop_event: Any, stats_queue: A
     exitcode: int | None = None
     try:
         proc = subprocess.Popen([*spec.command, str(spec_path)], stdin=subprocess.PIPE,
-                                stdout=subprocess.PIPE, stderr=stderr, text=True, bufsize=1,
+                                stdout=subprocess.PIPE, stderr=stderr, bufsize=0,
                                 start_new_session=True)  # no terminal signals: we stop it
         lock = threading.Lock()
-        reader = threading.Thread(target=_feed, args=(proc.stdout, rec, lock), daemon=True,
-                                  name="kc-driver-lines")
+        assert proc.stdout is not None
+        reader = threading.Thread(target=_feed, args=(proc.stdout.fileno(), rec, lock),
+                                  daemon=True, name="kc-driver-lines")
         reader.start()
         while reader.is_alive() and not stop_event.is_set() and not terminating.is_set():
             reader.join(0.1)

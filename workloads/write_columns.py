@@ -106,6 +106,47 @@ class ColumnRecorder(RecorderCounts):
         offset = msg.offset()  # None with acks=0 or for idempotent duplicates
         self.res_off.append(NONE if offset is None else offset)
 
+    def invoked_many(self, seq: np.ndarray, partition: np.ndarray,
+                     invoke_ns: np.ndarray) -> None:
+        """:meth:`invoked` of a run of attempts (a driver's ``sent`` lines), checked dense:
+        ``seq`` must go on from ``next_seq`` one by one (ValueError, nothing kept)."""
+        if seq.size == 0:
+            return
+        if seq[0] != self.next_seq or (seq.size > 1 and not (np.diff(seq) == 1).all()):
+            raise ValueError(f"attempts not dense: seq {int(seq[0])} where {self.next_seq} "
+                             "was next")
+        self.inv_ns.frombytes(invoke_ns.astype(np.int64).tobytes())
+        if self.round_robin is None:
+            self.inv_part.frombytes(partition.astype(np.int32).tobytes())
+
+    def acked_many(self, seq: np.ndarray, offset: np.ndarray, complete_ns: np.ndarray) -> None:
+        """The acknowledgements of a run of attempts at their offsets (-1: none given), as a
+        driver reported them; those already resolved as unknown are late and dropped."""
+        keep = seq >= self.sealed
+        if not keep.all():
+            seq, offset, complete_ns = seq[keep], offset[keep], complete_ns[keep]
+        self.res_seq.frombytes(seq.astype(np.int64).tobytes())
+        self.res_ns.frombytes(complete_ns.astype(np.int64).tobytes())
+        self.res_off.frombytes(np.where(offset < 0, NONE, offset).astype(np.int64).tobytes())
+
+    def resolved(self, seq: int, complete_ns: int, outcome: str, error: str | None,
+                 offset: int | None, partition: int | None = None) -> None:
+        """Record ``seq``'s outcome as a driver reported it (the row recorder's call):
+        ``partition`` is always the one invoked here, so it is ignored."""
+        if outcome == OK:
+            o = np.array([NONE if offset is None else offset], dtype=np.int64)
+            self.acked_many(np.array([seq], dtype=np.int64), o,
+                            np.array([complete_ns], dtype=np.int64))
+        else:
+            self._resolve(seq, complete_ns, outcome, error)
+
+    def refused_at(self, seq: int, complete_ns: int, error: str) -> None:
+        """A driver's attempt ``seq``, invoked, was refused before it was queued (``fail``;
+        not an accepted attempt for ``first_invoke_ns``)."""
+        if not self.first_invoke_ns:
+            self.refused_seqs.add(seq)
+        self._resolve(seq, complete_ns, FAIL, error)
+
     def _resolve(self, seq: int, complete_ns: int | None, outcome: str,
                  error: str | None) -> None:
         if seq < self.sealed:

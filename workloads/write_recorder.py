@@ -157,6 +157,10 @@ class WriteRecorder(RecorderCounts):
         if row[_TXN] is None:  # not in a transaction: the row is final
             self._emit(row)
 
+    def refused_at(self, seq: int, complete_ns: int, error: str) -> None:
+        """A driver's attempt ``seq``, invoked, was refused before it was queued (``fail``)."""
+        self.resolved(seq, complete_ns, FAIL, error, None)
+
     # ------------------------------------------------------------------ transactions
     def begin_txn(self, txn: str) -> None:
         self.txn = txn

@@ -29,6 +29,13 @@ class FaultContext:
     # not wait for the cluster to serve again (a restarted broker can take a minute).
     settle: bool = True
 
+    @property
+    def not_ours(self) -> bool:
+        """Whether the cluster is one kafka-chaos did not start (someone else's data)."""
+        from compose.remote import ExternalCluster  # here: listing scenarios needs no Docker
+
+        return isinstance(self.cluster, ExternalCluster)
+
 
 @runtime_checkable
 class Fault(Protocol):

@@ -276,12 +276,6 @@ def isr_now(ctx: FaultContext) -> dict[str, list[int]]:
     return {f"{p.topic}:{p.partition}": sorted(p.isr) for p in parts if p.isr}
 
 
-def _not_ours(ctx: FaultContext) -> bool:
-    from compose.remote import ExternalCluster  # here: listing scenarios needs no Docker
-
-    return isinstance(ctx.cluster, ExternalCluster)
-
-
 class PowerLoss(Kill):
     """Kill -9 plus the loss of unflushed data; ``stop`` restarts the node."""
 
@@ -310,7 +304,7 @@ class PowerLoss(Kill):
         node = ctx.cluster.node(nid)
         # On a cluster we did not start, only the run's own topic loses its tail: the other
         # topics, __consumer_offsets included, are someone else's data.
-        topic = ctx.topic if _not_ours(ctx) else None
+        topic = ctx.topic if ctx.not_ours else None
         if over_ssh(node):
             self.lost[nid] = drop_unflushed_remote(node, topic)
             return

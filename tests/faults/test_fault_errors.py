@@ -141,3 +141,25 @@ def test_a_stop_raised_before_the_nemesis_existed_is_not_its_own() -> None:
     with pytest.raises(SystemExit):
         StopSignals().handle(signal.SIGTERM, None)
     assert isinstance(lost_stop(since), SystemExit)
+
+
+class _Held(_Refused):
+    """A kind that needs our own cluster (requests held by our proxy)."""
+
+    kind = "hold"
+
+
+def test_a_kind_our_cluster_alone_allows_is_refused_on_someone_elses(tmp_path: Path) -> None:
+    """A script on a cluster kafka-chaos did not start may start only what that cluster
+    allows, whatever it asks: the nemesis refuses the rest before touching anything."""
+    from compose.remote import ExternalCluster
+
+    events = EventLog(tmp_path / "history" / "events.jsonl")
+    nem = Nemesis(FaultContext(cluster=ExternalCluster("b1:9092", []), events=events))
+    fault = _Held(FaultError("never reached"))
+    with pytest.raises(FaultError, match="hold needs a cluster kafka-chaos starts"):
+        nem.start_fault(fault)
+    events.close()
+    (ev,) = [e for e in _events(tmp_path) if e["kind"] == "fault-error"]
+    assert ev["detail"]["fault"] == "hold"
+    assert nem.active == [] and fault.stopped == 0 and fault.targets == []  # never started

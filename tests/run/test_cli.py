@@ -44,6 +44,15 @@ from tests.run.cli import CLI, start
      "--faults cpu-throttle needs a cluster kafka-chaos starts"),
     (["run", "--bootstrap-servers", "b1:9092", "--kafka-version", "4.1.1"],
      "drop --kafka-version and --image"),
+    # a script's fault kinds and broker properties, against a cluster we did not start
+    (["run", "--bootstrap-servers", "b1:9092", "--nodes", "NODES", "--scenario",
+      "stale-txn-requests"], "scenario stale-txn-requests starts hold, which "
+     "needs a cluster kafka-chaos starts (on --nodes: kill, stop, pause, partition, slow, "
+     "power-loss)"),
+    (["run", "--bootstrap-servers", "b1:9092", "--nodes", "NODES", "--scenario",
+      "all-replicas-power-loss"], "broker properties are set when kafka-chaos starts the "
+     "cluster; with --bootstrap-servers the cluster's own apply (drop "
+     "log.flush.offset.checkpoint.interval.ms)"),
     (["run", "--liveness", "2"], "--liveness must be 0 (off) or 5..3600 s, got 2.0"),
     (["run", "--group-protocol", "consumer", "--kafka-version", "3.9.1"],
      "--group-protocol consumer needs Kafka 4.0 or later"),
@@ -55,6 +64,9 @@ from tests.run.cli import CLI, start
 def test_bad_input_is_one_line_and_exit_2(args, reason, tmp_path):
     # (that no container was created is checked for every test not marked cluster, by
     # tests/hygiene.py at the session's end)
+    nodes = tmp_path.parent / f"{tmp_path.name}-nodes.toml"  # the run dir must stay empty
+    nodes.write_text("".join(f'[[node]]\nid = {i}\nhost = "10.0.0.1{i}"\n' for i in (1, 2, 3)))
+    args = [str(nodes) if a == "NODES" else a for a in args]
     proc = subprocess.run([*CLI, *args, *(["--out", str(tmp_path)] if args[0] == "run" else [])],
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2, proc.stderr

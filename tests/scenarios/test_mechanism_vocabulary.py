@@ -14,6 +14,7 @@ import pytest
 from checkers.observations import Change, PartitionHistory
 from checkers.verdict import mechanism
 from contract.events import INSTANT, REBALANCE, SITUATION, START, Event
+from contract.faults import FAULTS
 from contract.mechanisms import AFTER, AFTER_VALUES, MECHANISMS
 from runner.config import RunConfigError
 from scenarios import SCENARIOS
@@ -149,3 +150,11 @@ def test_after_the_situation_counts_only_a_later_fault_or_restart() -> None:
     none = mechanism(after, [e for e in later if e.kind != SITUATION], parts)
     assert [d["evidence"] for d in none["details"]][0] == "no situation event to look after"
     assert none["observed"] is False
+
+
+@pytest.mark.parametrize("sc", [s for s in _scenarios() if s.script is not None],
+                         ids=lambda sc: sc.name)
+def test_every_script_declares_the_kinds_it_starts(sc: Scenario) -> None:
+    # what a run on someone else's cluster is checked against before it starts (the runs
+    # of tests/scenarios check that the kinds started are among these)
+    assert sc.script_faults and set(sc.script_faults) <= set(FAULTS), sc.script_faults

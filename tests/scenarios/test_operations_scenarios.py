@@ -21,7 +21,7 @@ from runner.config import RunConfig, RunConfigError
 from runner.orchestrator import run
 from scenarios import SCENARIOS
 from scenarios.operations import OPERATIONS, TXN_UNKNOWN_MAX_PERCENT, VoterPartition
-from tests.support.verdicts import assert_only_accepted_bug
+from tests.support.verdicts import assert_only_accepted_bug, assert_script_faults_declared
 
 
 def run_scenario(name: str, tmp_path: Any, **overrides: Any) -> dict[str, Any]:
@@ -32,6 +32,7 @@ def run_scenario(name: str, tmp_path: Any, **overrides: Any) -> dict[str, Any]:
     assert out.results is not None
     res = dict(out.results)
     res["_run_dir"] = out.run_dir
+    assert_script_faults_declared(sc, out.run_dir)
     res["_events"] = [json.loads(line) for line in
                       (out.run_dir / "history" / "events.jsonl").read_text().splitlines()
                       if line.strip()]

@@ -21,7 +21,7 @@ from scenarios import SCENARIOS
 from scenarios.replication import SCENARIOS as REPLICATION
 from scenarios.replication import elr_default
 from scenarios.replication_steps import SITUATION_MECHANISM
-from tests.support.verdicts import assert_only_accepted_bug
+from tests.support.verdicts import assert_only_accepted_bug, assert_script_faults_declared
 
 OLD = "3.9.1"  # newest 3.x: KRaft honours unclean election, no Eligible Leader Replicas
 NEW = DEFAULT_KAFKA_VERSION  # ELR on by default (new clusters, 4.1+)
@@ -35,6 +35,7 @@ def run_scenario(name: str, tmp_path: Path, **overrides: Any) -> dict[str, Any]:
     cfg = sc.run_config(out=str(tmp_path), report=False, **overrides)
     outcome = run(cfg, sc, progress=print)
     assert outcome.completed, outcome.error
+    assert_script_faults_declared(sc, outcome.run_dir)
     res = outcome.results
     assert res is not None, "no results"
     print({k: res[k] for k in ("valid", "expectations", "mechanism") if k in res},

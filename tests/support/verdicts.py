@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
+from contract.faults import FAULTS
 from contract.known_bugs import EPOCH_BUMP_RESEND
 
 
@@ -23,3 +26,16 @@ def assert_only_accepted_bug(res: Mapping[str, Any], kinds: tuple[str, ...] = (
         for e in entry["examples"]:
             tag = e.get("known_bug") or {}
             assert tag.get("id") == bug and tag.get("accepted"), (kind, e)
+
+
+def assert_script_faults_declared(scenario: Any, run_dir: Path) -> None:
+    """Every fault a scripted scenario's run started is of a kind the scenario declares
+    (``script_faults``: what is checked before a run on someone else's cluster)."""
+    if scenario.script is None:
+        return
+    started = set()
+    for line in (run_dir / "history" / "events.jsonl").read_text().splitlines():
+        e = json.loads(line) if line.strip() else {}
+        if e.get("kind") in FAULTS and e.get("phase") in ("start", "instant"):
+            started.add(e["kind"])
+    assert started <= set(scenario.script_faults), (scenario.name, started)
