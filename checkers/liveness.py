@@ -27,8 +27,8 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from contract.anomalies import LIVENESS_KINDS
-from contract.events import CONSUMERS_STOPPED, END, PHASE, START, hung_call_pairs
-from contract.known_bugs import KnownBug
+from contract.events import CLIENT_LOG, CONSUMERS_STOPPED, END, PHASE, START, hung_call_pairs
+from contract.known_bugs import LEADER_UNKNOWN, KnownBug
 from contract.liveness import LIVENESS_PHASE, SLACK_S
 from contract.schemas import DRAIN_READER
 from contract.windows import fault_windows
@@ -120,24 +120,43 @@ def tag_known(examples: list[dict[str, Any]], kind: str, facts: dict[str, bool],
             return
 
 
-def _tag_cut_clients(out: Judged, writes: DataFrame, reads: DataFrame, cut_end: int | None,
-                     hi: int, known: Sequence[KnownBug]) -> None:
-    """``client_cut_from_every_broker`` holds for a stuck client that made no progress at
-    all from the end of the cut of every broker to the end of the bound: it never
-    recovered from seeing all its brokers down (librdkafka#5088's signature)."""
-    if cut_end is None:
-        return
-    acks = _counts(writes.where((F.col("outcome") == "ok")
-                                & F.col("complete_ns").between(cut_end, hi)), "producer")
-    read = _counts(reads.where((F.col("reader") != DRAIN_READER)
-                               & F.col("read_ns").between(cut_end, hi)), "reader")
+def _tag_stuck_clients(out: Judged, writes: DataFrame, reads: DataFrame, events: list[Event],
+                       cut_end: int | None, lo: int, hi: int,
+                       known: Sequence[KnownBug]) -> None:
+    """The facts of each stuck client, and the known bug they name.
+
+    ``client_cut_from_every_broker``: the client made no progress at all from the end of
+    the cut of every broker to the end of the bound: it never recovered from seeing all its
+    brokers down (librdkafka#5088's signature). ``logged_leader_unknown`` (a producer): the
+    client logged librdkafka#5430's line after its last acknowledgement before the window
+    and by the window's end: a metadata update left one of its partitions without a
+    leader, and nothing after that was acknowledged."""
+    since: dict[str, int] = {}
+    if cut_end is not None:
+        since = _counts(writes.where((F.col("outcome") == "ok")
+                                     & F.col("complete_ns").between(cut_end, hi)), "producer")
+        read = _counts(reads.where((F.col("reader") != DRAIN_READER)
+                                   & F.col("read_ns").between(cut_end, hi)), "reader")
+    last_ack = {str(r["producer"]): int(r["t"]) for r in writes.where(
+        (F.col("outcome") == "ok") & (F.col("complete_ns") < lo)).groupBy("producer").agg(
+        F.max("complete_ns").alias("t")).collect()} if out.examples[STUCK_PRODUCER] else {}
+    logged: dict[str, list[int]] = {}
+    for e in events:
+        if e.kind == CLIENT_LOG and e.detail.get("bug") == LEADER_UNKNOWN:
+            logged.setdefault(str(e.detail.get("client")), []).append(e.ts_ns)
     for kind in (STUCK_PRODUCER, STUCK_CONSUMER):
         for ex in out.examples[kind]:
+            name = str(ex["client"])
+            facts: dict[str, bool] = {}
+            if cut_end is not None:
+                n = (since.get(name[1:], 0) if kind == STUCK_PRODUCER
+                     else sum(read.get(r, 0) for r in ex["readers"]))
+                facts["client_cut_from_every_broker"] = n == 0
             if kind == STUCK_PRODUCER:
-                since = acks.get(str(ex["client"])[1:], 0)
-            else:
-                since = sum(read.get(r, 0) for r in ex["readers"])
-            tag_known([ex], kind, {"client_cut_from_every_broker": since == 0}, known)
+                after = last_ack.get(name[1:], -1)
+                facts["logged_leader_unknown"] = any(after < t <= hi
+                                                     for t in logged.get(name, []))
+            tag_known([ex], kind, facts, known)
 
 
 def _exit_codes(events: list[Event]) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -275,8 +294,8 @@ def judge(events: list[Event], writes: DataFrame, reads: DataFrame, bound_s: flo
                         f"read (e.g. {next(iter(behind))} up to offset "
                         f"{next(iter(behind.values()))})"})
     if out.examples[STUCK_PRODUCER] or out.examples[STUCK_CONSUMER]:
-        _tag_cut_clients(out, writes, reads, all_brokers_cut(events, brokers, lo), hi,
-                         known)
+        _tag_stuck_clients(out, writes, reads, events, all_brokers_cut(events, brokers, lo),
+                           lo, hi, known)
     return out
 
 

@@ -37,7 +37,11 @@ SPEC_KEYS: dict[str, tuple[str, ...]] = {
                  # a transactional producer (config.transactional.id set): records per
                  # transaction, the share aborted (drawn from a generator seeded by seed)
                  "records_per_txn", "abort_share", "seed"),
-    "consumer": ("mode", "poll_timeout_ms"),
+    # restart mode (a member alone in its group, the spec's group.id): once caught up (a
+    # poll returned nothing, or no partition lags) and restart_interval_s has passed,
+    # close (committing; a ``rebalance restart`` line first), after restart_pause_s join
+    # again
+    "consumer": ("mode", "poll_timeout_ms", "restart_interval_s", "restart_pause_s"),
 }
 
 

@@ -45,6 +45,10 @@ PREFERRED_LEADERS = "preferred-leaders"
 #: it on, up to the next client's first seq, are that client's).
 #: The change happened in ``(since_ns, ts_ns]`` (``since_ns`` null: before ``ts_ns``).
 PRODUCER_EPOCH = "producer-epoch"
+#: A workload client logged a line that is a known bug's signature
+#: (contract.known_bugs.LOG_SIGNATURES): ``detail = {client, bug, line}`` (``client`` p<i> or a
+#: reader), at most one a second per client and bug.
+CLIENT_LOG = "client-log"
 #: The run was interrupted (Ctrl-C) or failed.
 INTERRUPTED = "interrupted"
 RUN_ERROR = "run-error"

@@ -54,6 +54,10 @@ FACTS: dict[str, str] = {
     "record's first attempt and before its acknowledgement (observed up to 2 s later: the "
     "observer's sampling); with ``fresh_producer_id_head``'s cut, that cut was of the node "
     "that led the partition at recovery",
+    "logged_leader_unknown": "(a stuck producer) after its last acknowledgement before the "
+    "liveness window and before the window's end, the client logged librdkafka's \"new "
+    "leader-1 not found in cache\" (a ``client-log`` event): a metadata update gave one of its "
+    "partitions leader -1",
     "client_cut_from_every_broker": "(a client of the liveness kinds) a partition fault cut "
     "the client host from every broker of the cluster (shape ``client``, every broker a "
     "target) and was healed before the liveness phase began: the client saw all its "
@@ -86,6 +90,8 @@ KIP_966 = "KIP-966"
 #: Kafka's missing unclean recovery: after every in-sync replica restarted uncleanly the
 #: controller elects the last known leader, not the replica with the longest log.
 UNCLEAN_RECOVERY = "KAFKA-15580"
+#: librdkafka's partition left on no broker by a metadata update with leader -1 (open).
+LEADER_UNKNOWN = "librdkafka#5430"
 
 #: The client bugs a scenario that moves leaders under an idempotent, non-transactional
 #: librdkafka producer accepts (records they explain stay counted and named).
@@ -256,9 +262,34 @@ KNOWN_BUGS: tuple[KnownBug, ...] = (
         "reconnecting. A broker restart breaks the loop; 2.10.1 gives the learned brokers a "
         "higher chance (librdkafka CHANGELOG 2.10.1)",
     ),
+    KnownBug(
+        id=LEADER_UNKNOWN,
+        title="leader=-1 in a metadata update leaves the partition without a broker for good",
+        link="https://github.com/confluentinc/librdkafka/issues/5430",
+        status=OPEN,
+        component="librdkafka",
+        affected_from=None,
+        fixed_in=None,
+        kinds=("stuck-producer",),
+        facts=frozenset({"logged_leader_unknown"}),
+        note="a metadata update that names leader -1 for a partition (its leader fenced: a "
+        "broker cut from the controller) skips the partition's update and leaves it on no "
+        "broker; later metadata with a live leader does not move it back, so the producer "
+        "queues its records until they time out and never delivers to it again (issue: "
+        "confirmed on 2.12.1 and 2.14.1, open). Seen here on 2.16.0 after a controller "
+        "partition",
+    ),
 )
 
 BY_ID: dict[str, KnownBug] = {b.id: b for b in KNOWN_BUGS}
+
+#: Lines a client logs that are a known bug's evidence: bug id -> the text the line holds. A
+#: workload client that logs one writes a ``client-log`` event (contract.events.CLIENT_LOG).
+LOG_SIGNATURES: dict[str, str] = {
+    # rd_kafka_toppar_leader_update on a metadata update naming leader -1: the partition is
+    # left without a broker and later metadata does not bring it back
+    LEADER_UNKNOWN: "new leader-1 not found in cache",
+}
 
 
 def known_bug(bug_id: str) -> KnownBug | None:
@@ -272,5 +303,6 @@ def unknown_ids(ids: list[str] | tuple[str, ...]) -> list[str]:
 
 
 __all__ = ["BY_ID", "EPOCH_BUMP_RESEND", "FACTS", "FIXED", "FRESH_ID_IMPLICIT_ACK", "KIP_966",
-           "KNOWN_BUGS", "LEADER_MOVE_CLIENT_BUGS", "OPEN", "UNCLEAN_RECOVERY", "KnownBug",
+           "KNOWN_BUGS", "LEADER_MOVE_CLIENT_BUGS", "LEADER_UNKNOWN", "LOG_SIGNATURES", "OPEN",
+           "UNCLEAN_RECOVERY", "KnownBug",
            "known_bug", "unknown_ids", "version_tuple"]

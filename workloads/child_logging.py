@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Mapping
 from pathlib import Path
+
+from contract.events import CLIENT_LOG, INSTANT, EventLog
+from contract.known_bugs import LOG_SIGNATURES
 
 
 def configure_logging(run_dir: Path | None, name: str) -> None:
@@ -21,11 +25,39 @@ def configure_logging(run_dir: Path | None, name: str) -> None:
     root.addHandler(h)
 
 
-def librdkafka_logger(conf: Mapping[str, object]) -> logging.Logger:
+class SignatureWatch(logging.Handler):
+    """Writes a ``client-log`` event when the client logs a known bug's signature
+    (contract.known_bugs.LOG_SIGNATURES), at most one a second per bug: the checker's
+    evidence that this client went through the bug's first step."""
+
+    def __init__(self, events: EventLog, client: str) -> None:
+        super().__init__(logging.INFO)
+        self.events = events
+        self.client = client
+        self._last: dict[str, float] = {}
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            line = record.getMessage()
+        except Exception:  # noqa: BLE001 - a malformed record is not evidence
+            return
+        for bug, text in LOG_SIGNATURES.items():
+            now = time.monotonic()
+            if text in line and now - self._last.get(bug, -2.0) >= 1.0:
+                self._last[bug] = now
+                self.events.emit(CLIENT_LOG, INSTANT, [], {
+                    "client": self.client, "bug": bug, "line": line[:300]})
+
+
+def librdkafka_logger(conf: Mapping[str, object],
+                      watch: SignatureWatch | None = None) -> logging.Logger:
     """The logger a client's ``logger`` property gets. librdkafka hands its ``debug`` output
     to it at DEBUG level, below the children's INFO: a client configured with ``debug`` (a
-    user chasing a client behaviour) gets those lines in its log instead of losing them."""
+    user chasing a client behaviour) gets those lines in its log instead of losing them.
+    ``watch`` (once per process) turns known bugs' signatures into events."""
     lg = logging.getLogger("kafka_chaos.librdkafka")
     if conf.get("debug"):
         lg.setLevel(logging.DEBUG)
+    if watch is not None and not any(isinstance(h, SignatureWatch) for h in lg.handlers):
+        lg.addHandler(watch)
     return lg

@@ -145,8 +145,12 @@ class ForeignDriver:
             parts = c.partitions if c.partitions is not None else list(range(partitions))
             values = {"role": "consumer", "name": c.id, "bootstrap": bootstrap,
                       "topic": topic, "partitions": parts, "mode": c.mode,
-                      "poll_timeout_ms": int(cfg.poll_timeout_s * 1000)}
+                      "poll_timeout_ms": int(cfg.poll_timeout_s * 1000),
+                      "restart_interval_s": cfg.restart_interval_s,
+                      "restart_pause_s": cfg.restart_pause_s}
             conf = {**cfg.kafka_config(), "max.poll.records": str(cfg.max_poll_records)}
+            if c.mode == "restart":  # alone in its group, as the librdkafka workload's
+                conf["group.id"] = f"{cfg.group_id}-{c.id}"
             spec = DriverSpec(list(self.command), self.spec.kind, values, self._names(conf),
                               history_chunk_rows=cfg.history_chunk_rows,
                               history_flush_interval_s=cfg.history_flush_interval_s)

@@ -22,7 +22,7 @@ from confluent_kafka import KafkaError, KafkaException, Producer
 
 from contract.events import EventLog
 from workloads.call_watch import CallSlot
-from workloads.child_logging import configure_logging, librdkafka_logger
+from workloads.child_logging import SignatureWatch, configure_logging, librdkafka_logger
 from workloads.client_info import client_versions
 from workloads.config import ProducerConfig
 from workloads.epoch_watch import EpochWatch, watched
@@ -87,9 +87,10 @@ class ProducerProcess:
         self._next_gc = time.monotonic() + _GC_INTERVAL_S
         # Epoch bumps librdkafka makes without failing a write (workloads/epoch_watch.py).
         self.events = (EventLog(history_dir(run_dir) / "events.jsonl")
-                       if run_dir is not None and cfg.record_history and cfg.idempotent
-                       else None)
-        self.epochs = EpochWatch(self.events, producer_id)
+                       if run_dir is not None and cfg.record_history else None)
+        self.epochs = EpochWatch(self.events if cfg.idempotent else None, producer_id)
+        self.signatures = (SignatureWatch(self.events, f"p{producer_id}")
+                           if self.events is not None else None)
         self.client = self.new_client()
 
     # ------------------------------------------------------------------ client
@@ -100,9 +101,9 @@ class ProducerProcess:
                                 # Faults make brokers unreachable; that is not news.
                                 "log.connection.close": False}
         conf.update(self.cfg.kafka_config(self.id))
-        conf["logger"] = librdkafka_logger(conf)
+        conf["logger"] = librdkafka_logger(conf, self.signatures)
         # a statistics.interval.ms of the user's (extra) is kept
-        return watched(conf, self.epochs) if self.events is not None else conf
+        return watched(conf, self.epochs) if self.epochs.events is not None else conf
 
     def new_client(self) -> Producer:
         self.fatal = None

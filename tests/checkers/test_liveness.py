@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from contract.events import CONSUMERS_STOPPED, END, PHASE, START
+from contract.events import CLIENT_LOG, CONSUMERS_STOPPED, END, INSTANT, PHASE, START
 from contract.liveness import HUNG_CALL, LIVENESS_PHASE
 from tests.support.literal import BASE_NS, MS, History
 
@@ -203,3 +203,33 @@ def test_a_client_that_never_recovered_from_all_brokers_down_names_librdkafka_50
     res = check(_cut_run("2.10.0", 16_000))
     stuck = res["anomalies"]["stuck-producer"]
     assert stuck["count"] == 1 and stuck["known_bugs"] == {}
+
+
+def _leader_unknown_run(p2_acked_ms: int, logged_ms: int | None) -> History:
+    """p1 live in the phase, c0 reading; p2 acknowledged last at ``p2_acked_ms`` and then
+    logged librdkafka's 'new leader-1 not found in cache' at ``logged_ms`` (None: never)."""
+    h = _run({"c0": "assign"})
+    h.run["versions"] = {"librdkafka": "2.16.0"}
+    h.write(1, 4, offset=4, at_ms=LO + 500).drain(0, 4, 1, 4, at_ms=60_010)
+    h.read("c0", 0, 0, 1, 0, at_ms=LO + 900)
+    h.write(2, 0, offset=5, at_ms=p2_acked_ms).drain(0, 5, 2, 0, at_ms=60_011)
+    if logged_ms is not None:
+        h.event(CLIENT_LOG, INSTANT, logged_ms, client="p2", bug="librdkafka#5430",
+                line="Partition t(x)[0]: new leader-1 not found in cache")
+    return h
+
+
+def test_a_producer_stuck_after_logging_leader_minus_one_names_librdkafka_5430(check) -> None:  # type: ignore[no-untyped-def]
+    """A controller-partition suite run: p0 logged the line 0.2 s after its last
+    acknowledgement and was never acknowledged again."""
+    res = check(_leader_unknown_run(10_000, 10_200))
+    stuck = res["anomalies"]["stuck-producer"]
+    assert stuck["count"] == 1 and stuck["known_bugs"] == {"librdkafka#5430": 1}  # was {}
+    h = _leader_unknown_run(10_000, 10_200)
+    h.run["accept_known"] = ["librdkafka#5430"]
+    res = check(h)
+    assert res["anomalies"]["stuck-producer"]["accepted"] == 1 and res["valid"] is True
+    # the line came before an acknowledgement (the client got over it), or never: not it
+    for acked, logged in ((10_000, 9_000), (10_000, None)):
+        stuck = check(_leader_unknown_run(acked, logged))["anomalies"]["stuck-producer"]
+        assert stuck["count"] == 1 and stuck["known_bugs"] == {}, (acked, logged)

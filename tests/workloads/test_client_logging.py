@@ -40,3 +40,26 @@ def test_debug_lines_reach_the_log_at_info_level() -> None:
         lg.removeHandler(keep)
         lg.setLevel(saved)
         root.setLevel(before)
+
+
+def test_a_known_bugs_line_becomes_one_client_log_event_a_second(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """librdkafka#5430's line, as librdkafka logs it for each partition: one event (the
+    checker's evidence), the repeats within a second dropped, other lines ignored."""
+    import json
+
+    from contract.events import CLIENT_LOG, EventLog
+    from workloads.child_logging import SignatureWatch
+
+    events = EventLog(tmp_path / "events.jsonl")
+    lg = logging.getLogger("kc-test-signatures")
+    lg.propagate = False
+    lg.addHandler(SignatureWatch(events, "p0"))
+    for p in (0, 2, 1):
+        lg.warning("METADATAUPDATE [kc-producer-0#producer-1] [thrd:main]: Partition "
+                   "chaos(MEim6AywRbqgGn1Yfwyejg)[%d]: new leader-1 not found in cache", p)
+    lg.warning("GETPID [kc-producer-0#producer-1]: Failed to acquire idempotence PID")
+    events.close()
+    got = [json.loads(x) for x in (tmp_path / "events.jsonl").read_text().splitlines()]
+    assert [(e["kind"], e["detail"]["client"], e["detail"]["bug"]) for e in got] == [
+        (CLIENT_LOG, "p0", "librdkafka#5430")]
+    assert "chaos(MEim6AywRbqgGn1Yfwyejg)[0]" in got[0]["detail"]["line"]

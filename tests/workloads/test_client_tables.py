@@ -10,6 +10,7 @@ import pytest
 from contract.clients import (
     CONFLUENT_KAFKA,
     DEFINITE_FAILURES,
+    FRANZ_GO,
     JAVA,
     ClientSpec,
     ClientSpecError,
@@ -48,14 +49,16 @@ def test_client_values() -> None:
             parse_client(bad)
     assert unsupported(ClientSpec(JAVA, "4.1.1"), transactional=True,
                        partitioner="round-robin", consumer_modes=["subscribe"]) is None
-    why = unsupported(ClientSpec(JAVA, "4.1.1"), transactional=False,
+    assert unsupported(ClientSpec(JAVA, "4.1.1"), transactional=False,
+                       partitioner="round-robin", consumer_modes=["restart"]) is None
+    why = unsupported(ClientSpec(FRANZ_GO, "1.22.3"), transactional=False,
                       partitioner="round-robin", consumer_modes=["restart"])
     assert why is not None and "restart" in why
 
 
 @pytest.mark.parametrize("opts,words", [
     ({"client": "java"}, "needs its version"),
-    ({"client": "java:4.1.1", "consumers": 1, "consumer_mode": "restart"}, "restart"),
+    ({"client": "sarama:1.61.1", "consumers": 1, "consumer_mode": "restart"}, "restart"),
     ({"client": "java:4.1.1", "client_version": "2.12.0"}, "not both"),
 ])
 def test_run_config_refuses_in_one_line(opts, words) -> None:  # type: ignore[no-untyped-def]

@@ -156,3 +156,33 @@ def test_java_transactions_commit_and_abort_on_a_real_cluster(java, cluster, top
     visible = {decode(v)[:2] for v in read_topic(boot, topic, 3, "read_committed").values()}
     assert visible == committed
     assert stats["p0"]["txn_committed"] > 0 and stats["p0"]["txn_aborted"] > 0, stats
+
+
+@pytest.mark.cluster
+def test_java_restart_consumer_resumes_where_it_committed(java, cluster, topic, tmp_path):  # type: ignore[no-untyped-def]
+    """A restart-mode Java consumer (alone in its group) closes once caught up and a new one
+    joins: each restart a ``restart`` rebalance event, and across them every acknowledged
+    record read (a resumption past the committed offset would skip some)."""
+    import uuid
+
+    from tests.workloads.helpers import acked_identities, wait_read
+
+    driver = ForeignDriver(ClientSpec(JAVA, java.version), tuple(java.command()))
+    boot = cluster.bootstrap_servers
+    ccfg = ConsumerConfig(group_id=f"kc-java-{uuid.uuid4().hex[:6]}", restart_interval_s=1.0,
+                          restart_pause_s=0.5)
+    consumers = driver.start_consumers(tmp_path, boot, topic, 3, ccfg,
+                                       [ConsumerSpec("c0", "restart")])
+    producers = driver.start_producers(tmp_path, boot, topic, 3,
+                                       ProducerConfig(rate=100, duration_s=8), 1)
+    wait_finished(producers, timeout_s=90)
+    producers.stop()
+    acked = acked_identities(rows(read_table(tmp_path, "writes")))
+    assert len(acked) > 500
+    wait_read(tmp_path, {"c0": set(acked)})
+    stats = consumers.stop()
+    assert stats["c0"]["bad_lines"] == 0 and stats["c0"]["driver_exitcode"] == 0, stats
+    events = [json.loads(x) for x in
+              (tmp_path / "history" / "events.jsonl").read_text().splitlines()]
+    restarts = [e for e in events if e["kind"] == "rebalance" and e["detail"]["what"] == "restart"]
+    assert len(restarts) >= 2, events

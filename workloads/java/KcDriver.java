@@ -476,6 +476,14 @@ public final class KcDriver {
         String name = spec.get("name");
         String topic = spec.get("topic");
         boolean assign = spec.get("mode").equals("assign");
+        // restart: alone in its group (the spec's group.id says so); once caught up (a poll
+        // returned nothing, or the last fetch left no lag) and restart_interval_s has passed, it closes (committing) and,
+        // after restart_pause_s, a new consumer resumes at the committed offsets
+        boolean restart = spec.get("mode").equals("restart");
+        long intervalNs = (long) (Double.parseDouble(spec.getOrDefault("restart_interval_s", "0"))
+                * 1e9);
+        long pauseMs = (long) (Double.parseDouble(spec.getOrDefault("restart_pause_s", "0"))
+                * 1000);
         long pollMs = Long.parseLong(spec.get("poll_timeout_ms"));
         Properties props = new Properties();
         props.putAll(config);
@@ -494,7 +502,28 @@ public final class KcDriver {
         Base64.Encoder b64 = Base64.getEncoder();
         long[] polls = {0};
         KafkaConsumer<byte[], byte[]> client = new KafkaConsumer<>(props);
+        ConsumerRebalanceListener listener = new ConsumerRebalanceListener() {
+            @Override
+            public void onPartitionsRevoked(Collection<TopicPartition> tps) {
+                say("revoked", tps);
+            }
+
+            @Override
+            public void onPartitionsAssigned(Collection<TopicPartition> tps) {
+                say("assigned", tps);
+            }
+
+            @Override
+            public void onPartitionsLost(Collection<TopicPartition> tps) {
+                say("lost", tps);
+            }
+
+            private void say(String what, Collection<TopicPartition> tps) {
+                rebalanceLine(what, polls[0], tps);
+            }
+        };
         int rc = 0;
+        long started = System.nanoTime();
         try {
             if (assign) {
                 List<TopicPartition> tps = new ArrayList<>();
@@ -504,30 +533,7 @@ public final class KcDriver {
                 client.assign(tps);
                 client.seekToBeginning(tps);
             } else {
-                client.subscribe(List.of(topic), new ConsumerRebalanceListener() {
-                    private void say(String what, Collection<TopicPartition> tps) {
-                        StringJoiner j = new StringJoiner(",");
-                        for (TopicPartition tp : tps) {
-                            j.add(tp.topic() + ":" + tp.partition());
-                        }
-                        line("rebalance", what, polls[0], j.toString());
-                    }
-
-                    @Override
-                    public void onPartitionsRevoked(Collection<TopicPartition> tps) {
-                        say("revoked", tps);
-                    }
-
-                    @Override
-                    public void onPartitionsAssigned(Collection<TopicPartition> tps) {
-                        say("assigned", tps);
-                    }
-
-                    @Override
-                    public void onPartitionsLost(Collection<TopicPartition> tps) {
-                        say("lost", tps);
-                    }
-                });
+                client.subscribe(List.of(topic), listener);
             }
             while (!stop) {
                 polls[0]++;
@@ -551,21 +557,64 @@ public final class KcDriver {
                     line("read", polls[0], now, r.partition(), r.offset(),
                             v == null ? "" : b64.encodeToString(v));
                 }
+                if (restart && System.nanoTime() - started >= intervalNs
+                        && caughtUp(client, records.isEmpty())) {
+                    rebalanceLine("restart", polls[0], client.assignment());
+                    closeConsumer(client);
+                    long until = System.currentTimeMillis() + pauseMs;
+                    while (!stop && System.currentTimeMillis() < until) {
+                        sleepQuietly(50); // a restart takes time; the producers write on
+                    }
+                    client = new KafkaConsumer<>(props);
+                    client.subscribe(List.of(topic), listener);
+                    started = System.nanoTime();
+                }
             }
         } catch (RuntimeException e) {
             System.err.println("consumer: " + e);
             rc = 3;
         } finally {
-            line("call", "close", 10_000);
-            try {
-                client.close(Duration.ofSeconds(10));
-            } catch (RuntimeException e) {
-                System.err.println("close: " + e);
-            }
-            line("done");
+            closeConsumer(client);
             line("end");
             flushOut();
         }
         return rc;
+    }
+
+    /** Whether a consumer holds partitions and has read all they had at its last fetch:
+     * its poll returned nothing, or no partition of it lags (the lag its fetches saw). */
+    private static boolean caughtUp(KafkaConsumer<byte[], byte[]> client, boolean idle) {
+        if (client.assignment().isEmpty()) {
+            return false;
+        }
+        if (idle) {
+            return true;
+        }
+        for (TopicPartition tp : client.assignment()) {
+            java.util.OptionalLong lag = client.currentLag(tp);
+            if (lag.isEmpty() || lag.getAsLong() > 0) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    /** Closes a consumer (a group member commits its offsets as it goes). */
+    private void closeConsumer(KafkaConsumer<byte[], byte[]> client) {
+        line("call", "close", 10_000);
+        try {
+            client.close(Duration.ofSeconds(10));
+        } catch (RuntimeException e) {
+            System.err.println("close: " + e);
+        }
+        line("done");
+    }
+
+    private void rebalanceLine(String what, long poll, Collection<TopicPartition> tps) {
+        StringJoiner j = new StringJoiner(",");
+        for (TopicPartition tp : tps) {
+            j.add(tp.topic() + ":" + tp.partition());
+        }
+        line("rebalance", what, poll, j.toString());
     }
 }
