@@ -303,24 +303,28 @@ CONTROLLER_PARTITION = Scenario(
 
 
 # ---------------------------------------------------------------------- rolling-restart
-def restore_preferred_leaders(nem: Any, timeout_s: float = 20.0) -> bool:
+def restore_preferred_leaders(nem: Any, timeout_s: float = 20.0,
+                              auto_s: float | None = None) -> bool:
     """Waits for auto.leader.rebalance to move leadership back to the preferred replicas;
-    if it has not within ``timeout_s`` (rebalance off, or a slow check), asks for a preferred
-    election of the run topic's partitions, as an operator would (kafka-leader-election.sh),
-    and of those alone: on a cluster kafka-chaos did not start the other topics are not
-    ours to move."""
+    if it has not within ``auto_s`` (default ``timeout_s``; rebalance off, or a slow
+    check), asks for a preferred election of the run topic's partitions, as an operator
+    would (kafka-leader-election.sh), and of those alone: on a cluster kafka-chaos did not
+    start the other topics are not ours to move."""
     from confluent_kafka import ElectionType, KafkaException, TopicPartition
 
     t0 = time.monotonic()
     ctx = nem.ctx
-    if wait_until(nem, preferred_leaders, timeout_s, "preferred-leaders (auto rebalance)"):
+    auto = timeout_s if auto_s is None else auto_s
+    if wait_until(nem, preferred_leaders, auto, "preferred-leaders (auto rebalance)"):
         how = "auto.leader.rebalance"
     else:
         try:
             parts = [TopicPartition(ctx.topic, p.partition)
                      for p in ctx.cluster.describe(ctx.topic)]
-            done = ctx.cluster.admin(timeout_ms=10_000).elect_leaders(
-                ElectionType.PREFERRED, parts, request_timeout=60).result(timeout=60)
+            # (no timeout arguments: confluent-kafka 2.16.1 raises SystemError on either;
+            # the request times out after the admin client's socket.timeout.ms)
+            admin = ctx.cluster.admin(timeout_ms=30_000)  # kept: a freed one fails its call
+            done = admin.elect_leaders(ElectionType.PREFERRED, parts).result(timeout=60)
             errors = sorted(f"{tp.partition}: {e}" for tp, e in done.items() if e is not None)
             how = (f"preferred election of {ctx.topic}'s {len(parts)} partitions"
                    + (f" ({'; '.join(errors)[:200]})" if errors else ""))

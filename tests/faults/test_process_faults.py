@@ -115,7 +115,7 @@ def test_a_preferred_election_moves_the_run_topics_leaders_back(cluster, ctx):
         kill.start(ctx)
         kill.stop(ctx)
         until(30, lambda: old in cluster.describe(ctx.topic)[0].isr, "did not rejoin")
-    assert restore_preferred_leaders(Nemesis(ctx), timeout_s=0)
+    assert restore_preferred_leaders(Nemesis(ctx), timeout_s=30, auto_s=0)
     (ev,) = [e for e in events(ctx) if e["kind"] == "preferred-leaders"]
     n = len(cluster.describe(ctx.topic))
     assert ev["detail"]["how"].startswith(f"preferred election of {ctx.topic}'s {n} partitions")
