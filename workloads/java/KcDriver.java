@@ -125,6 +125,25 @@ public final class KcDriver {
         }
     }
 
+    private static final ThreadLocal<StringBuilder> HOT =
+            ThreadLocal.withInitial(() -> new StringBuilder(64));
+
+    /** A ``sent`` or ``ack`` line (two a record, one of them on the client's I/O thread):
+     * built without boxing or a joiner, so the callback holds the client's thread briefly. */
+    private void hot(String kind, long a, long b, long c) {
+        StringBuilder sb = HOT.get();
+        sb.setLength(0);
+        sb.append(kind).append('\t').append(a).append('\t').append(b).append('\t').append(c)
+                .append('\n');
+        synchronized (out) {
+            try {
+                out.append(sb);
+            } catch (IOException e) {
+                stop = true; // the recorder is gone: nobody records what we do
+            }
+        }
+    }
+
     private void flushOut() {
         synchronized (out) {
             try {
@@ -220,13 +239,13 @@ public final class KcDriver {
         }
         final long s = seq++;
         int part = parts.get((int) (s % parts.size()));
-        line("sent", s, part, nowNs());
+        hot("sent", s, part, nowNs());
         sending = Thread.currentThread();
         try {
             client.send(new ProducerRecord<>(topic, part, null, encode(producer, s, size)),
                     (md, e) -> {
                         if (e == null) {
-                            line("ack", s, md.hasOffset() ? md.offset() : -1, nowNs());
+                            hot("ack", s, md.hasOffset() ? md.offset() : -1, nowNs());
                         } else if (Thread.currentThread() == sending) {
                             line("refused", s, nowNs(), errorName(e));
                         } else {
