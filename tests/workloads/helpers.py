@@ -157,3 +157,27 @@ def round_trip(driver: ForeignDriver, boot: str, topic: str, run_dir: Path) -> N
     assigned = [e["detail"]["partitions"] for e in events if e["kind"] == "rebalance"
                 and e["detail"]["reader"] == "c1" and e["detail"]["what"] == "assigned"]
     assert any(set(p) == {f"{topic}:{q}" for q in range(3)} for p in assigned), events
+
+
+def one_consumer_reads_all(driver: ForeignDriver, boot: str, topic: str, run_dir: Path,
+                           ccfg: Any, mode: str, rate: float,
+                           duration_s: float) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """One consumer c0 of ``mode`` and one producer at ``rate`` for ``duration_s``, on 3
+    partitions: more than 500 acknowledged, every one read by c0, and c0's driver ended by
+    itself with exit code 0 and no bad line. Returns c0's stats and the run's events."""
+    from tests.workloads.conftest import read_table
+    from workloads.config import ConsumerSpec, ProducerConfig
+
+    consumers = driver.start_consumers(run_dir, boot, topic, 3, ccfg, [ConsumerSpec("c0", mode)])
+    producers = driver.start_producers(run_dir, boot, topic, 3,
+                                       ProducerConfig(rate=rate, duration_s=duration_s), 1)
+    wait_finished(producers, timeout_s=90)
+    producers.stop()
+    acked = acked_identities(rows(read_table(run_dir, "writes")))
+    assert len(acked) > 500
+    wait_read(run_dir, {"c0": set(acked)})
+    st = consumers.stop()["c0"]
+    assert st["driver_exitcode"] == 0 and st["driver_ended"] and st["bad_lines"] == 0, st
+    events = [json.loads(x) for x in
+              (run_dir / "history" / "events.jsonl").read_text().splitlines()]
+    return st, events

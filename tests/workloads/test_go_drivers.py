@@ -36,9 +36,8 @@ from runner.clients import INFO_FILE, ClientVenvError
 from runner.go_client import GoClient, ensure_go, go_dir
 from tests.support import clients as support
 from tests.support.clients import version
-from tests.workloads.conftest import read_table
-from tests.workloads.helpers import acked_identities, round_trip, rows, wait_finished, wait_read
-from workloads.config import ConsumerConfig, ConsumerSpec, ProducerConfig
+from tests.workloads.helpers import one_consumer_reads_all, round_trip
+from workloads.config import ConsumerConfig
 from workloads.drivers import ForeignDriver
 from workloads.record import decode, encode
 
@@ -72,21 +71,9 @@ def test_go_clients_write_and_read_a_real_cluster(go_client, cluster, topic, tmp
 def test_franz_go_reads_in_a_kip848_group(cluster, topic, tmp_path):  # type: ignore[no-untyped-def]
     franz = ensure_go(FRANZ_GO, GO_CLIENTS[FRANZ_GO], say=print)
     driver = ForeignDriver(ClientSpec(FRANZ_GO, franz.version), tuple(franz.command()))
-    boot = cluster.bootstrap_servers
     ccfg = ConsumerConfig(group_id=f"kc-848-{uuid.uuid4().hex[:6]}", group_protocol="consumer")
-    consumers = driver.start_consumers(tmp_path, boot, topic, 3, ccfg,
-                                       [ConsumerSpec("c0", "subscribe")])
-    producers = driver.start_producers(tmp_path, boot, topic, 3,
-                                       ProducerConfig(rate=200, duration_s=3), 1)
-    wait_finished(producers, timeout_s=90)
-    producers.stop()
-    acked = acked_identities(rows(read_table(tmp_path, "writes")))
-    assert len(acked) > 500
-    wait_read(tmp_path, {"c0": set(acked)})
-    cstats = consumers.stop()
-    assert cstats["c0"]["driver_exitcode"] == 0 and cstats["c0"]["driver_ended"], cstats
-    events = [json.loads(x) for x in
-              (tmp_path / "history" / "events.jsonl").read_text().splitlines()]
+    _, events = one_consumer_reads_all(driver, cluster.bootstrap_servers, topic, tmp_path, ccfg,
+                                       "subscribe", rate=200, duration_s=3)
     assert any(e["kind"] == "rebalance" and e["detail"]["what"] == "assigned"
                and set(e["detail"]["partitions"]) == {f"{topic}:{q}" for q in range(3)}
                for e in events), events

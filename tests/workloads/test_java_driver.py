@@ -165,24 +165,12 @@ def test_java_restart_consumer_resumes_where_it_committed(java, cluster, topic, 
     record read (a resumption past the committed offset would skip some)."""
     import uuid
 
-    from tests.workloads.helpers import acked_identities, wait_read
+    from tests.workloads.helpers import one_consumer_reads_all
 
     driver = ForeignDriver(ClientSpec(JAVA, java.version), tuple(java.command()))
-    boot = cluster.bootstrap_servers
     ccfg = ConsumerConfig(group_id=f"kc-java-{uuid.uuid4().hex[:6]}", restart_interval_s=1.0,
                           restart_pause_s=0.5)
-    consumers = driver.start_consumers(tmp_path, boot, topic, 3, ccfg,
-                                       [ConsumerSpec("c0", "restart")])
-    producers = driver.start_producers(tmp_path, boot, topic, 3,
-                                       ProducerConfig(rate=100, duration_s=8), 1)
-    wait_finished(producers, timeout_s=90)
-    producers.stop()
-    acked = acked_identities(rows(read_table(tmp_path, "writes")))
-    assert len(acked) > 500
-    wait_read(tmp_path, {"c0": set(acked)})
-    stats = consumers.stop()
-    assert stats["c0"]["bad_lines"] == 0 and stats["c0"]["driver_exitcode"] == 0, stats
-    events = [json.loads(x) for x in
-              (tmp_path / "history" / "events.jsonl").read_text().splitlines()]
+    _, events = one_consumer_reads_all(driver, cluster.bootstrap_servers, topic, tmp_path, ccfg,
+                                       "restart", rate=100, duration_s=8)
     restarts = [e for e in events if e["kind"] == "rebalance" and e["detail"]["what"] == "restart"]
     assert len(restarts) >= 2, events
