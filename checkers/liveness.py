@@ -132,6 +132,7 @@ def _tag_stuck_clients(out: Judged, writes: DataFrame, reads: DataFrame, events:
     and by the window's end: a metadata update left one of its partitions without a
     leader, and nothing after that was acknowledged."""
     since: dict[str, int] = {}
+    read: dict[str, int] = {}
     if cut_end is not None:
         since = _counts(writes.where((F.col("outcome") == "ok")
                                      & F.col("complete_ns").between(cut_end, hi)), "producer")

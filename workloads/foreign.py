@@ -8,10 +8,10 @@ history: writes.parquet rows through the librdkafka producer's recorders (column
 transactions, rows waiting for their outcome inside; the hot lines are parsed a chunk at a
 time, workloads/driver_lines.py), reads.parquet rows through the same ReadRecorder,
 rebalance events, and the call-watch slot (calls and progress). It stops the driver by
-closing its stdin (when the run's stop flag is set or SIGTERM arrives), waits for it,
-kills it past a deadline, and
-resolves every attempt left without an outcome as ``info``: a killed driver, or a killed
-recorder (the driver sees its stdin end and stops), leaves a checkable partial history.
+closing its stdin (when the run's stop flag is set or SIGTERM arrives), waits for it, kills
+it past a deadline, and resolves every attempt left without an outcome as ``info``: a
+killed driver, or a killed recorder (the driver sees its stdin end and stops), leaves a
+checkable partial history.
 """
 
 from __future__ import annotations
