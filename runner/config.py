@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import math
 import re
+import shutil
 from dataclasses import dataclass, field, fields
+from pathlib import Path
 from typing import Any
 
 from compose.config import ClusterConfig, ConfigError
@@ -35,6 +37,8 @@ TOPIC = "chaos"
 #: host:port pairs, comma-separated (IPv6 hosts in brackets).
 BOOTSTRAP = re.compile(r"^(\[[0-9a-fA-F:]+\]|[\w.-]+):\d+(,(\[[0-9a-fA-F:]+\]|[\w.-]+):\d+)*$")
 #: What faults can do to nodes reached over SSH (no container engine, no cgroups of ours).
+#: Free space a run needs under ``out`` (its history, the brokers' logs and data it copies).
+MIN_FREE_MIB = 1024
 #: The four tables of Kafka properties (Kafka's own names) that extend the typed fields.
 KAFKA_TABLES = ("broker_config", "topic_config", "producer_config", "consumer_config")
 #: A confluent-kafka release string (also refuses paths and pip options).
@@ -155,6 +159,10 @@ class RunConfig:
             return RunConfigError(msg)
 
         self._validate_types()
+        free = free_mib(self.out)
+        if free is not None and free < MIN_FREE_MIB:
+            raise RunConfigError(f"only {free} MiB free under {self.out} (a run needs "
+                                 f"{MIN_FREE_MIB} MiB for its history and logs)")
         if self.bootstrap_servers is not None or self.nodes is not None:
             self._validate_existing()
         else:
@@ -290,6 +298,18 @@ class RunConfig:
         data = {f.name: getattr(self, f.name) for f in fields(self)}
         data.update(changes)
         return RunConfig(**data)
+
+
+def free_mib(out: str) -> int | None:
+    """MiB free on the file system ``out`` is (or will be) on: that of its nearest existing
+    folder; None when none can be read."""
+    p = Path(out).absolute()
+    while not p.exists() and p != p.parent:
+        p = p.parent
+    try:
+        return int(shutil.disk_usage(p).free // 2**20)
+    except OSError:
+        return None
 
 
 #: Every RunConfig field, in the order declared: the one list of run options that the command

@@ -196,18 +196,21 @@ class ColumnRecorder(RecorderCounts):
         return len(self.res_seq) + len(self.other)
 
     def maybe_flush(self) -> None:
-        """Writes a part file when a chunk is full or the flush interval has passed."""
+        """Writes a part file when a chunk is full or the flush interval has passed (and a
+        part kept from a write the full disk refused, once the interval has passed)."""
         n = self.buffered
-        if n and (n >= self.chunk_rows or self.writer.flush_due()):
+        if (n and n >= self.chunk_rows) or ((n or self.writer.buffered)
+                                            and self.writer.flush_due()):
             self.flush()
 
     def flush(self) -> None:
         table = self.take()
-        if table is not None:
+        if table is not None or self.writer.buffered:
             self.writer.write_table(table)
 
     def close(self) -> None:
         self.flush()
+        self.writer.close()  # raises HistoryNotWritten if the disk stayed full
 
     def take(self) -> pa.Table | None:
         """The resolutions so far as a writes table (None if there are none); forgets them
