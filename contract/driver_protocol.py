@@ -36,7 +36,10 @@ SPEC_KEYS: dict[str, tuple[str, ...]] = {
                  "close_timeout_s",
                  # a transactional producer (config.transactional.id set): records per
                  # transaction, the share aborted (drawn from a generator seeded by seed)
-                 "records_per_txn", "abort_share", "seed"),
+                 "records_per_txn", "abort_share", "seed",
+                 # optional, benchmarks only (the Go drivers): 1 writes no sent/ack lines
+                 # but one ``bench`` line before ``end``: the client's own bare loop
+                 "bare"),
     # restart mode (a member alone in its group, the spec's group.id): once caught up (a
     # poll returned nothing, or no partition lags) and restart_interval_s has passed,
     # close (committing; a ``rebalance restart`` line first), after restart_pause_s join
@@ -83,6 +86,8 @@ LINES: dict[str, tuple[str, ...]] = {
     # (-1: none) / the call in progress ends
     "call": ("call", "timeout_ms"),
     "done": (),
+    # a bare producer (spec bare=1): acknowledgements, the first send, the last ack
+    "bench": ("acked", "first_ns", "last_ack_ns"),
     # the driver is finished: nothing follows
     "end": (),
 }

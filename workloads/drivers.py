@@ -120,19 +120,24 @@ class ForeignDriver:
         cfg.validate()
         self._refuse(cfg.transactional, cfg.partitioner)
         group = new_group(lambda s: f"p{s['producer']}", stop_event)
-        parts = list(cfg.partitions) if cfg.partitions is not None else list(range(partitions))
         for i in range(first_id, first_id + count):
-            values = {"role": "producer", "name": f"p{i}", "bootstrap": bootstrap,
-                      "topic": topic, "partitions": parts, "producer": i, "rate": cfg.rate,
-                      "duration_s": cfg.duration_s, "max_records": cfg.max_records,
-                      "record_size": cfg.record_size, "close_timeout_s": cfg.flush_timeout_s,
-                      "records_per_txn": cfg.records_per_txn, "abort_share": cfg.abort_share,
-                      "seed": cfg.seed}
-            spec = DriverSpec(list(self.command), self.spec.kind, values,
-                              self._names(cfg.kafka_config(i)), cfg.flush_timeout_s,
-                              cfg.history_chunk_rows, cfg.history_flush_interval_s)
+            spec = self.producer_spec(bootstrap, topic, partitions, cfg, i)
             spawn(group, f"p{i}", f"kc-producer-{i}", driver_main, Path(run_dir), spec)
         return group
+
+    def producer_spec(self, bootstrap: str, topic: str, partitions: int, cfg: ProducerConfig,
+                      i: int) -> DriverSpec:
+        """What producer ``i``'s driver is told (contract.driver_protocol.SPEC_KEYS)."""
+        parts = list(cfg.partitions) if cfg.partitions is not None else list(range(partitions))
+        values = {"role": "producer", "name": f"p{i}", "bootstrap": bootstrap,
+                  "topic": topic, "partitions": parts, "producer": i, "rate": cfg.rate,
+                  "duration_s": cfg.duration_s, "max_records": cfg.max_records,
+                  "record_size": cfg.record_size, "close_timeout_s": cfg.flush_timeout_s,
+                  "records_per_txn": cfg.records_per_txn, "abort_share": cfg.abort_share,
+                  "seed": cfg.seed}
+        return DriverSpec(list(self.command), self.spec.kind, values,
+                          self._names(cfg.kafka_config(i)), cfg.flush_timeout_s,
+                          cfg.history_chunk_rows, cfg.history_flush_interval_s)
 
     def start_consumers(self, run_dir: Path, bootstrap: str, topic: str, partitions: int,
                         cfg: ConsumerConfig, specs: list[ConsumerSpec],

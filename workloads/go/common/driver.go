@@ -203,6 +203,10 @@ var (
 	stopped  = make(chan struct{})
 	// polls is the consumer's poll number, read by the clients' rebalance callbacks.
 	polls atomic.Int64
+	// bare (the spec's bare=1, benchmarks only): no sent or ack lines, the acknowledgements
+	// counted instead and given in one bench line before end
+	bare                           bool
+	bareAcked, bareFirst, bareLast atomic.Int64
 )
 
 func stop() { stopOnce.Do(func() { close(stopped) }) }
@@ -221,6 +225,16 @@ func nowNs() int64 { return time.Now().UnixNano() }
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 
 func (o *output) line(fields ...any) {
+	if bare && len(fields) > 0 && (fields[0] == "sent" || fields[0] == "ack") {
+		now := nowNs()
+		if fields[0] == "sent" {
+			bareFirst.CompareAndSwap(0, now)
+		} else {
+			bareAcked.Add(1)
+			bareLast.Store(now)
+		}
+		return
+	}
 	var b strings.Builder
 	for i, f := range fields {
 		if i > 0 {
@@ -363,6 +377,7 @@ func produce(s *spec) int {
 	if len(parts) == 0 {
 		fatal("spec: no partitions")
 	}
+	bare = s.values["bare"] == "1"
 	startHelpers()
 	out.line("hello", clientName, clientVersion())
 	client := newProducer(s)
@@ -392,6 +407,9 @@ func produce(s *spec) int {
 	out.line("call", "close", closeTimeout.Milliseconds())
 	client.close(closeTimeout)
 	out.line("done")
+	if bare {
+		out.line("bench", bareAcked.Load(), bareFirst.Load(), bareLast.Load())
+	}
 	out.end()
 	return 0
 }
