@@ -60,9 +60,14 @@ def go_bare_run(cluster: KafkaCluster, client: str, topic: str, cfg: ProducerCon
     with tempfile.TemporaryDirectory(prefix="kc-bench-") as tmp:
         path = Path(tmp) / "p0.spec"
         path.write_text(render_spec({**spec.values, "bare": 1}, spec.config))
-        proc = subprocess.run([*spec.command, str(path)], input=b"", capture_output=True,
-                              timeout=600)
-    _, fields = next(x for line in reversed(proc.stdout.decode().splitlines())
+        # stdin stays open while it runs: its end is the driver's stop signal
+        proc = subprocess.Popen([*spec.command, str(path)], stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        assert proc.stdin is not None and proc.stdout is not None
+        text = proc.stdout.read().decode()  # until it ends, after max_records
+        proc.stdin.close()
+        proc.wait(60)
+    _, fields = next(x for line in reversed(text.splitlines())
                         if (x := split_line(line)) is not None and x[0] == "bench")
     acked, first, last = (int(f) for f in fields)
     return Result(f"{client}, bare", acked, (last - first) / 1e9)
