@@ -283,8 +283,11 @@ CONTROLLER_PARTITION = Scenario(
         "min.insync.replicas=2 and no unclean election none of this may lose, duplicate or "
         "reorder an acknowledged write. The moved leader can make librdkafka's idempotent "
         "producer bump its epoch and resend a batch the log holds (open client bug "
-        "librdkafka#4953; a CI run on 2026-11-27 had 2): accepted, each such record counted "
-        "and named; any other duplicate fails the run."
+        "librdkafka#4953): accepted, each such record counted and named; any other "
+        "duplicate fails the run. A metadata update naming leader -1 for the fenced "
+        "leader's partitions can leave librdkafka's producer without a broker for them for "
+        "good (open client bug librdkafka#5430): a producer that logged so and then got no "
+        "acknowledgement after the heal is named stuck and accepted."
     ),
     config={"acks": "all", "replication_factor": 3, "min_insync": 2, "unclean": False,
             "idempotence": True, "controllers": 3, "duration": 90.0, "rate": 150.0,
