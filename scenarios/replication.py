@@ -185,7 +185,7 @@ UNCLEAN_ELECTION = Scenario(
             "unclean": True, "duration": 60.0, "accept_known": list(LEADER_MOVE_CLIENT_BUGS),
             "broker_config": {"unclean.leader.election.interval.ms": "1000"}},
     script=_unclean_script,
-    script_faults=("kill",),
+    script_faults=("partition", "kill"),  # the lone leader's cut, then its kill
     # The script ends ~20 s in (the election seen, the old leader restarting); 10 s more
     # show the stale leader serving. The 60 s leave room for a second attempt at the
     # situation when the first was missed.
