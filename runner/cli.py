@@ -23,7 +23,7 @@ from contract.settings import (
     spark_master_problem,
 )
 from runner.bug_runs import run_bug, run_once
-from runner.config import KAFKA_TABLES, RUN_FIELDS, RunConfigError
+from runner.config import KAFKA_TABLES, RUN_FIELDS, RunConfigError, space_refusal
 
 EXAMPLES = {
     "run": """examples:
@@ -321,7 +321,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             (side, scenario.run_config(**{**overrides, **pin})) for side, pin in bug[1]]
         for _side, cfg in runs:
             cfg.validate()
-            if (why := scenario.refusal(cfg)) is not None:
+            if (why := scenario.refusal(cfg) or space_refusal(cfg)) is not None:
                 raise RunConfigError(why)
             # before the cluster: a release pip or Maven cannot fetch is bad input
             from runner.clients import ensure_driver

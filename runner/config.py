@@ -159,10 +159,6 @@ class RunConfig:
             return RunConfigError(msg)
 
         self._validate_types()
-        free = free_mib(self.out)
-        if free is not None and free < MIN_FREE_MIB:
-            raise RunConfigError(f"only {free} MiB free under {self.out} (a run needs "
-                                 f"{MIN_FREE_MIB} MiB for its history and logs)")
         if self.bootstrap_servers is not None or self.nodes is not None:
             self._validate_existing()
         else:
@@ -298,6 +294,17 @@ class RunConfig:
         data = {f.name: getattr(self, f.name) for f in fields(self)}
         data.update(changes)
         return RunConfig(**data)
+
+
+def space_refusal(cfg: RunConfig) -> str | None:
+    """Why a run of ``cfg`` cannot start for want of disk under ``out`` (one line), or None.
+    Checked where a run starts, not in :meth:`RunConfig.validate` (which listing scenarios
+    calls too)."""
+    free = free_mib(cfg.out)
+    if free is not None and free < MIN_FREE_MIB:
+        return (f"only {free} MiB free under {cfg.out} (a run needs {MIN_FREE_MIB} MiB for "
+                "its history and logs)")
+    return None
 
 
 def free_mib(out: str) -> int | None:

@@ -42,8 +42,10 @@ class SignatureWatch(logging.Handler):
         except Exception:  # noqa: BLE001 - a malformed record is not evidence
             return
         for bug, text in LOG_SIGNATURES.items():
+            if text not in line:
+                continue
             now = time.monotonic()
-            if text in line and now - self._last.get(bug, -2.0) >= 1.0:
+            if now - self._last.get(bug, -2.0) >= 1.0:
                 self._last[bug] = now
                 self.events.emit(CLIENT_LOG, INSTANT, [], {
                     "client": self.client, "bug": bug, "line": line[:300]})

@@ -134,9 +134,10 @@ class ColumnRecorder(RecorderCounts):
         """Record ``seq``'s outcome as a driver reported it (the row recorder's call):
         ``partition`` is always the one invoked here, so it is ignored."""
         if outcome == OK:
-            o = np.array([NONE if offset is None else offset], dtype=np.int64)
-            self.acked_many(np.array([seq], dtype=np.int64), o,
-                            np.array([complete_ns], dtype=np.int64))
+            if seq >= self.sealed:  # else already resolved as unknown: late
+                self.res_seq.append(seq)
+                self.res_ns.append(complete_ns)
+                self.res_off.append(NONE if offset is None else offset)
         else:
             self._resolve(seq, complete_ns, outcome, error)
 
