@@ -243,7 +243,29 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--image", help="Kafka image of every cell, e.g. apache/kafka:4.1.1")
     ap.add_argument("--seed", type=int, help="seed of every cell")
     ap.add_argument("--list", action="store_true", help="print the cells and exit")
+    ap.add_argument("--explore-budget", metavar="T",
+                    help="after the matrix, explore for this long (kafka-chaos explore: 90s, "
+                    "30m, 2h; default 1h with --full, none otherwise); the matrix page lists "
+                    "its findings")
     return ap
+
+
+def _explore(args: argparse.Namespace) -> str | None:
+    """The nightly explore (after the matrix): its one-line summary, or None when off."""
+    budget = args.explore_budget or ("1h" if args.full else None)
+    if not budget:
+        return None
+    from datetime import UTC, datetime
+
+    from compose.image import DEFAULT_KAFKA_VERSION
+    from runner.explore.commands import budget_seconds
+    from runner.explore.search import explore
+    from runner.explore.space import Space
+
+    folder = args.out / "explore" / datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    space = Space((args.kafka_version or DEFAULT_KAFKA_VERSION,))
+    done = explore(folder, args.seed or 0, budget_seconds(budget), space)
+    return f"explore: {done.runs} run(s), {done.findings} finding(s) ({folder})"
 
 
 def main(argv: list[str] | None = None, runner: Runner = _orchestrator) -> int:
@@ -260,6 +282,7 @@ def main(argv: list[str] | None = None, runner: Runner = _orchestrator) -> int:
                                 ("seed", args.seed)) if v is not None}
     t0 = time.monotonic()
     outcomes = run_cells(todo, args.out, common, runner)
+    explored = _explore(args)
     seconds = time.monotonic() - t0
     args.out.mkdir(parents=True, exist_ok=True)
     junit_path = args.junit or args.out / "junit.xml"
@@ -277,6 +300,8 @@ def main(argv: list[str] | None = None, runner: Runner = _orchestrator) -> int:
               + (o.result.summary_line() if o.result else (o.error or "")))
         for m in o.misses:
             print(f"          {m}")
+    if explored:
+        print(explored)
     print(f"matrix report: {index}\njunit: {junit_path}")
     return matrix_exit_code(outcomes)
 

@@ -138,10 +138,10 @@ def build_example(kind: str, row: dict[str, Any], attributor: Attributor,
             seen, key=lambda t: (t[0] is None, t[0] or 0, t[1] or 0))]
     if kind == "vanished":
         e["read_offset"] = row.get("read_offset")
-    if kind in ("lost", "unseen", "vanished", "duplicate", "reorder"):
+    if kind in ("lost", "unseen", "vanished", "duplicate", "reorder", "offset-mismatch"):
         e["excused"] = bool(row.get("excused"))
-    if kind in ("lost", "vanished", "reused-offset", "duplicate", "reorder") \
-            and row.get("excused"):
+    if kind in ("lost", "vanished", "reused-offset", "duplicate", "reorder",
+                "offset-mismatch") and row.get("excused"):
         e["excuse"] = row.get("excuse")
     if SUBJECTS.get(kind) != STEP:
         e["read_offsets"] = sorted({r["offset"] for r in reads})

@@ -97,6 +97,17 @@ def reorder_rule(s: Settings) -> Rule:
                 "per-partition order across retries, whatever client errors happened")
 
 
+def offset_mismatch_rule(s: Settings) -> Rule:
+    """``offset-mismatch`` (read, never at the offset its acknowledgement gave): with acks=0
+    the broker sends no response, so no offset was acknowledged — what the client reports is
+    its own guess (Java: -1; librdkafka reported small offsets counting from 0, the records'
+    places in their batch, for some acks=0 writes after a leader change)."""
+    if s.acks == "0":
+        return Rule(True, "allowed: acks=0 — the broker sends no response, so the offset the "
+                    "client reports for a write acknowledges nothing")
+    return Rule(False, NEVER["offset-mismatch"])
+
+
 POLL_RULE = Rule(False, "forbidden: a consumer reads a partition in order; only a step of a "
                  "subscribe-mode reader across a recorded rebalance of that reader that moved "
                  "the partition is excused (it may resume from the group's committed offset; "
@@ -136,17 +147,18 @@ def rules(s: Settings) -> dict[str, Rule]:
         "reused-offset": reused_rule(s),
         "duplicate": duplicate_rule(s),
         "reorder": reorder_rule(s),
+        "offset-mismatch": offset_mismatch_rule(s),
         "poll-skip": POLL_RULE,
         "nonmonotonic-poll": POLL_RULE,
     }
     for kind, why in NEVER.items():
-        out[kind] = Rule(kind == "unseen", why)
+        out.setdefault(kind, Rule(kind == "unseen", why))
     assert set(out) == set(ANOMALY_KINDS)
     return out
 
 
 #: The kinds whose rule depends on the producer's own settings (acks, idempotence).
-PRODUCER_KINDS = ("lost", "duplicate", "reorder")
+PRODUCER_KINDS = ("lost", "duplicate", "reorder", "offset-mismatch")
 
 
 def producer_allowances(s: Settings) -> dict[str, list[int]]:
@@ -206,6 +218,8 @@ EXCUSES: dict[str, str] = {
     "allow it",
     "reorder": "was written by a producer whose own settings (enable.idempotence=false) "
     "allow it",
+    "offset-mismatch": "was written by a producer with acks=0, whose writes get no offset "
+    "from the broker",
     "vanished": "was proven lost to a power loss: every replica in its partition's ISR from "
     "its first read until the crash lost power, and it lay at or above each one's recovery "
     "point",

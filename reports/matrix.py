@@ -20,6 +20,7 @@ from typing import Any
 from contract.results import shape_problem
 
 from .datasets import load_json
+from .findings import build_findings
 from .page import render_template, write_atomic
 from .run_report import ReportError, render_run
 from .summary import settings
@@ -164,6 +165,7 @@ def build_matrix(folder: Path, render_missing: bool = True) -> dict[str, Any]:
         "scenarios": scenarios,
         "cells": cells,
         "totals": totals,
+        "explore": build_findings(folder),
         "generated_at": datetime.now(tz=UTC).strftime("%Y-%m-%d %H:%M:%S UTC"),
     }
 

@@ -17,6 +17,7 @@ class Ran:
     results: dict[str, Any] | None
     interrupted: bool
     exit_code: int
+    run_dir: Path | None = None
 
 
 def run_once(cfg: Any, scenario: Any) -> Ran:
@@ -27,7 +28,8 @@ def run_once(cfg: Any, scenario: Any) -> Ran:
 
     outcome = run(cfg, scenario, progress=Progress())
     print_verdict(outcome)
-    return Ran(outcome.results, outcome.interrupted, exit_code_of_results(outcome.results))
+    return Ran(outcome.results, outcome.interrupted, exit_code_of_results(outcome.results),
+               outcome.run_dir)
 
 
 def run_bug(entry: Any, runs: list[tuple[Any, Any]], scenario: Any, repeat: int | None,

@@ -185,6 +185,10 @@ def build_parser() -> argparse.ArgumentParser:
                         "cluster's nodes", formatter_class=fmt)
     sw.add_argument("--nodes", metavar="nodes.toml", type=Path, required=True)
 
+    from runner.explore.commands import add_commands
+
+    add_commands(sub, _Parser, fmt)
+
     sub.add_parser("bugs", help="list the known-bug catalogue", epilog=EXAMPLES["bugs"],
                    formatter_class=fmt)
 
@@ -512,6 +516,10 @@ def main(argv: list[str] | None = None) -> int:
         return cmd_bugs(args)
     if args.command == "sweep":
         return cmd_sweep(args)
+    if args.command in ("explore", "replay", "shrink"):
+        from runner.explore import commands
+
+        return int(getattr(commands, f"cmd_{args.command}")(args))
     if args.cluster_command == "compose-file":
         return cmd_compose_file(args)
     return cmd_cluster_up(args)

@@ -104,7 +104,9 @@ def make_condition(name: str, params: dict[str, Any]) -> Condition:
 
 @dataclass
 class Step:
-    """One validated step. ``action`` is start / stop / wait / wait-until."""
+    """One validated step. ``action`` is start / stop / wait / wait-until / at (``seconds``
+    after the steps began: a schedule replayed as it happened keeps its times however long
+    each start and stop took)."""
 
     action: str
     fault: str = ""
@@ -122,6 +124,8 @@ class Step:
             return f"stop {self.ref}"
         if self.action == "wait":
             return f"wait {self.seconds:g}s"
+        if self.action == "at":
+            return f"at {self.seconds:g}s"
         return f"wait until {self.condition} {self.params} (<= {self.timeout:g}s)"
 
 
@@ -130,6 +134,7 @@ def run_steps(nemesis: Any, steps: list[Step]) -> None:
     unbound (a later ``stop`` of it does nothing); everything left active is healed by the
     orchestrator after the workload."""
     started: dict[str, Fault] = {}
+    t0 = time.monotonic()
     for i, step in enumerate(steps):
         if nemesis.stop.is_set():
             return
@@ -147,6 +152,8 @@ def run_steps(nemesis: Any, steps: list[Step]) -> None:
                 nemesis.end_fault(fault)
         elif step.action == "wait":
             nemesis.wait(step.seconds)
+        elif step.action == "at":
+            nemesis.wait(t0 + step.seconds - time.monotonic())
         elif step.action == "wait-until":
             wait_until(nemesis, make_condition(step.condition, step.params), step.timeout,
                        f"{step.condition} {step.params}".strip())

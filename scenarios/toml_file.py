@@ -52,6 +52,10 @@ The format (``examples/scenarios.toml`` is a complete example)::
     action = "stop"
     ref = "k1"
 
+    [[scenario.steps]]
+    action = "at"                        # wait until 30 s after the steps began (a
+    seconds = 30                         # schedule replayed as it happened: replay.toml)
+
 A ``[[scenario]]`` named like a built-in scenario and holding nothing but ``config`` changes
 that scenario's settings (the ``*_config`` tables are merged key by key). Anything else that
 is wrong — bad TOML, an unknown key, a value of the wrong type, a step that names a fault
@@ -61,6 +65,7 @@ never started — raises :class:`RunConfigError` with a one-line message.
 from __future__ import annotations
 
 import dataclasses
+import math
 import re
 import tomllib
 import types
@@ -125,6 +130,15 @@ def load_scenarios(path: str | Path, builtins: dict[str, Scenario] | None = None
     except _Bad as e:
         raise RunConfigError(f"{path}: {e}") from None
     return out
+
+
+def scenario_from_table(entry: dict[str, Any]) -> Scenario:
+    """One ``[[scenario]]`` table (a parsed or generated one: replay.toml's) as a new
+    scenario; RunConfigError with one line when it is wrong."""
+    try:
+        return _scenario(entry, {})
+    except _Bad as e:
+        raise RunConfigError(f"scenario {entry.get('name')!r}: {e}") from None
 
 
 # ---------------------------------------------------------------------- one scenario
@@ -289,12 +303,19 @@ def _mechanisms(items: Any) -> list[dict[str, Any]]:
 
 # ---------------------------------------------------------------------- steps
 _STEP_KEYS = {"start": ("action", "fault", "target", "as"), "stop": ("action", "ref"),
-              "wait": ("action", "seconds"), "wait-until": ("action", "condition", "timeout")}
+              "wait": ("action", "seconds"), "at": ("action", "seconds"),
+              "wait-until": ("action", "condition", "timeout")}
 
 
 def _number(v: Any, what: str) -> float:
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or v <= 0:
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v < math.inf:
         raise _Bad(f"{what} must be a number of seconds > 0")
+    return float(v)
+
+
+def _at(v: Any) -> float:
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v <= 86400:
+        raise _Bad("seconds must be a number of seconds after the steps began, 0..86400")
     return float(v)
 
 
@@ -359,6 +380,9 @@ def _step(s: dict[str, Any], active: set[str]) -> Step:
     if action == "wait":
         _only(s, _STEP_KEYS["wait"], "a wait")
         return Step("wait", seconds=_number(s.get("seconds"), "seconds"))
+    if action == "at":
+        _only(s, _STEP_KEYS["at"], "an at")
+        return Step("at", seconds=_at(s.get("seconds")))
     cond = s.get("condition")
     if cond not in CONDITIONS:
         raise _Bad(f"condition must be one of {', '.join(CONDITIONS)}")

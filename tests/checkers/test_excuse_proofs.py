@@ -326,3 +326,32 @@ def test_each_record_is_judged_by_its_own_producers_settings(check) -> None:  # 
         assert next(e for e in a["examples"] if e["producer"] == 1)["excuse"] == \
             "producer-settings"
     assert r["valid"] is False
+
+
+def test_an_acks0_write_has_no_acknowledged_offset_to_mismatch(check) -> None:  # type: ignore[no-untyped-def]
+    """An explore run (acks=0, kills) found 580 offset-mismatch records: librdkafka reported
+    offsets 0, 1, 2, … for acks=0 writes after a leader change, where the broker sends no
+    response at all. The old rule forbade it for every configuration; with acks=0 nothing
+    was acknowledged, and an acks=0 producer beside an acks=all one is excused record by
+    record, the acks=all one's mismatch still forbidden."""
+    h = History()
+    h.run["producer_config"] = {"acks": "0", "enable.idempotence": False}
+    h.write(1, 0, offset=0)
+    h.drain(0, 5, 1, 0)
+    h.drain_end(complete=True)
+    a = check(h)["anomalies"]["offset-mismatch"]
+    assert (a["count"], a["allowed"]) == (1, True) and a["why"].startswith("allowed: acks=0")
+
+    h = History()
+    h.run["producer_config"] = {"acks": "0", "enable.idempotence": False}
+    h.run["producer_configs"] = {"1": {"acks": "0", "enable.idempotence": False},
+                                 "2": {"acks": "all", "enable.idempotence": True}}
+    for producer, partition in ((1, 0), (2, 1)):
+        h.write(producer, 0, partition=partition, offset=0)
+        h.drain(partition, 3, producer, 0)
+    h.drain_end(complete=True)
+    r = check(h)
+    a = r["anomalies"]["offset-mismatch"]
+    assert (a["count"], a["excused"], a["allowed"]) == (2, 1, False)
+    assert {(e["producer"], e["excused"]) for e in a["examples"]} == {(1, True), (2, False)}
+    assert r["valid"] is False
