@@ -11,8 +11,9 @@ EXPLORE_FILE = "explore.json"
 
 class ExploreRun(TypedDict):
     """One draw: its number, its run directory (relative to the explore folder, None when
-    it failed before one was made), the options drawn, the verdict, the violations that
-    made it a finding ({} for none: runner.explore.findings) and how long it took."""
+    it failed before one was made), the options drawn, the verdict (None: not checked, the
+    explore was interrupted during it), the violations that made it a finding ({} for none:
+    runner.explore.findings) and how long it took."""
 
     index: int
     run_dir: str | None

@@ -74,16 +74,17 @@ def explore(folder: Path, seed: int, budget_s: float, space: Space,
             ran = run_once(RunConfig(scenario="explore", out=str(folder), **opts), None)
             seconds = time.monotonic() - t
             estimate = max(estimate, seconds)
-            if ran.interrupted:
-                stopped = "interrupted"
-                break
-            found = violations(ran.results)
+            # an interrupted run is listed unchecked (valid None): its directory is kept
+            found = {} if ran.interrupted else violations(ran.results)
             entry: ExploreRun = {
                 "index": index,
                 "run_dir": str(ran.run_dir.relative_to(folder)) if ran.run_dir else None,
                 "options": opts, "valid": (ran.results or {}).get("valid"),
                 "violations": found, "seconds": round(seconds, 1)}
             doc["runs"].append(entry)
+            if ran.interrupted:
+                stopped = "interrupted"
+                break
             if found and ran.run_dir is not None:
                 findings += 1
                 _save_finding(ran.run_dir)

@@ -8,16 +8,18 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import signal
 import subprocess
 import tomllib
 from pathlib import Path
 from typing import Any
 
 import pytest
+from tenacity import Retrying, retry_if_result, stop_after_delay, wait_fixed
 
 from contract.explore import EXPLORE_FILE
 from runner.explore.space import Space, draw
-from tests.run.cli import CLI
+from tests.run.cli import CLI, start
 
 pytestmark = pytest.mark.cluster
 
@@ -125,3 +127,37 @@ def test_a_seeded_explore_of_two_short_runs(tmp_path: Path) -> None:
     assert report.returncode == 0
     page = (folder / "index.html").read_text()
     assert 'id="findings"' in page and "seed 11 · 2 runs" in page
+
+
+def test_ctrl_c_ends_an_explore_after_healing_and_keeps_what_ran(tmp_path: Path) -> None:
+    proc = start(["explore", "--budget", "1h", "--seed", "3", "--run-duration", "60",
+                  "--fix", "brokers=3", "--fix", "controllers=0", "--fix", "faults=pause",
+                  "--fix", "fault_interval=4", "--out", str(tmp_path)],
+                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+
+    def a_fault_struck() -> bool:
+        return any('"phase": "start"' in line and '"pause"' in line
+                   for p in tmp_path.glob("explore/*/explore/*/history/events.jsonl")
+                   for line in p.read_text().splitlines())
+
+    try:
+        Retrying(stop=stop_after_delay(240), wait=wait_fixed(1),
+                 retry=retry_if_result(lambda ok: not ok))(a_fault_struck)
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=300)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    print(out[-4000:])
+    (folder,) = (tmp_path / "explore").iterdir()
+    doc = json.loads((folder / EXPLORE_FILE).read_text())
+    assert doc["stopped"] == "interrupted"
+    (run,) = doc["runs"]  # listed, not checked
+    assert (run["valid"], run["violations"]) == (None, {})
+    assert "stopped: interrupted" in out
+    (run_dir,) = (folder / "explore").iterdir()
+    events = [json.loads(line) for line in (run_dir / "history" / "events.jsonl").open()]
+    kinds = [(e["kind"], e["phase"]) for e in events]
+    assert ("interrupted", "instant") in kinds
+    # every pause that struck was ended: the heal ran before the cluster was removed
+    assert kinds.count(("pause", "start")) == kinds.count(("pause", "end")) >= 1
