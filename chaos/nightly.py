@@ -257,13 +257,16 @@ def _explore(args: argparse.Namespace) -> str | None:
         return None
     from datetime import UTC, datetime
 
-    from compose.image import DEFAULT_KAFKA_VERSION
+    from compose.image import DEFAULT_KAFKA_VERSION, built_versions
+    from contract.clients import EVERY_CLIENT
     from runner.explore.commands import budget_seconds
     from runner.explore.search import explore
     from runner.explore.space import Space
 
     folder = args.out / "explore" / datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-    space = Space((args.kafka_version or DEFAULT_KAFKA_VERSION,))
+    versions = (args.kafka_version,) if args.kafka_version else (
+        tuple(built_versions()) or (DEFAULT_KAFKA_VERSION,))
+    space = Space(versions, EVERY_CLIENT)
     done = explore(folder, args.seed or 0, budget_seconds(budget), space)
     return f"explore: {done.runs} run(s), {done.findings} finding(s) ({folder})"
 

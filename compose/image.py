@@ -255,6 +255,22 @@ def build_kafka_image(version: str = DEFAULT_KAFKA_VERSION) -> str:
     return tag
 
 
+def built_versions() -> list[str]:
+    """The Kafka versions whose image is built here from the current inputs (newest first);
+    [] when Docker cannot be asked."""
+    import docker
+
+    try:
+        client = docker.from_env()
+        images = client.images.list(filters={"label": LABEL})
+    except docker.errors.DockerException:
+        return []
+    seen = {img.labels.get(f"{LABEL}.kafka-version") for img in images}
+    versions = sorted((v for v in seen if v and SUPPORTED_VERSIONS.match(v)),
+                      key=lambda v: tuple(int(x) for x in v.split(".")), reverse=True)
+    return [v for v in versions if _image_exists(client, image_tag_for(v))]
+
+
 def resolve_image(kafka_version: str | None, image: str | None) -> str:
     """``--image`` wins (e.g. apache/kafka:4.1.1, used as is); else the local build."""
     if image:

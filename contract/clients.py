@@ -29,6 +29,8 @@ SARAMA = "sarama"
 CLIENT_KINDS: tuple[str, ...] = (CONFLUENT_KAFKA, JAVA, FRANZ_GO, SARAMA)
 #: The clients that need a version (their drivers are built against it).
 _NEEDS_VERSION = {JAVA: "java:4.1.1", FRANZ_GO: "franz-go:1.22.3", SARAMA: "sarama:1.61.1"}
+#: Every client the workload drives, each at the version the suite runs (explore draws them).
+EVERY_CLIENT: tuple[str, ...] = (CONFLUENT_KAFKA, *_NEEDS_VERSION.values())
 
 _VERSION = re.compile(r"^\d+\.\d+(\.\d+)?([.-]?(a|b|rc|post|dev)\d+)?$")
 

@@ -9,18 +9,23 @@ from typing import Any, TypedDict
 EXPLORE_FILE = "explore.json"
 
 
-class ExploreRun(TypedDict):
-    """One draw: its number, its run directory (relative to the explore folder, None when
-    it failed before one was made), the options drawn, the verdict (None: not checked, the
-    explore was interrupted during it), the violations that made it a finding ({} for none:
-    runner.explore.findings) and how long it took."""
-
+class _ExploreRunRequired(TypedDict):
     index: int
     run_dir: str | None
     options: dict[str, Any]
     valid: bool | str | None
     violations: dict[str, int]
     seconds: float
+
+
+class ExploreRun(_ExploreRunRequired, total=False):
+    """One draw: its number, its run directory (relative to the explore folder, None when
+    it failed before one was made), the options drawn, the verdict (None: not checked, the
+    explore was interrupted during it), the violations that made it a finding ({} for none:
+    runner.explore.findings) and how long it took; ``unknown_reasons``: why an unknown run
+    could not tell (results.json's)."""
+
+    unknown_reasons: list[str]
 
 
 class Explore(TypedDict):

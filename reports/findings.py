@@ -23,6 +23,7 @@ class FindingRun:
     count: int
     faults: str
     replay: str | None
+    note: str = ""  # an unknown run: why it could not tell
 
 
 @dataclass
@@ -76,7 +77,8 @@ def build_findings(folder: Path) -> dict[str, Any] | None:
             g = groups.setdefault(violation, FindingGroup(violation))
             g.configs.setdefault(_config(opts), []).append(FindingRun(
                 int(r.get("index", 0)), run_dir, int(count),
-                ",".join(opts.get("faults") or []) or "none", replay))
+                ",".join(opts.get("faults") or []) or "none", replay,
+                "; ".join(r.get("unknown_reasons") or []) if violation == "unknown" else ""))
     return {"seed": doc.get("seed"), "runs": len(runs), "started_at": doc.get("started_at"),
             "stopped": doc.get("stopped"),
             "findings": sum(1 for r in runs if isinstance(r, dict) and r.get("violations")),

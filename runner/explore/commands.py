@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from compose.image import DEFAULT_KAFKA_VERSION
-from contract.clients import CONFLUENT_KAFKA, ClientSpecError, parse_client
+from contract.clients import EVERY_CLIENT, ClientSpecError, parse_client
 from runner.config import RUN_FIELDS, RunConfigError
 
 EXAMPLES = {
@@ -75,10 +75,12 @@ def add_commands(sub: Any, parser_class: type, fmt: type) -> None:
     e.add_argument("--run-duration", type=float, default=60.0, metavar="SECONDS",
                    help="each run's workload (default 60)")
     e.add_argument("--kafka-versions", default=None, metavar="V[,V]",
-                   help=f"Kafka versions to draw from (default {DEFAULT_KAFKA_VERSION})")
-    e.add_argument("--clients", default=CONFLUENT_KAFKA, metavar="KIND[:VERSION][,...]",
-                   help="clients to draw from (default confluent-kafka; e.g. "
-                   "java:4.1.1,franz-go:1.22.3,sarama:1.61.1)")
+                   help="Kafka versions to draw from (default: every version whose image "
+                   f"is built here, else {DEFAULT_KAFKA_VERSION})")
+    e.add_argument("--clients", default=",".join(EVERY_CLIENT),
+                   metavar="KIND[:VERSION][,...]",
+                   help=f"clients to draw from (default {','.join(EVERY_CLIENT)}; each "
+                   "built on first use)")
     e.add_argument("--fix", action="append", default=[], metavar="KEY=VALUE",
                    help="a run option not drawn (brokers=3, acks=all, ...)")
     e.add_argument("--out", default="runs", help="runs folder (default runs): the explore "
@@ -114,8 +116,12 @@ def cmd_explore(args: argparse.Namespace) -> int:
         budget = budget_seconds(args.budget)
         if args.runs is not None and args.runs < 1:
             raise RunConfigError(f"--runs must be >= 1, got {args.runs}")
-        versions = tuple(v.strip() for v in (args.kafka_versions or DEFAULT_KAFKA_VERSION)
-                         .split(",") if v.strip())
+        if args.kafka_versions is None:
+            from compose.image import built_versions
+
+            versions = tuple(built_versions()) or (DEFAULT_KAFKA_VERSION,)
+        else:
+            versions = tuple(v.strip() for v in args.kafka_versions.split(",") if v.strip())
         clients = tuple(c.strip() for c in args.clients.split(",") if c.strip())
         for c in clients:
             try:

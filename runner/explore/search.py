@@ -57,6 +57,7 @@ def explore(folder: Path, seed: int, budget_s: float, space: Space,
                     "runs": [], "covered": {}, "stopped": "running"}
     deadline = time.monotonic() + budget_s
     estimate = space.duration + OVERHEAD_S
+    recent: list[float] = []  # the last runs' lengths: the next one's estimate
     stopped = "the time budget is spent"
     findings = 0
     index = 0
@@ -73,7 +74,8 @@ def explore(folder: Path, seed: int, budget_s: float, space: Space,
             t = time.monotonic()
             ran = run_once(RunConfig(scenario="explore", out=str(folder), **opts), None)
             seconds = time.monotonic() - t
-            estimate = max(estimate, seconds)
+            recent = [*recent[-2:], seconds]
+            estimate = max(recent)  # a first run that built its client counts only a while
             # an interrupted run is listed unchecked (valid None): its directory is kept
             found = {} if ran.interrupted else violations(ran.results)
             entry: ExploreRun = {
@@ -81,6 +83,8 @@ def explore(folder: Path, seed: int, budget_s: float, space: Space,
                 "run_dir": str(ran.run_dir.relative_to(folder)) if ran.run_dir else None,
                 "options": opts, "valid": (ran.results or {}).get("valid"),
                 "violations": found, "seconds": round(seconds, 1)}
+            if (ran.results or {}).get("unknown_reasons"):
+                entry["unknown_reasons"] = list(ran.results["unknown_reasons"])  # type: ignore[index]
             doc["runs"].append(entry)
             if ran.interrupted:
                 stopped = "interrupted"

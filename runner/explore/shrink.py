@@ -127,10 +127,11 @@ class Budget:
     started: float = dataclasses.field(default_factory=time.monotonic)
     used_runs: int = 0
 
-    def spent(self) -> str | None:
+    def spent(self, k: int = 1) -> str | None:
+        """Why no further step can be tried (one needs ``k`` runs at least), or None."""
         if time.monotonic() - self.started >= self.seconds:
             return f"the time budget ({self.seconds:.0f}s) is spent"
-        if self.runs is not None and self.used_runs >= self.runs:
+        if self.runs is not None and self.runs - self.used_runs < k:
             return f"the run budget ({self.runs} runs) is spent"
         return None
 
@@ -184,7 +185,7 @@ def shrink(run_dir: Path, out: str, n: int, k: int, budget: Budget) -> int:
             for what, smaller in moves(case):
                 if what in failed:
                     continue
-                if (why := budget.spent()) is not None:
+                if (why := budget.spent(k)) is not None:
                     stopped = why
                     break
                 ok, got_rate = holds(smaller)

@@ -98,7 +98,8 @@ def test_a_shrink_keeps_only_the_fault_the_finding_needs(finding: Path,
 def test_a_seeded_explore_of_two_short_runs(tmp_path: Path) -> None:
     fixed = ["--fix", "brokers=3", "--fix", "controllers=0", "--fix", "partitions=2"]
     done = kafka_chaos("explore", "--budget", "30m", "--seed", "11", "--runs", "2",
-                       "--run-duration", "20", *fixed, "--out", str(tmp_path),
+                       "--run-duration", "20", "--kafka-versions", "4.3.1", "--clients",
+                       "confluent-kafka", *fixed, "--out", str(tmp_path),
                        timeout=1200)
     (folder,) = (tmp_path / "explore").iterdir()
     doc: dict[str, Any] = json.loads((folder / EXPLORE_FILE).read_text())
@@ -131,6 +132,7 @@ def test_a_seeded_explore_of_two_short_runs(tmp_path: Path) -> None:
 
 def test_ctrl_c_ends_an_explore_after_healing_and_keeps_what_ran(tmp_path: Path) -> None:
     proc = start(["explore", "--budget", "1h", "--seed", "3", "--run-duration", "60",
+                  "--kafka-versions", "4.3.1", "--clients", "confluent-kafka",
                   "--fix", "brokers=3", "--fix", "controllers=0", "--fix", "faults=pause",
                   "--fix", "fault_interval=4", "--out", str(tmp_path)],
                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT)

@@ -25,6 +25,9 @@ def explore_folder(folder: Path) -> Path:
          "violations": {"duplicate": 3, "lost": 2}, "seconds": 41.0},
         {"index": 2, "run_dir": "explore/r2", "options": {**OPTS, "acks": "1"},
          "valid": False, "violations": {"duplicate": 5}, "seconds": 39.0},
+        {"index": 3, "run_dir": "explore/r3", "options": OPTS, "valid": "unknown",
+         "violations": {"unknown": 1}, "seconds": 38.0,
+         "unknown_reasons": ["consumer c0 read nothing"]},
     ]
     (folder / "explore.json").write_text(json.dumps({
         "seed": 5, "budget_s": 600, "started_at": "2026-12-04T10:00:00Z", "runs": runs,
@@ -34,9 +37,12 @@ def explore_folder(folder: Path) -> Path:
 
 def test_findings_are_grouped_by_violation_then_configuration(tmp_path: Path) -> None:
     got = build_findings(explore_folder(tmp_path))
-    assert got is not None and (got["runs"], got["findings"]) == (3, 2)
+    assert got is not None and (got["runs"], got["findings"]) == (4, 3)
     groups = got["groups"]
-    assert [(g.violation, g.runs) for g in groups] == [("duplicate", 2), ("lost", 1)]
+    assert [(g.violation, g.runs) for g in groups] == [("duplicate", 2), ("lost", 1),
+                                                       ("unknown", 1)]
+    (unknown,) = groups[2].configs.values()
+    assert unknown[0].note == "consumer c0 read nothing"  # why it could not tell
     dup = groups[0].configs
     assert len(dup) == 2  # acks=all and acks=1 are two configurations
     (all_runs,) = [v for k, v in dup.items() if "acks=all" in k]
@@ -49,7 +55,8 @@ def test_findings_are_grouped_by_violation_then_configuration(tmp_path: Path) ->
 def test_the_matrix_page_of_an_explore_folder_has_the_findings(tmp_path: Path) -> None:
     page = render_matrix(explore_folder(tmp_path)).read_text()
     assert 'id="findings"' in page and 'href="explore/r1/replay.toml"' in page
-    assert "seed 5 · 3 runs · 2 not VALID · stopped: 3 run(s) done" in page
+    assert "seed 5 · 4 runs · 3 not VALID · stopped: 3 run(s) done" in page
+    assert "consumer c0 read nothing" in page
     assert build_findings(tmp_path / "explore") is None  # a folder without an explore
 
 

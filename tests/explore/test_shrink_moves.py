@@ -44,7 +44,8 @@ def test_the_budget_counts_runs_and_time() -> None:
     b = Budget(3600, runs=4)
     assert b.spent() is None and b.left_runs(3) == 3
     b.used_runs = 3
-    assert b.left_runs(3) == 1
+    assert b.left_runs(3) == 1 and b.spent(1) is None
+    assert b.spent(2) == "the run budget (4 runs) is spent"  # a step needs 2 runs
     b.used_runs = 4
     assert b.spent() == "the run budget (4 runs) is spent"
     assert Budget(0, None).spent() == "the time budget (0s) is spent"
