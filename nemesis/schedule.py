@@ -53,6 +53,8 @@ class Nemesis:
         # how long a heal that cannot reach a node over SSH is retried (0: not retried); past
         # it the node's dead-man switch undoes the fault (nemesis.dead_man)
         self.heal_retry_s = 0.0
+        # monotonic time the workload began: a script's `at` steps count from it
+        self.began = time.monotonic()
 
     # ------------------------------------------------------------------ primitives
     def start_fault(self, fault: Fault) -> Fault:

@@ -224,6 +224,7 @@ class Run:
                                                          cfg.partitions, _consumer_config(cfg),
                                                          specs)
         self.events.phase("workload", "start")
+        began = time.monotonic()  # a script's `at` steps count from here (the history's t0)
         self.phase("workload", cfg.duration)
         self.step(f"workload: {cfg.producers} producer(s) for {cfg.duration:.0f}s, "
                   f"faults: {self._fault_summary()}")
@@ -241,6 +242,7 @@ class Run:
         self.nemesis = Nemesis(FaultContext(cluster, self.events, self.topic,
                                             random.Random(cfg.seed)))
         self.nemesis.heal_retry_s = cfg.dead_man if ssh_nodes else 0.0
+        self.nemesis.began = began
         deadline = time.monotonic() + cfg.duration
         self.nemesis.deadline = deadline
         if self.scenario and self.scenario.script:

@@ -105,8 +105,8 @@ def make_condition(name: str, params: dict[str, Any]) -> Condition:
 @dataclass
 class Step:
     """One validated step. ``action`` is start / stop / wait / wait-until / at (``seconds``
-    after the steps began: a schedule replayed as it happened keeps its times however long
-    each start and stop took)."""
+    after the workload began: a schedule replayed as it happened keeps its times however
+    long each start and stop took)."""
 
     action: str
     fault: str = ""
@@ -134,7 +134,7 @@ def run_steps(nemesis: Any, steps: list[Step]) -> None:
     unbound (a later ``stop`` of it does nothing); everything left active is healed by the
     orchestrator after the workload."""
     started: dict[str, Fault] = {}
-    t0 = time.monotonic()
+    t0 = getattr(nemesis, "began", None) or time.monotonic()  # the workload's start
     for i, step in enumerate(steps):
         if nemesis.stop.is_set():
             return

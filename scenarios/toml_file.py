@@ -53,7 +53,7 @@ The format (``examples/scenarios.toml`` is a complete example)::
     ref = "k1"
 
     [[scenario.steps]]
-    action = "at"                        # wait until 30 s after the steps began (a
+    action = "at"                        # wait until 30 s after the workload began (a
     seconds = 30                         # schedule replayed as it happened: replay.toml)
 
 A ``[[scenario]]`` named like a built-in scenario and holding nothing but ``config`` changes
@@ -315,7 +315,7 @@ def _number(v: Any, what: str) -> float:
 
 def _at(v: Any) -> float:
     if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v <= 86400:
-        raise _Bad("seconds must be a number of seconds after the steps began, 0..86400")
+        raise _Bad("seconds must be a number of seconds after the workload began, 0..86400")
     return float(v)
 
 

@@ -59,9 +59,20 @@ def test_a_replay_of_a_scripted_run_reproduces_its_finding(finding: Path,
     starts = [(s["fault"], s["target"]) for s in replay["steps"] if s["action"] == "start"]
     assert starts == [("slow", "leader:0"), ("pause", "follower:0"), ("power-loss", "all")]
     (run_dir,) = (tmp_path / "replay-three-faults-one-loss").iterdir()
+    replayed, original = fault_starts(run_dir), fault_starts(finding)
+    assert [k for k, _ in replayed] == ["slow", "pause", "power-loss"], replayed
+    # at the seconds after the workload began that they had (the `at` steps)
+    for (_, at), (_, was) in zip(replayed, original, strict=True):
+        assert abs(at - was) < 1.5, (replayed, original)
+
+
+def fault_starts(run_dir: Path) -> list[tuple[str, float]]:
+    """(kind, seconds after the workload began) of each fault start of a run."""
     events = [json.loads(line) for line in (run_dir / "history" / "events.jsonl").open()]
-    started = [e["kind"] for e in events if e["phase"] == "start" and e["kind"] != "phase"]
-    assert started == ["slow", "pause", "power-loss"], started
+    t0 = next(e["ts_ns"] for e in events if e["kind"] == "phase" and e["phase"] == "start"
+              and e["detail"].get("name") == "workload")
+    return [(e["kind"], (e["ts_ns"] - t0) / 1e9) for e in events
+            if e["phase"] == "start" and e["kind"] != "phase"]
 
 
 def test_a_finding_that_never_comes_back_is_not_reproduced(finding: Path,
