@@ -239,11 +239,10 @@ def _leader_samples(run_dir: Path, run_json: dict[str, Any]
 
     table = read_table(run_dir / "history" / "observations.parquet",
                        ["ts_ns", "topic", "partition", "leader", "replicas"])
-    rows = table.to_pylist()
-    topics = {r["topic"] for r in rows if r.get("topic")}
-    topic = run_json.get("workload", {}).get("topic") if isinstance(
-        run_json.get("workload"), dict) else None
-    keep = topic if topic in topics else (sorted(topics)[0] if len(topics) == 1 else None)
+    # the observer samples only the run's own topic (run.json workload.topic)
+    workload = run_json.get("workload")
+    topic = workload.get("topic") if isinstance(workload, dict) else None
     return [(int(r["ts_ns"]), int(r["partition"]), int(r["leader"]), tuple(r["replicas"] or ()))
-            for r in rows if r.get("ts_ns") is not None and r.get("partition") is not None
-            and r.get("leader") is not None and (keep is None or r.get("topic") == keep)]
+            for r in table.to_pylist()
+            if None not in (r.get("ts_ns"), r.get("partition"), r.get("leader"))
+            and (topic is None or r.get("topic") == topic)]

@@ -46,15 +46,6 @@ class Case:
     config: dict[str, Any]
     schedule: Schedule
 
-    def size(self) -> tuple[float, ...]:
-        """Smaller is simpler: faults, then their total hold, then the workload."""
-        end = self.config.get("duration", 60.0)
-        c = self.config
-        return (len(self.schedule.faults),
-                round(sum(f.hold_s(end) for f in self.schedule.faults), 1),
-                c.get("brokers", 3), c.get("partitions", 3), c.get("producers", 2),
-                c.get("rate", 200.0), end)
-
     def describe(self) -> str:
         faults = ", ".join(f"{f.kind}@{f.target} {f.start_s:g}-"
                            f"{'end' if f.end_s is None else f'{f.end_s:g}'}s"
