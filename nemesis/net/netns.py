@@ -23,6 +23,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from compose.ssh import SSH_CONNECTION_FAILED, SshUnreachable
+
 NETNS_RUN_DIR = "/run/netns"
 DEFAULT_TIMEOUT_S = 30.0
 
@@ -177,14 +179,26 @@ class NetNS:
 
         Raises :class:`NamespaceGone` if the namespace vanished (checked before and, when the
         command fails, after: a failure caused by the namespace vanishing mid-way is reported
-        as that).
+        as that). Over SSH, a connection that failed (ssh's own exit 255) or did not answer
+        in time raises :class:`~compose.ssh.SshUnreachable` even with ``check=False``: a
+        listing that could not be read is not an empty one, and a heal that took it for one
+        would read "healed" while its rules stayed on the node.
         """
         if not self.exists():
             raise NamespaceGone(f"namespace {self} is gone")
-        proc = subprocess.run(
-            self.argv(args), capture_output=True, text=True, input=input,
-            timeout=timeout, check=False,
-        )
+        try:
+            proc = subprocess.run(
+                self.argv(args), capture_output=True, text=True, input=input,
+                timeout=timeout, check=False,
+            )
+        except subprocess.TimeoutExpired as e:
+            if self.kind != "ssh":
+                raise
+            raise SshUnreachable(f"{self}: unreachable over SSH: {args[0]} did not finish in "
+                                 f"{timeout:.0f}s") from e
+        if self.kind == "ssh" and proc.returncode == SSH_CONNECTION_FAILED:
+            last = proc.stderr.strip().splitlines()[-1:] or ["?"]
+            raise SshUnreachable(f"{self}: unreachable over SSH ({args[0]} not run): {last[0]}")
         if proc.returncode != 0:
             if not self.exists():
                 raise NamespaceGone(f"namespace {self} vanished while running {args[0]}")
