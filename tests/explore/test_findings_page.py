@@ -54,7 +54,7 @@ def test_findings_are_grouped_by_violation_then_configuration(tmp_path: Path) ->
 
 def test_the_matrix_page_of_an_explore_folder_has_the_findings(tmp_path: Path) -> None:
     page = render_matrix(explore_folder(tmp_path)).read_text()
-    assert 'id="findings"' in page and 'href="explore/r1/replay.toml"' in page
+    assert 'id="findings"' in page and 'href="./explore/r1/replay.toml"' in page
     assert "seed 5 · 4 runs · 3 not VALID · stopped: 3 run(s) done" in page
     assert "consumer c0 read nothing" in page
     assert build_findings(tmp_path / "explore") is None  # a folder without an explore

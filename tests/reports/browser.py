@@ -63,6 +63,14 @@ class PageLoad:
         return out
 
     @property
+    def csp_violations(self) -> list[str]:
+        """Every message of the page's Content-Security-Policy refusing something, at any level."""
+        texts = [e.get("text", "") for e in self.log_entries]
+        texts += [" ".join(str(a.get("value", "")) for a in c.get("args", []))
+                  for c in self.console]
+        return [t for t in texts if "Content Security Policy" in t]
+
+    @property
     def foreign_requests(self) -> list[str]:
         """Every request other than the page itself (inline ``data:`` URLs do not count)."""
         return [u for u in self.requests if u != self.url and not u.startswith("data:")]

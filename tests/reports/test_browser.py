@@ -40,6 +40,8 @@ PAGE_FACTS = """(() => ({
       h: s.getBoundingClientRect().height, marks: s.querySelectorAll('path,rect').length,
       empty: s.classList.contains('empty')})),
   offsetMaps: document.querySelectorAll('.offset-figure svg').length,
+  timePlots: document.querySelectorAll('.timeplot svg.plot, #plot-faults svg.plot').length,
+  cursors: document.querySelectorAll('svg.plot line.cursor').length,  // made by the script
   scrollHeight: document.documentElement.scrollHeight,
 }))()"""
 
@@ -51,6 +53,7 @@ def check_report(chromium: Chromium, run_dir: Path, artifacts: Path, name: str) 
     load = chromium.open(report)
     assert load.errors == [], f"{name}: console errors {load.errors}"
     assert load.foreign_requests == [], f"{name}: network requests {load.foreign_requests}"
+    assert load.csp_violations == [], f"{name}: {load.csp_violations}"
     facts = chromium.evaluate(PAGE_FACTS)
     chromium.screenshot(artifacts / f"{name}.png")
     shutil.copy(report, artifacts / f"{name}.html")
@@ -62,6 +65,8 @@ def check_report(chromium: Chromium, run_dir: Path, artifacts: Path, name: str) 
     for plot in ("plot-faults", "plot-throughput", "plot-latency", "plot-leadership"):
         assert plot in drawn and not drawn[plot]["empty"], f"{name}: {plot} missing"
         assert drawn[plot]["w"] > 800 and drawn[plot]["h"] > 60 and drawn[plot]["marks"] > 3
+    # The inline script ran under the page's CSP (its hash): every time plot got its cursor.
+    assert facts["cursors"] == facts["timePlots"] >= 4, f"{name}: the script did not run"
     return facts
 
 
@@ -104,10 +109,13 @@ def test_matrix_page(
     os.symlink(valid_run, folder / "latest")
     index = render_matrix(folder)
     load = chromium.open(index)
-    assert load.errors == [] and load.foreign_requests == []
+    assert load.errors == [] and load.foreign_requests == [] and load.csp_violations == []
     verdicts = chromium.evaluate(
         "[...document.querySelectorAll('.cellbox')].map(c => c.dataset.verdict).sort()")
     assert verdicts == ["invalid", "unknown", "valid"]
-    chromium.evaluate("document.querySelector('table.runs th').click()")  # sort must not throw
+    # The script ran under the CSP: the headings it made sortable sort on a click.
+    sorted_by = chromium.evaluate("""(() => { const th = document.querySelector('table.runs th');
+        th.click(); return [th.classList.contains('sortable'), th.dataset.dir]; })()""")
+    assert sorted_by == [True, "asc"]
     chromium.screenshot(artifacts / "matrix.png")
     shutil.copy(index, artifacts / "matrix.html")

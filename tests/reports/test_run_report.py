@@ -41,7 +41,7 @@ def test_hand_run_report_shows_the_checkers_findings(hand_run: Path) -> None:
     assert "F1 kill 1" in html  # the example's fault, attributed from events.jsonl
     assert "pause 2" in html and "never ended" in html
     for href in ("history/writes.parquet", "history/events.jsonl", "results.json", "junit.xml"):
-        assert f'href="{href}' in html
+        assert f'href="./{href}' in html
     assert html.count("<svg") >= 5
 
 
