@@ -14,13 +14,14 @@ Pure functions of the history, tested on literal events (tests/explore).
 
 from __future__ import annotations
 
-import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import tomli_w
 
+from contract.atomic_files import read_regular
 from contract.events import END, PHASE, START, Event, parse_events
 from contract.faults import FAULTS
 from contract.liveness import LIVENESS_PHASE
@@ -63,9 +64,11 @@ class Schedule:
 
 #: (partition, leader, replicas) of each partition in the last sample before a moment.
 Leaders = dict[int, tuple[int, tuple[int, ...]]]
+#: One leader sample of the observer: (ts_ns, partition, leader, replicas).
+Sample = tuple[int, int, int, tuple[int, ...]]
 
 
-def leaders_at(samples: list[tuple[int, int, int, tuple[int, ...]]], ts_ns: int) -> Leaders:
+def leaders_at(samples: Sequence[Sample], ts_ns: int) -> Leaders:
     """Each partition's leader and replicas in the last sample at or before ``ts_ns``
     (``samples``: (ts_ns, partition, leader, replicas), any order)."""
     out: dict[int, tuple[int, int, tuple[int, ...]]] = {}
@@ -113,8 +116,7 @@ def _aim(kind: str, detail: dict[str, Any], targets: list[int], leaders: Leaders
     return anchor(spec, targets, leaders), params
 
 
-def schedule(events: list[Event], samples: list[tuple[int, int, int, tuple[int, ...]]]
-             ) -> Schedule:
+def schedule(events: list[Event], samples: Sequence[Sample]) -> Schedule:
     """The faults of ``events`` as they happened, anchored by the leader ``samples``."""
     t0 = next((e.ts_ns for e in events if e.kind == PHASE and e.name == "workload"
                and e.phase == START), None)
@@ -168,7 +170,10 @@ def replay_config(run_json: dict[str, Any]) -> dict[str, Any]:
     out = {k: v for k, v in options.items()
            if k in RUN_FIELDS and k not in NOT_REPLAYED and v is not None}
     out["faults"] = []  # the script is the schedule; none drawn beside it
-    version = (run_json.get("cluster") or {}).get("kafka_version")
+    cluster = run_json.get("cluster") or {}
+    if not isinstance(cluster, dict):
+        raise RunConfigError("run.json: cluster is not an object")
+    version = cluster.get("kafka_version")
     if not out.get("kafka_version") and not out.get("image") and version:
         out["kafka_version"] = version
     return out
@@ -197,7 +202,7 @@ class RunRecord:
     run_dir: Path
     run_json: dict[str, Any]
     events: list[Event]
-    samples: list[tuple[int, int, int, tuple[int, ...]]]
+    samples: list[Sample]
 
     @property
     def schedule(self) -> Schedule:
@@ -217,24 +222,29 @@ def replay_name(scenario: str) -> str:
 
 
 def read_run(run_dir: Path) -> RunRecord:
-    """Reads a run directory; RunConfigError (one line) when it is none."""
+    """Reads a run directory, each file bounded in size and only when it is a regular file
+    (a FIFO would block, ``/dev/zero`` never end); RunConfigError (one line) when it is no
+    run directory or a file is damaged."""
+    from reports.datasets import MAX_EVENTS_BYTES, MAX_JSON_BYTES, load_json
+
     run_json_path = run_dir / "run.json"
     events_path = run_dir / "history" / "events.jsonl"
     if not run_json_path.is_file() or not events_path.is_file():
         raise RunConfigError(f"{run_dir} is not a run directory (no run.json and "
                              "history/events.jsonl)")
-    try:
-        run_json = json.loads(run_json_path.read_text())
-    except (OSError, ValueError) as e:
-        raise RunConfigError(f"{run_json_path}: not readable JSON: {e}") from None
-    if not isinstance(run_json, dict):
-        raise RunConfigError(f"{run_json_path}: not a JSON object")
-    events, _bad = parse_events(events_path.read_text(errors="replace"))
+    run_json = load_json(run_json_path)
+    if run_json is None:
+        raise RunConfigError(f"{run_json_path}: not a JSON object in a regular file of at "
+                             f"most {MAX_JSON_BYTES >> 20} MiB")
+    text = read_regular(events_path, MAX_EVENTS_BYTES)
+    if text is None:
+        raise RunConfigError(f"{events_path}: not a regular file of at most "
+                             f"{MAX_EVENTS_BYTES >> 20} MiB")
+    events, _bad = parse_events(text)
     return RunRecord(run_dir, run_json, events, _leader_samples(run_dir, run_json))
 
 
-def _leader_samples(run_dir: Path, run_json: dict[str, Any]
-                    ) -> list[tuple[int, int, int, tuple[int, ...]]]:
+def _leader_samples(run_dir: Path, run_json: dict[str, Any]) -> list[Sample]:
     from reports.datasets import read_table
 
     table = read_table(run_dir / "history" / "observations.parquet",

@@ -14,11 +14,32 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from contract.exit_codes import missed_expectations
-
 UNKNOWN = "unknown"
 #: The prefix of a missed expectation's violation name.
 EXPECTATION = "expectation: "
+#: What a missed expectation is called when no detail says which (as contract.exit_codes
+#: words it).
+UNNAMED_EXPECTATION = "the expectations (not met)"
+#: The counts of an anomaly besides ``count`` (which contract.results.shape_problem checks)
+#: that a violation's records are reckoned from.
+COUNT_KEYS = ("excused", "accepted")
+
+
+def _is_count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def reading_problem(results: Mapping[str, Any]) -> str | None:
+    """What :func:`violations` could not read in a results.json that passed
+    ``contract.results.shape_problem`` (one phrase), or None."""
+    for kind, a in (results.get("anomalies") or {}).items():
+        for key in COUNT_KEYS:
+            if isinstance(a, Mapping) and key in a and not _is_count(a[key]):
+                return f"anomalies.{kind}.{key} is {a[key]!r}"
+    details = (results.get("expectations") or {}).get("details", [])
+    if not isinstance(details, list) or not all(isinstance(d, Mapping) for d in details):
+        return "expectations.details is not a list of objects"
+    return None
 
 
 def violations(results: Mapping[str, Any] | None) -> dict[str, int]:
@@ -32,14 +53,25 @@ def violations(results: Mapping[str, Any] | None) -> dict[str, int]:
             continue
         rest = int(a["count"]) - int(a.get("excused", 0)) - int(a.get("accepted", 0))
         out[kind] = max(rest, 1)
-    for miss in missed_expectations(results):
-        what, _, got = miss.partition(" (got ")
-        got = got.rstrip(")")
-        # the count a missed anomaly expectation got (lost ==0 got 901), else 1
-        out[EXPECTATION + what] = int(got) if got.isdigit() and int(got) > 0 else 1
+    out.update(_missed(results.get("expectations")))
     if results.get("valid") not in (True, False):
         out[UNKNOWN] = 1
     return out
+
+
+def _missed(block: Any) -> dict[str, int]:
+    """Each missed expectation (results.json ``expectations.details``: ``what``, ``actual``)
+    -> the count it got (lost ==0 got 901), else 1."""
+    if not isinstance(block, Mapping) or block.get("met") is not False:
+        return {}
+    details = block.get("details")
+    missed = [d for d in (details if isinstance(details, list) else [])
+              if isinstance(d, Mapping) and not d.get("met")]
+    if not missed:
+        return {EXPECTATION + UNNAMED_EXPECTATION: 1}
+    return {EXPECTATION + str(d.get("what")):
+            d["actual"] if _is_count(d.get("actual")) and d["actual"] > 0 else 1
+            for d in missed}
 
 
 def reproduces(finding: Sequence[str], results: Mapping[str, Any] | None) -> bool:

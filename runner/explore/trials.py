@@ -3,17 +3,16 @@ finding (replay and shrink)."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from contract.atomic_files import write_atomic
-from contract.results import RESULTS_FILE
+from contract.results import RESULTS_FILE, shape_problem
 from runner.config import RunConfig, RunConfigError, space_refusal
 from runner.explore.as_happened import to_toml
-from runner.explore.findings import reproduces
+from runner.explore.findings import reading_problem, reproduces
 from scenarios.base import Scenario
 from scenarios.toml_file import scenario_from_table
 
@@ -23,10 +22,9 @@ REPLAY_FILE = "replay.toml"
 
 @dataclass
 class Trials:
-    """The runs of one scenario: their results (None: not checked) and directories."""
+    """The runs of one scenario: their results (None: not checked)."""
 
     results: list[dict[str, Any] | None] = field(default_factory=list)
-    run_dirs: list[Path] = field(default_factory=list)
     interrupted: bool = False
 
     def hits(self, finding: Sequence[str]) -> int:
@@ -64,8 +62,6 @@ def run_trials(doc: dict[str, Any], out: str, n: int, finding: Sequence[str],
             got.interrupted = True
             break
         got.results.append(ran.results)
-        if ran.run_dir is not None:
-            got.run_dirs.append(ran.run_dir)
         if need is not None:
             hits = got.hits(finding)
             if hits >= need or hits + (n - i - 1) < need:
@@ -80,15 +76,19 @@ def save_replay(doc: dict[str, Any], path: Path) -> Path:
 
 
 def read_results(run_dir: Path) -> dict[str, Any]:
-    """A run's results.json; RunConfigError when it was never checked."""
+    """A run's results.json, read bounded (a regular file of a sane size) and checked for the
+    types its findings are read from; RunConfigError (one line) when it was never checked or
+    is damaged."""
+    from reports.datasets import MAX_JSON_BYTES, load_json
+
     path = run_dir / RESULTS_FILE
-    try:
-        doc = json.loads(path.read_text())
-    except FileNotFoundError:
+    if not path.exists():
         raise RunConfigError(f"{run_dir} has no {RESULTS_FILE}: check it first "
-                             f"(kafka-chaos check {run_dir})") from None
-    except (OSError, ValueError) as e:
-        raise RunConfigError(f"{path}: not readable JSON: {e}") from None
-    if not isinstance(doc, dict):
-        raise RunConfigError(f"{path}: not a JSON object")
+                             f"(kafka-chaos check {run_dir})")
+    doc = load_json(path)
+    if doc is None:
+        raise RunConfigError(f"{path}: not a JSON object in a regular file of at most "
+                             f"{MAX_JSON_BYTES >> 20} MiB")
+    if (problem := shape_problem(doc) or reading_problem(doc)) is not None:
+        raise RunConfigError(f"{path}: {problem}")
     return doc

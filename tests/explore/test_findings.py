@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-from runner.explore.findings import label, reproduces, tally, violations
+from typing import Any
+
+from contract.exit_codes import missed_expectations
+from runner.explore.findings import label, reading_problem, reproduces, tally, violations
 
 
-def results(valid: object = True, **anomalies: dict) -> dict:
+def results(valid: object = True, **anomalies: dict[str, Any]) -> dict[str, Any]:
     return {"valid": valid, "anomalies": anomalies}
 
 
@@ -22,13 +25,40 @@ def test_violations_are_forbidden_kinds_with_unexplained_records() -> None:
 
 
 def test_a_missed_expectation_is_a_violation() -> None:
-    r = {"valid": True, "anomalies": {"lost": {"count": 901, "allowed": True}},
+    r: dict[str, Any] = {"valid": True, "anomalies": {"lost": {"count": 901, "allowed": True}},
          "expectations": {"met": False, "details": [
              {"what": "lost ==0", "actual": 901, "met": False},
              {"what": "divergence ==0", "actual": 0, "met": True}]}}
     assert violations(r) == {"expectation: lost ==0": 901}
     r["expectations"]["details"][0].update(what="valid is True", actual="unknown")
     assert violations(r) == {"expectation: valid is True": 1}
+    r["expectations"]["details"] = []  # missed, and no detail says which
+    assert violations(r) == {"expectation: the expectations (not met)": 1}
+
+
+def test_a_missed_expectation_is_read_from_its_details_not_from_its_line() -> None:
+    # an expectation whose own words hold " (got ": the line cannot be split back apart
+    r = {"valid": True, "anomalies": {}, "expectations": {"met": False, "details": [
+        {"what": "lost ==0 (got nothing)", "actual": 901, "met": False},
+        {"what": "duplicate ==0", "actual": "12", "met": False}]}}
+    assert missed_expectations(r) == ["lost ==0 (got nothing) (got 901)",
+                                      "duplicate ==0 (got 12)"]
+    # the details win: the whole name with its count; a text "12" is no count
+    assert violations(r) == {"expectation: lost ==0 (got nothing)": 901,
+                             "expectation: duplicate ==0": 1}
+
+
+def test_what_violations_could_not_read_is_a_reading_problem() -> None:
+    assert reading_problem(results(False, lost={"count": 3, "excused": 1, "accepted": 2,
+                                                "allowed": False})) is None
+    assert reading_problem(results(False, lost={"count": 3, "excused": "1"})) == (
+        "anomalies.lost.excused is '1'")
+    assert reading_problem(results(False, lost={"count": 3, "accepted": True})) == (
+        "anomalies.lost.accepted is True")
+    assert reading_problem({"expectations": {"met": False, "details": "lost"}}) == (
+        "expectations.details is not a list of objects")
+    assert reading_problem({"expectations": {"met": False, "details": [1]}}) == (
+        "expectations.details is not a list of objects")
 
 
 def test_a_run_reproduces_when_it_shows_one_of_the_violations_again() -> None:
