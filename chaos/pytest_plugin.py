@@ -362,8 +362,12 @@ def chaos(request: pytest.FixtureRequest, kafka_cluster: KafkaCluster,
     from chaos.user_api import ChaosSession
 
     item = request.node
+    # the marker's accept_known=[...] and --chaos-accept-known, as for chaos runs
+    accept = [*(spec_of(item).config.get("accept_known") or ()),
+              *(chaos_options.accept_known or ())]
     session = ChaosSession.open(kafka_cluster, out=chaos_options.runs_dir / "user",
-                                name=item.name, seed=chaos_options.seed or 0)
+                                name=item.name, seed=chaos_options.seed or 0,
+                                accept_known=list(dict.fromkeys(accept)))
     # Recorded when check() returns, so the test's expectations judge it after the body.
     session.on_result = lambda result: _record(item, result, None, None, None)
     try:

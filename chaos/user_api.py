@@ -32,6 +32,7 @@ from chaos.plugin_result import ChaosResult
 from compose.cluster import KafkaCluster
 from contract.events import END, START, Event, parse_events
 from contract.faults import FAULTS
+from contract.known_bugs import unknown_ids
 from contract.windows import FaultWindow, fault_windows
 from nemesis.cluster_faults import ClusterFaults
 from runner.rundir import kafka_version_of, new_run_dir, save_run_json, versions
@@ -50,11 +51,18 @@ class ChaosSession(ClusterFaults):
     """Faults, recorded clients and the check of one test body's run directory.
 
     ``run_dir`` must exist (see :meth:`open`). ``name`` labels run.json's scenario and the
-    result; ``spark_master`` is the checker's (default: local).
+    result; ``spark_master`` is the checker's (default: local). ``accept_known``: registry
+    ids (contract/known_bugs.py) whose records the verdict accepts, each record still
+    counted and named (run.json ``accept_known``).
     """
 
     def __init__(self, cluster: KafkaCluster, run_dir: str | Path, *, name: str = "user",
-                 seed: int = 0, topic: str = "chaos", spark_master: str | None = None) -> None:
+                 seed: int = 0, topic: str = "chaos", spark_master: str | None = None,
+                 accept_known: list[str] | tuple[str, ...] = ()) -> None:
+        if unknown := unknown_ids(tuple(accept_known)):
+            raise ValueError(f"accept_known: unknown bug id {unknown[0]!r} "
+                             f"(see: kafka-chaos bugs)")
+        self.accept_known = list(accept_known)
         self.run_dir = Path(run_dir)
         (self.run_dir / "history").mkdir(parents=True, exist_ok=True)
         super().__init__(cluster, EventLog(self.run_dir / "history" / "events.jsonl"),
@@ -96,6 +104,13 @@ class ChaosSession(ClusterFaults):
         consumer = RecordingConsumer(conf, self.run_dir, reader or f"c{len(self.consumers)}")
         self.consumers.append(consumer)
         return consumer
+
+    def offset_groups(self) -> list[str]:
+        """The groups of the recorded consumers whose group metadata was taken (a
+        transaction's offsets go to them): each broker fault records their coordinator, the
+        evidence that names librdkafka#5456 / #5511 on a hung send_offsets_to_transaction."""
+        return sorted({str(c.config["group.id"]) for c in self.consumers
+                       if c.offers_offsets and c.config.get("group.id") is not None})
 
     def _config(self, config: dict[str, Any] | None, settings: dict[str, Any]) -> dict[str, Any]:
         conf: dict[str, Any] = {"bootstrap.servers": self.cluster.bootstrap_servers}
@@ -208,6 +223,8 @@ class ChaosSession(ClusterFaults):
                                  for p in self.producers},
             "consumer_config": _public(self.consumers[0].kafka_config) if self.consumers else {},
             "options": {"collect_data": False},
+            # known bugs whose records the verdict accepts (each record still named)
+            "accept_known": list(self.accept_known),
             "versions": versions(version),
         }
         if pipeline:

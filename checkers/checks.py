@@ -197,7 +197,8 @@ class LivenessCheck:
     def run(self, ctx: CheckContext) -> CheckResult:
         s = ctx.settings
         found = judge(ctx.events, ctx.writes, ctx.reads, s.liveness_s, s.reader_modes,
-                      {r: s.group(r) for r in s.reader_modes}, s.brokers, applicable(s))
+                      {r: s.group(r) for r in s.reader_modes}, s.brokers, applicable(s),
+                      s.broker_session_timeout_s)
         anomalies: dict[str, dict[str, Any]] = {}
         for kind in LIVENESS_KINDS:
             examples = found.examples[kind]

@@ -14,7 +14,9 @@ from the run's own bookkeeping:
   one the drain read (still in the log, and visible to the drain's isolation level) whose
   write was acknowledged at least the slack before the window's end. A consumer at the log
   end is not stuck;
-- a hung call is one ``hung-call`` start event (the run wrote it while the call blocked).
+- a hung call is one ``hung-call`` start event (the run wrote it while the call blocked);
+  a send_offsets_to_transaction whose group's coordinator the run took down while it waited
+  names librdkafka#5456 (#5511 when it stayed down past the session timeout).
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from contract.events import CLIENT_LOG, CONSUMERS_STOPPED, END, PHASE, START, hu
 from contract.known_bugs import LEADER_UNKNOWN, KnownBug
 from contract.liveness import LIVENESS_PHASE, SLACK_S
 from contract.schemas import DRAIN_READER
-from contract.windows import fault_windows
+from contract.windows import FaultWindow, fault_windows
 
 from .history import Event
 
@@ -192,9 +194,50 @@ def hung_calls(events: list[Event]) -> list[dict[str, Any]]:
         out.append({"client": d.get("client"), "call": d.get("call"), "timeout_s": timeout,
                     "since_ns": d.get("since_ns"), "seen_ns": e.ts_ns,
                     "blocked_s": blocked, "returned": returned,
+                    **({"group": d["group"]} if d.get("group") else {}),
                     "summary": f"{d.get('client')}: {d.get('call')}() "
                             f"(timeout {'none' if timeout is None else f'{timeout} s'}) {how}"})
     return out
+
+
+#: The faults that take a broker's process out of service (its group coordinator with it).
+COORDINATOR_FAULTS = ("kill", "stop", "pause")
+
+
+def coordinator_facts(call: dict[str, Any], windows: list[FaultWindow], session_timeout_s: float,
+                      last_ns: int) -> dict[str, bool]:
+    """``coordinator_down_in_call`` and ``coordinator_fenced_in_call`` of one hung call
+    (contract/known_bugs.py): a send_offsets_to_transaction whose group's coordinator, as
+    recorded at a kill, stop or pause fault's start, was that fault's target while the call
+    waited (from its start to the end of its own timeout); fenced when the fault held it
+    longer than the broker session timeout (an unended fault: until ``last_ns``)."""
+    group, since = call.get("group"), call.get("since_ns")
+    if call.get("call") != "send_offsets_to_transaction" or not group or since is None:
+        return {}
+    timeout = call.get("timeout_s")
+    until = int(since) + int(float(timeout) * 1e9) if isinstance(timeout, int | float) \
+        else int(call.get("seen_ns") or since)
+    down = fenced = False
+    for w in windows:
+        coordinator = (w.detail.get("coordinators") or {}).get(group)
+        if w.kind not in COORDINATOR_FAULTS or coordinator is None \
+                or coordinator not in w.targets:
+            continue
+        if w.start_ns > until or (w.end_ns is not None and w.end_ns < int(since)):
+            continue  # the coordinator was back before the call, or went down after it
+        down = True
+        held_ns = (w.end_ns if w.end_ns is not None else last_ns) - w.start_ns
+        fenced = fenced or held_ns > session_timeout_s * 1e9
+    return {"coordinator_down_in_call": down, "coordinator_fenced_in_call": down and fenced}
+
+
+def _tag_hung_calls(out: Judged, events: list[Event], session_timeout_s: float,
+                    known: Sequence[KnownBug]) -> None:
+    """Each hung call carries the known bug its own facts name (none: untagged)."""
+    windows = fault_windows(events)
+    last_ns = max((e.ts_ns for e in events), default=0)
+    for ex in out.examples[HUNG]:
+        tag_known([ex], HUNG, coordinator_facts(ex, windows, session_timeout_s, last_ns), known)
 
 
 def _counts(df: DataFrame, key: str) -> dict[str, int]:
@@ -237,12 +280,14 @@ def consumer_units(modes: dict[str, str], groups: dict[str, str | None]) -> dict
 
 def judge(events: list[Event], writes: DataFrame, reads: DataFrame, bound_s: float | None,
           modes: dict[str, str], groups: dict[str, str | None], brokers: int | None = None,
-          known: Sequence[KnownBug] = ()) -> Judged:
+          known: Sequence[KnownBug] = (), session_timeout_s: float = 9.0) -> Judged:
     """The liveness facts of one run (``bound_s``: run.json's workload.liveness_s); stuck
-    clients carry the known bug whose facts hold (``brokers``: the cluster's broker count,
-    ``known``: the registry entries that apply to the run, checkers.known.applicable)."""
+    clients and hung calls carry the known bug whose facts hold (``brokers``: the cluster's
+    broker count, ``known``: the registry entries that apply to the run,
+    checkers.known.applicable; ``session_timeout_s``: the brokers' session timeout)."""
     out = Judged()
     out.examples[HUNG] = hung_calls(events)
+    _tag_hung_calls(out, events, session_timeout_s, known)
     if bound_s is None:
         why = "the run was recorded before liveness was checked"
         out.unchecked = dict.fromkeys(LIVENESS_KINDS, why)

@@ -194,7 +194,8 @@ class ClusterAdmin:
                                 retry=retry_if_exception_type((KafkaException, ClusterError)),
                                 reraise=True):
             with attempt:
-                desc = admin.describe_consumer_groups([group], request_timeout=5)[group]
+                desc = admin.describe_consumer_groups(
+                    [group], request_timeout=min(5.0, max(timeout_s, 0.5)))[group]
                 node = desc.result().coordinator
                 if node is None or node.id < 0:
                     raise ClusterError(f"consumer group {group} has no coordinator yet")

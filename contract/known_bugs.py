@@ -62,6 +62,14 @@ FACTS: dict[str, str] = {
     "the client host from every broker of the cluster (shape ``client``, every broker a "
     "target) and was healed before the liveness phase began: the client saw all its "
     "brokers down, and the brokers themselves stayed up",
+    "coordinator_down_in_call": "(a hung call) the call is send_offsets_to_transaction for "
+    "consumer group G (the hung-call event's ``group``), and a kill, stop or pause fault was "
+    "in force at some moment between the call's start and the end of its own timeout on the "
+    "broker that coordinated G when the fault began (the fault's start event "
+    "``coordinators``): the group coordinator went down while the call needed it",
+    "coordinator_fenced_in_call": "(a hung call) ``coordinator_down_in_call``, and that fault "
+    "held the coordinator longer than ``broker.session.timeout.ms`` (run.json broker_config; "
+    "Kafka's default 9 s): the controller fenced it and metadata stopped listing it",
     "end_txn_held": "the record is a torn transaction's, and a hold fault held an EndTxn "
     "request of the record's producer (its transactional id, named in the hold's end event "
     "``held_end_txn``, contract/held_requests.py) on a connection opened before the hold, "
@@ -92,6 +100,11 @@ KIP_966 = "KIP-966"
 UNCLEAN_RECOVERY = "KAFKA-15580"
 #: librdkafka's partition left on no broker by a metadata update with leader -1 (open).
 LEADER_UNKNOWN = "librdkafka#5430"
+
+#: librdkafka's send_offsets_to_transaction blocking past its timeout once the group's
+#: coordinator went down (open), and its variant once the coordinator was fenced (open).
+OFFSETS_COORDINATOR_DOWN = "librdkafka#5456"
+OFFSETS_COORDINATOR_FENCED = "librdkafka#5511"
 
 #: The client bugs a scenario that moves leaders under an idempotent, non-transactional
 #: librdkafka producer accepts (records they explain stay counted and named).
@@ -279,6 +292,41 @@ KNOWN_BUGS: tuple[KnownBug, ...] = (
         "confirmed on 2.12.1 and 2.14.1, open). Seen here on 2.16.0 after a controller "
         "partition",
     ),
+    KnownBug(
+        id=OFFSETS_COORDINATOR_FENCED,
+        title="send_offsets_to_transaction never returns once the group coordinator broker "
+        "was fenced and dropped from metadata",
+        link="https://github.com/confluentinc/librdkafka/issues/5511",
+        status=OPEN,
+        component="librdkafka",
+        affected_from="2.10.0",
+        fixed_in=None,
+        kinds=("hung-call",),
+        facts=frozenset({"coordinator_down_in_call", "coordinator_fenced_in_call"}),
+        note="the transactional producer keeps the group coordinator's broker handle of the "
+        "offsets commit; once that broker is fenced (down longer than the broker session "
+        "timeout) metadata drops it and the handle is decommissioned, and the call waits on it "
+        "past its timeout (reported \"happening since v2.9.0\"; fix #5512 not merged). The "
+        "entry names only a send_offsets_to_transaction of a group whose own coordinator was "
+        "taken down by the run for longer than the session timeout",
+    ),
+    KnownBug(
+        id=OFFSETS_COORDINATOR_DOWN,
+        title="send_offsets_to_transaction ignores its timeout when the group coordinator is "
+        "down",
+        link="https://github.com/confluentinc/librdkafka/issues/5456",
+        status=OPEN,
+        component="librdkafka",
+        affected_from=None,
+        fixed_in=None,
+        kinds=("hung-call",),
+        facts=frozenset({"coordinator_down_in_call"}),
+        note="with the broker that coordinates the consumer group (the leader of the group's "
+        "__consumer_offsets partition) killed or paused, the TxnOffsetCommit waits for the "
+        "coordinator beyond the call's timeout; the call returns once a coordinator answers, "
+        "or never. The entry names only a send_offsets_to_transaction of a group whose own "
+        "coordinator the run took down while the call waited",
+    ),
 )
 
 BY_ID: dict[str, KnownBug] = {b.id: b for b in KNOWN_BUGS}
@@ -303,6 +351,7 @@ def unknown_ids(ids: list[str] | tuple[str, ...]) -> list[str]:
 
 
 __all__ = ["BY_ID", "EPOCH_BUMP_RESEND", "FACTS", "FIXED", "FRESH_ID_IMPLICIT_ACK", "KIP_966",
-           "KNOWN_BUGS", "LEADER_MOVE_CLIENT_BUGS", "LEADER_UNKNOWN", "LOG_SIGNATURES", "OPEN",
+           "KNOWN_BUGS", "LEADER_MOVE_CLIENT_BUGS", "LEADER_UNKNOWN", "LOG_SIGNATURES",
+           "OFFSETS_COORDINATOR_DOWN", "OFFSETS_COORDINATOR_FENCED", "OPEN",
            "UNCLEAN_RECOVERY", "KnownBug",
            "known_bug", "unknown_ids", "version_tuple"]

@@ -97,6 +97,9 @@ class Settings:
     # workload.liveness_s: the liveness bound after the final heal (0: the run had no
     # liveness phase; None: recorded before liveness was checked)
     liveness_s: float | None = None
+    # broker.session.timeout.ms of broker_config, in seconds (Kafka's default 9 s): a broker
+    # down longer is fenced and leaves the metadata
+    broker_session_timeout_s: float = 9.0
 
     def isolation(self, reader: str) -> str:
         """The isolation level of one reader (per-reader setting, else consumer_config)."""
@@ -286,6 +289,8 @@ def settings_from_run(run: dict[str, Any]) -> Settings:
         consumer_group=default_group,
         per_producer=per_producer,
         liveness_s=_float(workload.get("liveness_s")),
+        broker_session_timeout_s=(_float(broker.get("broker.session.timeout.ms")) or 9000.0)
+        / 1000,
     )
 
 

@@ -136,11 +136,16 @@ class ClusterFaults:
         self._randoms: list[RandomFaults] = []
         self._lock = threading.Lock()
 
+    def offset_groups(self) -> list[str]:
+        """The consumer groups whose coordinator each broker fault records at its start
+        (none here; a session of recorded clients names those its transactions use)."""
+        return []
+
     def _nemesis(self, topic: str | None) -> Nemesis:
         # One nemesis per fault or schedule: each has its own topic (what "leader" means)
         # and random stream, and heal() reaches all of them.
         ctx = FaultContext(self.cluster, self.events, topic or self.topic,
-                           random.Random(self._rng.getrandbits(64)))
+                           random.Random(self._rng.getrandbits(64)), groups=self.offset_groups)
         nemesis = Nemesis(ctx)
         with self._lock:
             self._nemeses.append(nemesis)

@@ -53,13 +53,18 @@ class CallSlot:
 
     def __init__(self, arr: Any = None) -> None:
         self.arr = arr
+        # what an in-process watcher adds to a hung call's event: (gen of the call, detail)
+        self._note: tuple[int, dict[str, Any]] = (-1, {})
 
     @contextmanager
-    def call(self, name: str, timeout_s: float | None) -> Iterator[None]:
+    def call(self, name: str, timeout_s: float | None, **note: Any) -> Iterator[None]:
         """Marks ``name`` in progress for the duration of the block. ``timeout_s`` is the
         call's own timeout: None for a call that has none (judged against the bound),
-        infinity for one asked to wait for ever (not watched)."""
+        infinity for one asked to wait for ever (not watched). ``note`` (in-process clients
+        only: it is not in the shared slot) goes into the call's hung-call events."""
         began = self.begin(name, timeout_s)
+        if began and note:
+            self._note = (int(self.arr[GEN]), dict(note))
         try:
             yield
         finally:
@@ -79,6 +84,11 @@ class CallSlot:
         arr[TIMEOUT_MS] = -1 if timeout_s is None else int(max(0.0, timeout_s) * 1000)
         arr[GEN] += 1  # odd: in progress (after the fields, so a reader sees them whole)
         return True
+
+    def note_of(self, gen: int) -> dict[str, Any]:
+        """What :meth:`call` was told about the call of generation ``gen`` ({}: nothing)."""
+        at, note = self._note
+        return dict(note) if at == gen else {}
 
     def end(self) -> None:
         """The call :meth:`begin` marked has ended."""
@@ -107,6 +117,8 @@ class CallWatcher:
     events: EventLog
     slots: dict[str, Any]
     bound_s: float = DEFAULT_BOUND_S
+    #: in-process clients: name -> their CallSlot, whose notes join the hung-call events
+    notes: dict[str, CallSlot] = field(default_factory=dict)
     interval_s: float = WATCH_INTERVAL_S
     _open: dict[str, _Hung] = field(default_factory=dict)
     _halt: threading.Event = field(default_factory=threading.Event)
@@ -142,6 +154,8 @@ class CallWatcher:
             if (now_ns - call.start_ns) / 1e9 > call.limit_s(self.bound_s):
                 detail = {"client": name, "call": call.call, "timeout_s": call.timeout_s,
                           "since_ns": call.start_ns}
+                if name in self.notes:
+                    detail |= self.notes[name].note_of(call.gen)
                 self.events.emit(HUNG_CALL, START, [], detail)
                 self._open[name] = _Hung(call, detail)
                 self.hung += 1
@@ -181,7 +195,8 @@ class InProcessWatch:
     def __init__(self, events_path: Path, client: str) -> None:
         self.log = EventLog(events_path)
         self.slot = CallSlot([0] * len(SLOT_FIELDS))
-        self.watcher = CallWatcher(self.log, {client: self.slot.arr}).start()
+        self.watcher = CallWatcher(self.log, {client: self.slot.arr},
+                                   notes={client: self.slot}).start()
 
     def close(self) -> None:
         self.watcher.stop()

@@ -170,9 +170,9 @@ class RecordingProducer:
             raise
         self._end_txn("unknown" if self._in_doubt else "aborted")
 
-    def _txn_call(self, name: str, timeout: float) -> AbstractContextManager[None]:
+    def _txn_call(self, name: str, timeout: float, **note: Any) -> AbstractContextManager[None]:
         """A transaction call, watched; -1 waits at most the transaction timeout."""
-        return self._calls.call(name, own_timeout(timeout, self._txn_timeout_s))
+        return self._calls.call(name, own_timeout(timeout, self._txn_timeout_s), **note)
 
     def init_transactions(self, timeout: float = -1) -> None:
         """``Producer.init_transactions`` (watched)."""
@@ -181,8 +181,11 @@ class RecordingProducer:
 
     def send_offsets_to_transaction(self, positions: list[TopicPartition],
                                     group_metadata: Any, timeout: float = -1) -> None:
-        """``Producer.send_offsets_to_transaction`` (watched)."""
-        with self._txn_call("send_offsets_to_transaction", timeout):
+        """``Producer.send_offsets_to_transaction`` (watched; a hung call names the group
+        when the metadata came from a :class:`RecordingConsumer`)."""
+        group = _GROUPS.get(bytes(group_metadata)) if isinstance(group_metadata, bytes) else None
+        note = {"group": group} if group is not None else {}
+        with self._txn_call("send_offsets_to_transaction", timeout, **note):
             self._client.send_offsets_to_transaction(positions, group_metadata, timeout)
 
     def _end_txn(self, outcome: str) -> None:
@@ -310,6 +313,12 @@ class RecordingProducer:
         return getattr(self._client, name)  # everything not recorded is the client's own
 
 
+#: Group metadata a RecordingConsumer handed out -> its group.id (confluent-kafka's metadata
+#: is opaque bytes): how a recorded producer knows which group its offsets are for.
+_GROUPS: dict[bytes, str] = {}
+_MAX_GROUPS = 4096
+
+
 class RecordingConsumer:
     """A ``confluent_kafka.Consumer`` that records every record it returns.
 
@@ -330,6 +339,8 @@ class RecordingConsumer:
         self._closed = False
         self._watch = InProcessWatch(history_dir(self.run_dir) / "events.jsonl", reader)
         self._calls = self._watch.slot
+        #: whether its group metadata was taken (for a transaction's offsets)
+        self.offers_offsets = False
 
     @property
     def kafka_config(self) -> dict[str, str]:
@@ -404,6 +415,20 @@ class RecordingConsumer:
                 self._reads.close()
             self._watch.close()
             self._events.close()
+
+    def consumer_group_metadata(self) -> Any:
+        """``Consumer.consumer_group_metadata``. The group it names is remembered: a recorded
+        producer's ``send_offsets_to_transaction`` of it names the group in a hung-call
+        event, and a session's faults record that group's coordinator
+        (:attr:`offers_offsets`)."""
+        metadata = self._client.consumer_group_metadata()
+        group = self.config.get("group.id")
+        if isinstance(metadata, bytes) and group is not None:
+            if len(_GROUPS) >= _MAX_GROUPS:
+                _GROUPS.clear()  # a bound, not a cache: only the latest matter
+            _GROUPS[metadata] = str(group)
+            self.offers_offsets = True
+        return metadata
 
     def commit(self, *args: Any, **kwargs: Any) -> Any:
         """``Consumer.commit`` (watched: a synchronous commit has no timeout of its own)."""

@@ -7,9 +7,13 @@ image, which has no iptables or tc inside.
 
 from __future__ import annotations
 
+import logging
 import random
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+log = logging.getLogger("kafka_chaos.nemesis.faults")
 
 if TYPE_CHECKING:  # annotations only: the CLI validates its input before loading Docker
     from compose.cluster import KafkaCluster
@@ -28,6 +32,21 @@ class FaultContext:
     # False while healing a cluster that is about to be removed: undoing a fault then need
     # not wait for the cluster to serve again (a restarted broker can take a minute).
     settle: bool = True
+    #: the consumer groups whose coordinator a broker fault records at its start (a
+    #: transactional producer's offsets go to them: contract.known_bugs
+    #: ``coordinator_down_in_call``); read when a fault starts
+    groups: Callable[[], list[str]] = field(default=list)
+
+    def coordinators(self) -> dict[str, int]:
+        """The broker coordinating each of :attr:`groups` now; a group the cluster cannot
+        name within a second or two is left out (no evidence rather than a late fault)."""
+        out: dict[str, int] = {}
+        for group in self.groups():
+            try:
+                out[group] = self.cluster.group_coordinator(group, timeout_s=2)
+            except Exception as e:  # noqa: BLE001 - a record, never a reason to fail a fault
+                log.info("coordinator of group %s not known: %s", group, e)
+        return out
 
     @property
     def not_ours(self) -> bool:

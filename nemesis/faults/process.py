@@ -32,9 +32,12 @@ class _NodeFault(BaseFault):
 
     def start(self, ctx: FaultContext) -> None:
         self.targets = tg.resolve(self.target, ctx)
+        # which broker coordinated each watched group before the fault struck
+        coordinators = ctx.coordinators()
         for nid in self.targets:
             self._apply(ctx, nid)
-        self._started(ctx, target=self.target, **self._start_detail())
+        extra = {"coordinators": coordinators} if coordinators else {}
+        self._started(ctx, target=self.target, **self._start_detail(), **extra)
 
     def stop(self, ctx: FaultContext) -> None:
         if not self._active:

@@ -233,3 +233,65 @@ def test_a_producer_stuck_after_logging_leader_minus_one_names_librdkafka_5430(c
     for acked, logged in ((10_000, 9_000), (10_000, None)):
         stuck = check(_leader_unknown_run(acked, logged))["anomalies"]["stuck-producer"]
         assert stuck["count"] == 1 and stuck["known_bugs"] == {}, (acked, logged)
+
+
+def _offsets_run(*, coordinator: int = 2, kill_ms: tuple[int, int] = (5_000, 12_000),
+                 call: str = "send_offsets_to_transaction", since_ms: int = 8_000,
+                 group: str | None = "invoicer", session_ms: int | None = None,
+                 librdkafka: str = "2.16.0") -> History:
+    """Every client live; broker 2 killed over ``kill_ms`` (the kill's start event records
+    ``coordinator`` as the group's coordinator); p4's ``call`` (timeout 20 s) from
+    ``since_ms`` blocked 35 s, then returned (the copy service's suite run)."""
+    h = _live_producers(_run({"c0": "assign"}))
+    h.read("c0", 0, 0, 1, 0, at_ms=LO + 2000)
+    h.run["versions"] = {"librdkafka": librdkafka}
+    if session_ms is not None:
+        h.run["broker_config"] = {"broker.session.timeout.ms": str(session_ms)}
+    h.event("kill", START, kill_ms[0], targets=[2], target="random",
+            coordinators={"invoicer": coordinator})
+    h.event("kill", END, kill_ms[1], targets=[2], target="random")
+    note = {"group": group} if group else {}
+    since = BASE_NS + since_ms * MS
+    h.event(HUNG_CALL, START, since_ms + 25_000, client="p4", call=call, timeout_s=20,
+            since_ns=since, **note)
+    h.event(HUNG_CALL, END, since_ms + 35_000, client="p4", call=call, timeout_s=20,
+            since_ns=since, blocked_s=35.0, returned=True, **note)
+    return h
+
+
+def _hung_bugs(res: dict[str, Any]) -> dict[str, int]:
+    hung = res["anomalies"]["hung-call"]
+    assert hung["count"] == 1, hung
+    return dict(hung["known_bugs"])
+
+
+def test_a_hung_send_offsets_whose_group_coordinator_was_down_names_librdkafka_5456(check) -> None:  # type: ignore[no-untyped-def]
+    """A send_offsets_to_transaction blocked past its timeout while the run had killed
+    the broker coordinating its group: #5456; with the kill past the session timeout (the
+    coordinator fenced, gone from metadata): #5511."""
+    res = check(_offsets_run())
+    assert _hung_bugs(res) == {"librdkafka#5456": 1}  # was {}
+    assert res["anomalies"]["hung-call"]["examples"][0]["group"] == "invoicer"
+    assert res["valid"] is False  # a name alone changes nothing
+    h = _offsets_run()
+    h.run["accept_known"] = ["librdkafka#5456"]
+    res = check(h)
+    assert res["anomalies"]["hung-call"]["accepted"] == 1 and res["valid"] is True
+    # held 7 s, the brokers' session timeout 3 s: fenced
+    assert _hung_bugs(check(_offsets_run(session_ms=3000))) == {"librdkafka#5511": 1}
+    # ... but #5511 is reported from 2.10.0 on: an older client's hang is #5456's
+    assert _hung_bugs(check(_offsets_run(session_ms=3000, librdkafka="2.8.0"))) == {
+        "librdkafka#5456": 1}
+
+
+@pytest.mark.parametrize("case", [
+    {"coordinator": 1},  # the killed broker did not coordinate the group
+    {"kill_ms": (1_000, 7_000)},  # the coordinator was back before the call began
+    {"since_ms": 4_000, "kill_ms": (25_000, 30_000)},  # down only after the call's timeout
+    {"call": "commit_transaction"},  # another call: not this bug's
+    {"group": None},  # the call's group is not known
+])
+def test_a_hung_send_offsets_without_its_coordinators_fault_names_no_bug(check, case) -> None:  # type: ignore[no-untyped-def]
+    res = check(_offsets_run(**case))
+    assert _hung_bugs(res) == {}, case
+    assert res["valid"] is False

@@ -42,6 +42,10 @@ def _stall_watch(topic: str) -> dict[str, Any]:
     return {"consumer_conf": stats.conf(), "on_stall": on_stall}
 
 
+# librdkafka's send_offsets_to_transaction may block past its timeout once a fault took the
+# group's coordinator down (#5456, #5511: open); the service restarts past it, and each such
+# hung call is accepted only when its own group's coordinator was the fault's target.
+@pytest.mark.chaos(accept_known=["librdkafka#5456", "librdkafka#5511"])
 def test_transactional_copy_service_is_exactly_once(chaos: ChaosSession,
                                                     kafka_cluster: KafkaCluster) -> None:
     ex = _example()

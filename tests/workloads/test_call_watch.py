@@ -88,3 +88,21 @@ def test_limits_own_timeout_plus_slack_and_for_ever(tmp_path: Path) -> None:
     assert own_timeout(-1) == math.inf and own_timeout(-1, 60.0) == 60.0
     watch.stop()
     assert len([e for e in _hung(path) if e["phase"] == "start"]) == 1
+
+
+def test_an_in_process_calls_note_joins_its_own_hung_call_only(tmp_path: Path) -> None:
+    """The group a recorded producer's send_offsets_to_transaction is for goes into that
+    call's hung-call events (the evidence of librdkafka#5456), never into a later call's."""
+    path = tmp_path / "events.jsonl"
+    slot = CallSlot(new_slot())
+    watch = CallWatcher(EventLog(path), {"p4": slot.arr}, notes={"p4": slot})
+    with slot.call("send_offsets_to_transaction", 1.0, group="invoicer"):
+        watch.scan(time.time_ns() + int((1.0 + SLACK_S + 1) * 1e9))
+    with slot.call("commit_transaction", 1.0):  # no note: a later call names no group
+        watch.scan(time.time_ns() + int((1.0 + SLACK_S + 1) * 1e9))
+    watch.stop()
+    events = _hung(path)
+    assert [(e["phase"], e["detail"]["call"], e["detail"].get("group")) for e in events] == [
+        ("start", "send_offsets_to_transaction", "invoicer"),
+        ("end", "send_offsets_to_transaction", "invoicer"),
+        ("start", "commit_transaction", None), ("end", "commit_transaction", None)]
