@@ -205,8 +205,20 @@ class Slow(BaseFault):
                                                   rate_kbit=self.params["rate_kbit"]))
 
     def _heal_handles(self) -> None:
+        """Heals every handle, newest first; one that fails (its node unreachable over SSH)
+        is kept for the next try and the first error raised once the others are healed."""
+        kept: list[ShapingHandle] = []
+        errors: list[Exception] = []
         while self._handles:
-            self._handles.pop().heal()
+            handle = self._handles.pop()
+            try:
+                handle.heal()
+            except Exception as e:  # noqa: BLE001 - raised below, after the other handles
+                kept.insert(0, handle)
+                errors.append(e)
+        self._handles = kept
+        if errors:
+            raise errors[0]
 
     def stop(self, ctx: FaultContext) -> None:
         if not self._active:

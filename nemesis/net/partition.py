@@ -232,10 +232,18 @@ class PartitionHandle:
 
     def heal(self) -> int:
         """Delete this partition's rules from every namespace; tolerate vanished namespaces.
-        Returns the number of rules deleted (0 on a second call)."""
+        Returns the number of rules deleted (0 on a second call). A namespace that fails
+        (a node unreachable over SSH) does not keep the others cut: each is tried, then the
+        first error is raised and the handle stays unhealed, for the heal to be retried."""
         deleted = 0
+        errors: list[Exception] = []
         for ns in {rule.ns for rule in self.rules}:
-            deleted += iptables.delete_tagged(ns, self.id)
+            try:
+                deleted += iptables.delete_tagged(ns, self.id)
+            except Exception as e:  # noqa: BLE001 - raised below, after the other namespaces
+                errors.append(e)
+        if errors:
+            raise errors[0]
         self.healed = True
         return deleted
 

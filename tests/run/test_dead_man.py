@@ -21,6 +21,7 @@ from tenacity import Retrying, stop_after_delay, wait_fixed
 from compose.remote import ExternalCluster, SshNode
 from nemesis.dead_man import SWITCH_PREFIX, arm, disarm, sweep_node
 from nemesis.faults.base import FaultContext
+from nemesis.faults.network import Partition
 from nemesis.faults.process import Pause
 from nemesis.schedule import Nemesis
 from tests.hygiene import share
@@ -145,14 +146,23 @@ def test_ssh_cut_during_the_heal_the_node_heals_itself(ssh_cluster: SshCluster,
     cut = "iptables -w 10 -I INPUT -p tcp --dport 22 -j DROP"
     try:
         nemesis.start_fault(Pause(target="1"))
-        assert _broker_state(ssh_cluster, 1) == "paused"
+        nemesis.start_fault(Partition("isolate", "1"))
+        assert _broker_state(ssh_cluster, 1) == "paused" and _ours(ssh_cluster, 1)
         assert _sh(ssh_cluster, 1, cut) == ""
         nemesis.heal_all(settle=False)  # cannot reach the node: retried, then given up
+        # the partition's heal reads its rules with a check=False listing: unreachable, not
+        # "no rule there" (before, it ended the partition with its rules still on node 1)
+        assert any("heal of partition failed" in e and "unreachable over SSH" in e
+                   for e in nemesis.errors), nemesis.errors
         assert any("heal of pause failed" in e for e in nemesis.errors), nemesis.errors
+        assert _ours(ssh_cluster, 2) == _ours(ssh_cluster, 3) == []  # reachable: healed
+        events = [json.loads(ln) for ln in (tmp_path / "events.jsonl").read_text().splitlines()]
+        assert [e["phase"] for e in events if e["kind"] == "partition"] == ["start"]
         for attempt in Retrying(stop=stop_after_delay(DEADLINE_S + 30), wait=wait_fixed(0.5),
                                 reraise=True):
             with attempt:
                 assert _broker_state(ssh_cluster, 1) == "running"
+                assert _ours(ssh_cluster, 1) == []  # the switch removed our chains
     finally:
         _sh(ssh_cluster, 1, cut.replace(" -I ", " -D "))
         node.ssh.close()
@@ -175,3 +185,4 @@ def test_sweep_leaves_a_live_runs_node_alone(ssh_cluster: SshCluster) -> None:
     assert any("resumed" in ln for ln in report.undo), report
     assert _broker_state(ssh_cluster, spec.node_id) == "running"
     node.ssh.close()
+
