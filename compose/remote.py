@@ -10,11 +10,12 @@ closes the SSH connections.
 from __future__ import annotations
 
 import io
+import ipaddress
 import logging
 import re
 import shlex
 import tarfile
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 
@@ -162,6 +163,56 @@ class SshNode:
 
     def remove(self) -> None:
         """Never removes anything: the node is the user's."""
+
+
+def ssh_peer(ssh_connection: str) -> str | None:
+    """The client address of an ``$SSH_CONNECTION`` value (``client-ip client-port
+    server-ip server-port``): the address a node sees our connection come from, in its
+    plain form (an IPv4-mapped IPv6 address as IPv4). None when it is not such a value."""
+    words = ssh_connection.split()
+    if len(words) != 4:
+        return None
+    return _plain(words[0])
+
+
+def _plain(address: str) -> str | None:
+    try:
+        ip = ipaddress.ip_address(address.split("%")[0])  # fe80::1%eth0: the zone is no part
+    except ValueError:
+        return None
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        return str(ip.ipv4_mapped)
+    return str(ip)
+
+
+def peers_on_nodes(peers: Mapping[int, str],
+                   addresses: Mapping[int, str]) -> list[tuple[int, int, str]]:
+    """``(node, listed node, address)`` for each node that sees our SSH connection come from
+    a listed node's address (``peers``: node id -> the ``$SSH_CONNECTION`` it printed;
+    ``addresses``: node id -> its address in nodes.toml). Pure."""
+    owner = {_plain(a): nid for nid, a in addresses.items() if _plain(a) is not None}
+    found = []
+    for nid, text in sorted(peers.items()):
+        peer = ssh_peer(text)
+        if peer is not None and peer in owner:
+            found.append((nid, owner[peer], peer))
+    return found
+
+
+def read_ssh_connections(nodes: Sequence[RemoteNodeSpec]) -> dict[int, str]:
+    """``$SSH_CONNECTION`` as each node reached over SSH prints it. A node that does not
+    answer is left out: the run's start names it."""
+    seen = {}
+    for spec in nodes:
+        if spec.ssh is None:
+            continue
+        try:
+            seen[spec.node_id] = spec.ssh.run("echo $SSH_CONNECTION", timeout=30).stdout
+        except SshError:
+            continue
+        finally:
+            spec.ssh.close()  # a refused run leaves no ssh behind
+    return seen
 
 
 def no_links(member: tarfile.TarInfo, path: str) -> tarfile.TarInfo | None:

@@ -23,7 +23,13 @@ from contract.settings import (
     spark_master_problem,
 )
 from runner.bug_runs import run_bug, run_once
-from runner.config import KAFKA_TABLES, RUN_FIELDS, RunConfigError, space_refusal
+from runner.config import (
+    KAFKA_TABLES,
+    RUN_FIELDS,
+    RunConfigError,
+    space_refusal,
+    ssh_peer_refusal,
+)
 
 EXAMPLES = {
     "run": """examples:
@@ -325,7 +331,8 @@ def cmd_run(args: argparse.Namespace) -> int:
             (side, scenario.run_config(**{**overrides, **pin})) for side, pin in bug[1]]
         for _side, cfg in runs:
             cfg.validate()
-            if (why := scenario.refusal(cfg) or space_refusal(cfg)) is not None:
+            if (why := scenario.refusal(cfg) or space_refusal(cfg) or ssh_peer_refusal(
+                    cfg, scenario.script_faults if scenario.script else None)) is not None:
                 raise RunConfigError(why)
             # before the cluster: a release pip or Maven cannot fetch is bad input
             from runner.clients import ensure_driver

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import re
 import shutil
+from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -305,6 +306,38 @@ def space_refusal(cfg: RunConfig) -> str | None:
         return (f"only {free} MiB free under {cfg.out} (a run needs {MIN_FREE_MIB} MiB for "
                 "its history and logs)")
     return None
+
+
+#: The fault kinds that cut nodes from each other: a partition of any shape (the random
+#: nemesis draws every shape; a script's kinds name none).
+NODE_CUT_KINDS = ("partition", "voter-partition")
+
+
+def ssh_peer_refusal(cfg: RunConfig, script_faults: Sequence[str] | None = None) -> str | None:
+    """Why a run of ``cfg`` must not start because a cut between nodes would cut our own
+    SSH (one line), or None. A node that sees our connection come from a listed node's
+    address (we run on a node, or reach the nodes through a bastion that is one) loses it
+    to a node-to-node cut: the cut's rules spare each node's own SSH port, not the replies
+    of a connection that node opened to another's. Asks each node over SSH, so it is checked
+    where a run starts; ``script_faults``: the kinds a scenario's script starts (None: the
+    run's ``faults``)."""
+    kinds = cfg.faults if script_faults is None else script_faults
+    if not cfg.nodes or not any(k in NODE_CUT_KINDS for k in kinds):
+        return None
+    from compose.remote import peers_on_nodes, read_ssh_connections
+
+    try:
+        specs = load_nodes(cfg.nodes)
+    except NodesFileError as e:
+        return f"--nodes: {e}"
+    seen = read_ssh_connections(specs)
+    clash = peers_on_nodes(seen, {s.node_id: s.ip for s in specs if s.ip})
+    if not clash:
+        return None
+    nid, owner, address = clash[0]
+    return (f"node {nid} sees our SSH connection come from {address}, the address of node "
+            f"{owner}: a partition between nodes would cut our own SSH (run from a host that "
+            "is not a node, or without partition faults)")
 
 
 def free_mib(out: str) -> int | None:

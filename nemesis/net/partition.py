@@ -195,8 +195,10 @@ class PlannedRule:
 def _spare_control(ns: NetNS, port_flag: str) -> tuple[str, ...]:
     """A rule on a node reached over SSH must not cut the SSH connection that heals it:
     such rules drop TCP except the SSH port (Kafka speaks only TCP). Every rule there, not
-    only a cut from this host: we may reach the node from another node's address (running
-    on it, or through a bastion that is one), which a node-to-node cut drops."""
+    only a cut from this host. That spares connections *to* the node's SSH port, not the
+    replies a node gets on one it opened to another's: a run whose SSH comes from a node's
+    address (run on it, or through it as a bastion) is refused before it starts
+    (``runner.config.ssh_peer_refusal``)."""
     if ns.control_port is None:
         return ()
     return ("-p", "tcp", "!", port_flag, str(ns.control_port))

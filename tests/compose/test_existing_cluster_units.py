@@ -12,8 +12,10 @@ import pytest
 from compose.compose_file import COMPOSE_LABEL, _yaml, compose_document
 from compose.config import ClusterConfig
 from compose.nodes_file import NodesFileError, load_nodes
+from compose.remote import peers_on_nodes, ssh_peer
 from nemesis.net.netns import NetNS
 from nemesis.net.partition import Node, PartitionSpec, plan_rules
+from runner.config import RunConfig, ssh_peer_refusal
 
 GOOD = """
 user = "kafka"
@@ -102,6 +104,33 @@ def test_every_cut_on_a_node_reached_over_ssh_spares_its_ssh_port():
         # n1, or through it as a bastion); before, nothing was spared and the heal was cut
         ("n2", "INPUT", ("-s", "10.0.0.11", "-p", "tcp", "!", "--dport", "2222")),
     }
+
+
+def test_the_ssh_peer_is_the_first_field_of_ssh_connection_in_its_plain_form():
+    assert ssh_peer("10.0.0.1 52814 10.0.0.11 22\n") == "10.0.0.1"
+    assert ssh_peer("::ffff:10.0.0.11 52814 ::ffff:10.0.0.12 22") == "10.0.0.11"
+    assert ssh_peer("fe80::1%eth0 52814 fe80::2%eth0 22") == "fe80::1"
+    assert ssh_peer("") is None  # not over SSH (a shell that unset it)
+    assert ssh_peer("bastion 52814 10.0.0.12 22") is None
+
+
+def test_a_node_that_sees_us_come_from_a_nodes_address_is_named():
+    nodes = {1: "10.0.0.11", 2: "10.0.0.12", 3: "2001:db8::13"}
+    # from a host of our own: no node's address
+    assert peers_on_nodes({1: "10.0.0.1 5 10.0.0.11 22", 2: "10.0.0.1 5 10.0.0.12 22"},
+                          nodes) == []
+    # run on node 1 (it sees itself), or through node 1 as a bastion (node 2 sees node 1)
+    assert peers_on_nodes({1: "10.0.0.11 5 10.0.0.11 22", 2: "10.0.0.11 5 10.0.0.12 22",
+                           3: "2001:db8:0:0:0:0:0:13 5 2001:db8::13 22"}, nodes) == [
+        (1, 1, "10.0.0.11"), (2, 1, "10.0.0.11"), (3, 3, "2001:db8::13")]
+
+
+def test_the_ssh_peer_is_asked_only_when_the_run_may_cut_nodes_apart(tmp_path):
+    nodes = _write(tmp_path, '[[node]]\nid = 1\nhost = "10.0.0.11"\n')
+    # no SSH is tried (10.0.0.11 is nobody's): no partition in the run's faults or script
+    assert ssh_peer_refusal(RunConfig(nodes=str(nodes), faults=["kill", "pause"])) is None
+    assert ssh_peer_refusal(RunConfig(nodes=str(nodes)), script_faults=("slow",)) is None
+    assert ssh_peer_refusal(RunConfig(faults=["partition"])) is None  # our own cluster
 
 
 def test_an_ssh_namespace_quotes_the_command_for_the_remote_shell():

@@ -18,12 +18,13 @@ from pathlib import Path
 import pytest
 from tenacity import Retrying, stop_after_delay, wait_fixed
 
-from compose.remote import ExternalCluster, SshNode
+from compose.remote import ExternalCluster, SshNode, read_ssh_connections, ssh_peer
 from nemesis.dead_man import SWITCH_PREFIX, arm, disarm, sweep_node
 from nemesis.faults.base import FaultContext
 from nemesis.faults.network import Partition
 from nemesis.faults.process import Pause
 from nemesis.schedule import Nemesis
+from runner.config import RunConfig, ssh_peer_refusal
 from tests.hygiene import share
 from tests.run.cli import CLI, start
 from tests.run.ssh_cluster import SshCluster
@@ -186,3 +187,33 @@ def test_sweep_leaves_a_live_runs_node_alone(ssh_cluster: SshCluster) -> None:
     assert _broker_state(ssh_cluster, spec.node_id) == "running"
     node.ssh.close()
 
+
+def test_a_run_from_a_listed_nodes_address_is_refused(ssh_cluster: SshCluster,
+                                                       tmp_path: Path) -> None:
+    """A node-to-node cut would drop the replies of our SSH when we reach a node from another
+    node's address: the run refuses before anything starts. Here the address the nodes see
+    us come from (this host's on their network, read from $SSH_CONNECTION as the run reads
+    it) is listed as a fourth node, as when kafka-chaos runs on a node."""
+    seen = read_ssh_connections(ssh_cluster.specs)
+    peers = {ssh_peer(text) for text in seen.values()}
+    assert len(seen) == 3 and len(peers) == 1 and None not in peers, seen
+    here = peers.pop()
+    nodes = tmp_path / "nodes.toml"
+    nodes.write_text(ssh_cluster.nodes_file.read_text()
+                     + f'\n[[node]]\nid = 4\nhost = "{here}"\nroles = "broker"\n')
+    out = tmp_path / "runs"
+    proc = subprocess.run([*CLI, "run", "--bootstrap-servers", ssh_cluster.bootstrap_servers,
+                           "--nodes", str(nodes), "--faults", "kill,partition",
+                           "--duration", "30", "--out", str(out)],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert proc.stderr.splitlines() == [
+        f"kafka-chaos: error: node 1 sees our SSH connection come from {here}, the address "
+        "of node 4: a partition between nodes would cut our own SSH (run from a host that "
+        "is not a node, or without partition faults)"]
+    assert not out.exists()  # nothing started, no run directory
+    # the cluster's own nodes.toml: this host is no node, the run may go on
+    cfg = RunConfig(bootstrap_servers=ssh_cluster.bootstrap_servers,
+                    nodes=str(ssh_cluster.nodes_file), faults=["partition"])
+    assert ssh_peer_refusal(cfg) is None
+    _whole(ssh_cluster)
