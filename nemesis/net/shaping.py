@@ -173,12 +173,14 @@ class Shaper:
         handle = ShapingHandle(fault_id or tc.fresh_id(), ns, params,
                                "netem" if use_netem else "nfqueue")
         try:
-            if loss > 0:
-                self._add_loss(handle, loss, peers)
+            # the qdiscs first: a device whose root qdisc is someone else's is refused
+            # (tc.NotOurs) before anything of ours is added to the namespace
             netem = tc.netem_args(delay_ms, jitter_ms) if use_netem and delay_ms > 0 else []
             if rate_kbit or netem:
                 devs = list(devices) if devices is not None else ns.interfaces()
                 handle.devices = tc.install(ns, devs, rate_kbit, peers, netem)
+            if loss > 0:
+                self._add_loss(handle, loss, peers)
             if delay_ms > 0 and not use_netem:
                 handle.delayer = start_delayer(ns, handle.id, delay_ms, jitter_ms, peers,
                                                seed=seed)

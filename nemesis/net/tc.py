@@ -7,8 +7,11 @@ One tree per interface, root handle ``4b43:`` ("KC"), so sweeps recognise ours::
       class 4b43:2  rate 100gbit         <- everything else (only with peers)
       filter u32 match ip(6) dst PEER -> 4b43:1, one per peer
 
-Replacing the root qdisc replaces whatever was there (veths and Docker's eth0 have the
-default ``noqueue``); deleting it restores the kernel default.
+Replacing the root qdisc replaces whatever was there, so it is done only over the kernel's
+own default (veths and Docker's eth0 have ``noqueue``, a NIC ``pfifo_fast``, ``fq_codel`` or
+``mq``, with handle ``0:``); deleting ours restores that default. A root qdisc someone
+configured (a team's own shaping on its hosts) is refused with :class:`NotOurs`, before any
+device is touched.
 """
 
 from __future__ import annotations
@@ -22,17 +25,37 @@ from nemesis.net.netns import CommandFailed, NamespaceGone, NetNS
 ROOT_HANDLE = "4b43:"
 NETEM_HANDLE = "4b44:"
 UNLIMITED = "100gbit"
+#: The root qdiscs a kernel gives an interface by itself (always with handle ``0:``; one
+#: added by hand gets a handle of its own, ``8001:`` when none is named).
+KERNEL_DEFAULT_KINDS = frozenset({"noqueue", "pfifo_fast", "fq_codel", "mq"})
+KERNEL_HANDLE = "0:"
 _netem_cache: dict[str, bool] = {}
 
 
-def root_handle(ns: NetNS, dev: str) -> str | None:
-    """The handle of ``dev``'s root qdisc (e.g. ``"4b43:"``), None when it has none."""
+class NotOurs(RuntimeError):
+    """A device's root qdisc is someone's own configuration: replacing it would wipe it."""
+
+
+def root_qdisc(ns: NetNS, dev: str) -> tuple[str, str | None] | None:
+    """``(kind, handle)`` of ``dev``'s root qdisc (e.g. ``("htb", "4b43:")``), None when it
+    has none."""
     out = ns.run(["tc", "-j", "qdisc", "show", "dev", dev, "root"], check=False).stdout
     for qdisc in json.loads(out or "[]"):
         if qdisc.get("root"):
             handle = qdisc.get("handle")
-            return str(handle) if handle is not None else None
+            return str(qdisc.get("kind")), str(handle) if handle is not None else None
     return None
+
+
+def root_handle(ns: NetNS, dev: str) -> str | None:
+    """The handle of ``dev``'s root qdisc (e.g. ``"4b43:"``), None when it has none."""
+    root = root_qdisc(ns, dev)
+    return root[1] if root is not None else None
+
+
+def kernel_default(root: tuple[str, str | None] | None) -> bool:
+    """Whether a root qdisc (as :func:`root_qdisc` reads it) is the kernel's own."""
+    return root is None or (root[0] in KERNEL_DEFAULT_KINDS and root[1] == KERNEL_HANDLE)
 
 
 def netem_available(ns: NetNS) -> bool:
@@ -81,13 +104,21 @@ def tree_commands(dev: str, rate_kbit: float | None, peers: Sequence[str],
 
 def install(ns: NetNS, devs: Sequence[str], rate_kbit: float | None, peers: Sequence[str],
             netem: Sequence[str] = ()) -> list[str]:
-    """Build our tree on each of ``devs``; refuse a device we already shape. Returns the
-    devices done (on failure, removes what it did and raises)."""
+    """Build our tree on each of ``devs``; refuse a device we already shape, and raise
+    :class:`NotOurs` when one's root qdisc is not the kernel's default (every device is
+    checked before any is changed). Returns the devices done (on failure, removes what it
+    did and raises)."""
+    for dev in devs:
+        root = root_qdisc(ns, dev)
+        if root is not None and root[1] == ROOT_HANDLE:
+            raise ValueError(f"{dev} in {ns} is already shaped by kafka-chaos")
+        if not kernel_default(root):
+            assert root is not None
+            raise NotOurs(f"{dev} in {ns} has a root qdisc of its own ({root[0]} "
+                          f"{root[1]}): replacing it would wipe that shaping; left alone")
     done: list[str] = []
     try:
         for dev in devs:
-            if root_handle(ns, dev) == ROOT_HANDLE:
-                raise ValueError(f"{dev} in {ns} is already shaped by kafka-chaos")
             done.append(dev)
             for cmd in tree_commands(dev, rate_kbit, peers, netem):
                 ns.run(cmd)
