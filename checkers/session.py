@@ -121,14 +121,17 @@ def _scratch_dir() -> str:
 
 def _remove_scratch_at_exit(path: Path) -> None:
     """The JVM ends only once this process has (its stdin closes), and a job may still run
-    in it (a warm-up check that a short run outlived): the context is stopped (its jobs
-    cancelled) and the JVM ended first, so no task fails on shuffle files removed under it
-    (a stack trace after the verdict)."""
+    in it (a warm-up check that a short run outlived). It is killed before its scratch is
+    removed, not stopped: stopping a context deletes its block manager's directories while
+    running tasks still write there (Spark stops the scheduler, not the tasks), and the
+    JVM printed their FileNotFoundException (temp_shuffle) or a rejected status update,
+    a stack trace after the verdict. Only the context's Python side is stopped: its
+    accumulator server would print an EOFError when the JVM goes."""
     sc = SparkContext._active_spark_context
     if sc is not None:
         with contextlib.suppress(Exception):  # exiting: nothing left to report to
-            sc.cancelAllJobs()
-            sc.stop()  # also its accumulator server, which would print an EOFError
+            sc._jsc = None  # nothing of the JVM's side is stopped: it is killed below
+            sc.stop()
     proc = getattr(SparkContext._gateway, "proc", None)
     if proc is not None and proc.poll() is None:
         with contextlib.suppress(Exception):

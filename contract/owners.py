@@ -3,16 +3,31 @@
 SIGKILL leaves no chance to clean up) the next start of any kafka-chaos process removes
 them; a live owner's are never touched.
 
-Directory names: ``<temp dir>/kafka-chaos-<kind>-<pid>-<random>``.
+Directory names: ``<temp dir>/kafka-chaos-<kind>-<pid>-<random>``. The pid in the name says
+whose it is; what proves the owner alive is the lock on the directory's :data:`LOCK_FILE`,
+which the owner takes (``flock``) before the directory appears under that name and holds
+until it ends. The kernel drops it when the owner ends, however it ends, so a sweep that can
+take the lock knows the owner is gone, whatever pid namespace either of them runs in and
+whichever process has that pid now. (Judged by the pid alone, a live owner in another pid
+namespace sharing the temp dir, such as a container with the host's /tmp, looked dead.)
 """
 
 from __future__ import annotations
 
+import fcntl
 import os
 import re
 import shutil
 import tempfile
+import threading
 from pathlib import Path
+
+#: The file in each owned directory whose lock its owner holds while it lives.
+LOCK_FILE = ".owner.lock"
+
+_HELD_LOCK = threading.Lock()
+#: Directory -> the descriptor holding its lock (closed once the owner removed it).
+_HELD: dict[Path, int] = {}
 
 
 def pid_alive(pid: int) -> bool:
@@ -56,14 +71,49 @@ def _prefix(kind: str, pid: int) -> str:
 
 
 def owned_dir(kind: str) -> Path:
-    """A new directory under the temp dir owned by this process (removed by the caller when
-    done; by :func:`sweep_owned_dirs` of a later process if this one is killed)."""
-    return Path(tempfile.mkdtemp(prefix=_prefix(kind, os.getpid())))
+    """A new directory under the temp dir owned by this process, locked for as long as it
+    lives (removed by the caller when done; by :func:`sweep_owned_dirs` of a later process
+    if this one is killed).
+
+    It is made under a name no sweep looks at and renamed once its lock is held, so no
+    sweep ever sees it unlocked while its owner lives."""
+    final_prefix = _prefix(kind, os.getpid())
+    staging = Path(tempfile.mkdtemp(prefix="." + final_prefix))
+    fd = os.open(staging / LOCK_FILE, os.O_CREAT | os.O_RDWR | os.O_CLOEXEC, 0o600)
+    fcntl.flock(fd, fcntl.LOCK_EX)  # a new file: nobody else holds it
+    path = staging.with_name(staging.name[1:])
+    os.rename(staging, path)
+    with _HELD_LOCK:
+        for done in [p for p in _HELD if not p.exists()]:  # removed by their callers
+            os.close(_HELD.pop(done))
+        _HELD[path] = fd
+    return path
+
+
+def _owner_gone(path: Path, pid: int) -> bool:
+    """Whether the owner of the owned directory ``path`` (named after ``pid``) has ended:
+    its lock can be taken. A directory without a lock file was made before the lock
+    existed and has only its pid to go by; one whose lock this process may not open is
+    another user's, and stays."""
+    try:
+        fd = os.open(path / LOCK_FILE, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK
+                     | os.O_CLOEXEC)  # (a planted FIFO would block a plain open)
+    except FileNotFoundError:
+        return pid != os.getpid() and not pid_alive(pid)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:  # held: its owner lives (or another sweep is removing it)
+        return False
+    finally:
+        os.close(fd)
+    return True
 
 
 def sweep_owned_dirs(kind: str, root: str | None = None) -> list[Path]:
     """Remove the ``kind`` directories under the temp dir (or ``root``) whose owning
-    process is gone; the removed paths."""
+    process is gone (its lock is free); the removed paths."""
     base = Path(root or tempfile.gettempdir())
     pattern = re.compile(rf"^kafka-chaos-{re.escape(kind)}-(\d+)-")
     removed: list[Path] = []
@@ -73,9 +123,9 @@ def sweep_owned_dirs(kind: str, root: str | None = None) -> list[Path]:
         return removed
     for entry in entries:
         m = pattern.match(entry.name)
-        if m is None or int(m.group(1)) == os.getpid() or pid_alive(int(m.group(1))):
+        if (m is None or entry.is_symlink() or not entry.is_dir()
+                or not _owner_gone(entry, int(m.group(1)))):
             continue
-        if entry.is_dir() and not entry.is_symlink():
-            shutil.rmtree(entry, ignore_errors=True)
-            removed.append(entry)
+        shutil.rmtree(entry, ignore_errors=True)
+        removed.append(entry)
     return removed

@@ -62,6 +62,8 @@ print("MID-WARM-UP", flush=True)
                          text=True, timeout=180, env=short_lived_spark_env(TMPDIR=str(tmp_path)))
     assert res.returncode == 0 and "MID-WARM-UP" in res.stdout, res.stderr[-2000:]
     assert not list(tmp_path.glob("kafka-chaos-warm-up-*"))
+    # nothing of the JVM's or the context's end is printed (a Java stack trace, an EOFError)
+    assert "Error" not in res.stderr and "Exception" not in res.stderr, res.stderr[-2000:]
 
 
 def _group_alive(pgid: int) -> bool:
