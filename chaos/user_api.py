@@ -112,6 +112,15 @@ class ChaosSession(ClusterFaults):
         return sorted({str(c.config["group.id"]) for c in self.consumers
                        if c.offers_offsets and c.config.get("group.id") is not None})
 
+    def transactional_ids(self) -> list[str]:
+        """The recorded producers' transactional ids, when a consumer handed out its group
+        metadata (their coordinators tell a hang at the transaction coordinator from one at
+        the group's)."""
+        if not self.offset_groups():
+            return []
+        return sorted({str(p.config["transactional.id"]) for p in self.producers
+                       if p.config.get("transactional.id")})
+
     def _config(self, config: dict[str, Any] | None, settings: dict[str, Any]) -> dict[str, Any]:
         conf: dict[str, Any] = {"bootstrap.servers": self.cluster.bootstrap_servers}
         conf.update(config or {})

@@ -194,7 +194,7 @@ def hung_calls(events: list[Event]) -> list[dict[str, Any]]:
         out.append({"client": d.get("client"), "call": d.get("call"), "timeout_s": timeout,
                     "since_ns": d.get("since_ns"), "seen_ns": e.ts_ns,
                     "blocked_s": blocked, "returned": returned,
-                    **({"group": d["group"]} if d.get("group") else {}),
+                    **{k: d[k] for k in ("group", "transactional_id") if d.get(k)},
                     "summary": f"{d.get('client')}: {d.get('call')}() "
                             f"(timeout {'none' if timeout is None else f'{timeout} s'}) {how}"})
     return out
@@ -209,25 +209,33 @@ def coordinator_facts(call: dict[str, Any], windows: list[FaultWindow], session_
     """``coordinator_down_in_call`` and ``coordinator_fenced_in_call`` of one hung call
     (contract/known_bugs.py): a send_offsets_to_transaction whose group's coordinator, as
     recorded at a kill, stop or pause fault's start, was that fault's target while the call
-    waited (from its start to the end of its own timeout); fenced when the fault held it
-    longer than the broker session timeout (an unended fault: until ``last_ns``)."""
+    waited (from its start to the end of its own timeout), while its transaction's
+    coordinator (recorded there too) was up: no such fault in force then took it down, so
+    the wait was for the group's coordinator, not for the transaction's. Fenced when the
+    fault held the group's coordinator longer than the broker session timeout (an unended
+    fault: until ``last_ns``)."""
     group, since = call.get("group"), call.get("since_ns")
-    if call.get("call") != "send_offsets_to_transaction" or not group or since is None:
+    txn_id = call.get("transactional_id")
+    if call.get("call") != "send_offsets_to_transaction" or not group or not txn_id \
+            or since is None:
         return {}
     timeout = call.get("timeout_s")
     until = int(since) + int(float(timeout) * 1e9) if isinstance(timeout, int | float) \
         else int(call.get("seen_ns") or since)
-    down = fenced = False
-    for w in windows:
-        coordinator = (w.detail.get("coordinators") or {}).get(group)
-        if w.kind not in COORDINATOR_FAULTS or coordinator is None \
-                or coordinator not in w.targets:
+    during = [w for w in windows if w.kind in COORDINATOR_FAULTS and w.start_ns <= until
+              and (w.end_ns is None or w.end_ns >= int(since))]
+    down = fenced = txn_down = False
+    for w in during:
+        group_node = (w.detail.get("coordinators") or {}).get(group)
+        txn_node = (w.detail.get("txn_coordinators") or {}).get(txn_id)
+        if txn_node is None or txn_node in w.targets:
+            txn_down = True  # the transaction's coordinator unknown there, or down too
+        if group_node is None or group_node not in w.targets:
             continue
-        if w.start_ns > until or (w.end_ns is not None and w.end_ns < int(since)):
-            continue  # the coordinator was back before the call, or went down after it
         down = True
         held_ns = (w.end_ns if w.end_ns is not None else last_ns) - w.start_ns
         fenced = fenced or held_ns > session_timeout_s * 1e9
+    down = down and not txn_down
     return {"coordinator_down_in_call": down, "coordinator_fenced_in_call": down and fenced}
 
 

@@ -18,6 +18,20 @@ from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 from tenacity import Retrying, retry_if_exception_type, stop_after_delay, wait_fixed
 
 
+def java_hash(text: str) -> int:
+    """Java's ``String.hashCode`` (over UTF-16 code units, 32-bit signed)."""
+    h = 0
+    units = text.encode("utf-16-be")
+    for i in range(0, len(units), 2):
+        h = (31 * h + int.from_bytes(units[i:i + 2], "big")) & 0xFFFFFFFF
+    return h - (1 << 32) if h >= 1 << 31 else h
+
+
+def java_abs(n: int) -> int:
+    """Kafka's ``Utils.abs``: the absolute value, 0 for the smallest int."""
+    return 0 if n == -(1 << 31) else abs(n)
+
+
 class _CreateTimedOut(Exception):
     """A CreateTopics request whose answer did not come (asked again)."""
 
@@ -185,6 +199,21 @@ class ClusterAdmin:
                 if not want <= have:
                     raise ClusterError(f"brokers {sorted(want - have)} not registered "
                                        f"within {timeout_s:.0f}s (have {sorted(have)})")
+
+    def transaction_coordinator(self, transactional_id: str, timeout_s: float = 2) -> int:
+        """The node id of the broker coordinating ``transactional_id``'s transactions: the
+        leader of its ``__transaction_state`` partition (Kafka's partitionFor: the id's Java
+        hash, made non-negative, modulo the partition count). Raises ClusterError when the
+        topic or a leader is not there (no transaction began yet, or a leader election)."""
+        md = self.admin(int(timeout_s * 1000)).list_topics("__transaction_state",
+                                                           timeout=timeout_s)
+        topic = md.topics.get("__transaction_state")
+        if topic is None or topic.error is not None or not topic.partitions:
+            raise ClusterError("no __transaction_state topic yet")
+        part = topic.partitions.get(java_abs(java_hash(transactional_id)) % len(topic.partitions))
+        if part is None or part.leader < 0:
+            raise ClusterError(f"transactional id {transactional_id}: no coordinator now")
+        return int(part.leader)
 
     def group_coordinator(self, group: str, timeout_s: float = 15) -> int:
         """The node id of the broker coordinating consumer ``group`` (asked again while the

@@ -245,16 +245,18 @@ def copy_under_chaos(chaos: ChaosSession, *, transactional: bool, orders: int = 
                      topics: tuple[str, str] = (ORDERS, INVOICES), faults: bool = True,
                      say: Callable[[str], Any] = print,
                      consumer_conf: dict[str, Any] | None = None,
-                     on_stall: Callable[[], str] | None = None) -> ChaosResult:
-    """Orders in, the service through crashes and random broker faults, the pipeline check
-    out. The topics (orders, invoices) must exist (``create_topics``). ``consumer_conf``
-    and ``on_stall`` go to :class:`CopyService`."""
+                     on_stall: Callable[[], str] | None = None,
+                     targets: list[str | int] | None = None) -> ChaosResult:
+    """Orders in, the service through crashes and random broker faults (at ``targets``,
+    default any broker), the pipeline check out. The topics (orders, invoices) must exist
+    (``create_topics``). ``consumer_conf`` and ``on_stall`` go to :class:`CopyService`."""
     end = write_orders(chaos, orders, topics[0])
     service = CopyService(chaos, transactional, topics[0], topics[1],
                           group=f"invoicer-{topics[1]}", consumer_conf=consumer_conf or {},
                           on_stall=on_stall)
     if faults:
-        with chaos.random(kinds=["kill", "pause"], interval=6, duration=18, topic=topics[1]):
+        with chaos.random(kinds=["kill", "pause"], interval=6, duration=18, topic=topics[1],
+                          targets=targets):
             service.run(end, deadline_s=240)
     else:
         service.run(end, deadline_s=240)

@@ -141,11 +141,17 @@ class ClusterFaults:
         (none here; a session of recorded clients names those its transactions use)."""
         return []
 
+    def transactional_ids(self) -> list[str]:
+        """The transactional ids whose transaction coordinator each broker fault records
+        beside :meth:`offset_groups`' (none here)."""
+        return []
+
     def _nemesis(self, topic: str | None) -> Nemesis:
         # One nemesis per fault or schedule: each has its own topic (what "leader" means)
         # and random stream, and heal() reaches all of them.
         ctx = FaultContext(self.cluster, self.events, topic or self.topic,
-                           random.Random(self._rng.getrandbits(64)), groups=self.offset_groups)
+                           random.Random(self._rng.getrandbits(64)), groups=self.offset_groups,
+                           transactional_ids=self.transactional_ids)
         nemesis = Nemesis(ctx)
         with self._lock:
             self._nemeses.append(nemesis)

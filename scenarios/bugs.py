@@ -331,6 +331,19 @@ BUGS: tuple[BugEntry, ...] = (
                     "p0 logged 'new leader-1 not found in cache' for all 3 partitions 0.2 s "
                     "after its last acknowledgement and got none in the 54 s left, 30 s of "
                     "them after the heal (2406 records timed out); p1 stayed live"),
+    # A transactional producer's send_offsets_to_transaction with the group's coordinator
+    # killed: reproduced with the recorded clients (tests/usercode/test_offsets_coordinator_
+    # cluster.py); no built-in scenario has a consume-transform-produce workload to pin.
+    BugEntry(id="librdkafka#5511", axis="client_version", affected="2.16.2", fixed="none",
+             kind="hung-call", timing=True,
+             status="seen (the recorded clients; not runnable): the group's "
+                    "coordinator killed for 40 s, a 5 s call blocked 35 s in 2 of 5 runs "
+                    "(then _FENCED from the new coordinator); 2 more waited 21 s at the "
+                    "transaction's coordinator (the same broker: not named)"),
+    BugEntry(id="librdkafka#5456", axis="client_version", affected="2.16.2", fixed="none",
+             kind="hung-call", timing=True,
+             status="seen (the recorded clients; not runnable): the group's "
+                    "coordinator killed for 1.5 s, a 5 s call blocked 12 s in 1 of 6 runs"),
 )
 
 BUG_BY_ID: dict[str, BugEntry] = {b.id: b for b in BUGS}

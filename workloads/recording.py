@@ -184,7 +184,8 @@ class RecordingProducer:
         """``Producer.send_offsets_to_transaction`` (watched; a hung call names the group
         when the metadata came from a :class:`RecordingConsumer`)."""
         group = _GROUPS.get(bytes(group_metadata)) if isinstance(group_metadata, bytes) else None
-        note = {"group": group} if group is not None else {}
+        note = {"group": group, "transactional_id": self.config.get("transactional.id")} \
+            if group is not None else {}
         with self._txn_call("send_offsets_to_transaction", timeout, **note):
             self._client.send_offsets_to_transaction(positions, group_metadata, timeout)
 

@@ -36,16 +36,23 @@ class FaultContext:
     #: transactional producer's offsets go to them: contract.known_bugs
     #: ``coordinator_down_in_call``); read when a fault starts
     groups: Callable[[], list[str]] = field(default=list)
+    #: ... and the transactional ids whose transaction coordinator it records
+    transactional_ids: Callable[[], list[str]] = field(default=list)
 
-    def coordinators(self) -> dict[str, int]:
-        """The broker coordinating each of :attr:`groups` now; a group the cluster cannot
-        name within a second or two is left out (no evidence rather than a late fault)."""
-        out: dict[str, int] = {}
-        for group in self.groups():
+    def coordinators(self) -> dict[str, dict[str, int]]:
+        """The broker coordinating each of :attr:`groups` (key ``coordinators``) and each
+        of :attr:`transactional_ids` (``txn_coordinators``) now; one the cluster cannot name
+        within a second or two is left out (no evidence rather than a late fault)."""
+        out: dict[str, dict[str, int]] = {}
+        asks: list[tuple[str, str, Callable[..., int]]] = [
+            ("coordinators", g, self.cluster.group_coordinator) for g in self.groups()]
+        asks += [("txn_coordinators", t, self.cluster.transaction_coordinator)
+                 for t in self.transactional_ids()]
+        for key, name, ask in asks:
             try:
-                out[group] = self.cluster.group_coordinator(group, timeout_s=2)
+                out.setdefault(key, {})[name] = ask(name, timeout_s=2)
             except Exception as e:  # noqa: BLE001 - a record, never a reason to fail a fault
-                log.info("coordinator of group %s not known: %s", group, e)
+                log.info("%s of %s not known: %s", key, name, e)
         return out
 
     @property

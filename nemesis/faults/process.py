@@ -36,8 +36,7 @@ class _NodeFault(BaseFault):
         coordinators = ctx.coordinators()
         for nid in self.targets:
             self._apply(ctx, nid)
-        extra = {"coordinators": coordinators} if coordinators else {}
-        self._started(ctx, target=self.target, **self._start_detail(), **extra)
+        self._started(ctx, target=self.target, **self._start_detail(), **coordinators)
 
     def stop(self, ctx: FaultContext) -> None:
         if not self._active:

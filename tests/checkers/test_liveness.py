@@ -238,19 +238,21 @@ def test_a_producer_stuck_after_logging_leader_minus_one_names_librdkafka_5430(c
 def _offsets_run(*, coordinator: int = 2, kill_ms: tuple[int, int] = (5_000, 12_000),
                  call: str = "send_offsets_to_transaction", since_ms: int = 8_000,
                  group: str | None = "invoicer", session_ms: int | None = None,
-                 librdkafka: str = "2.16.0") -> History:
+                 librdkafka: str = "2.16.0", txn_coordinator: int | None = 3) -> History:
     """Every client live; broker 2 killed over ``kill_ms`` (the kill's start event records
-    ``coordinator`` as the group's coordinator); p4's ``call`` (timeout 20 s) from
-    ``since_ms`` blocked 35 s, then returned (the copy service's suite run)."""
+    ``coordinator`` as the group's coordinator and ``txn_coordinator`` as the transaction's,
+    None: not known); p4's ``call`` (timeout 20 s) from ``since_ms`` blocked 35 s, then
+    returned (the copy service's suite run)."""
     h = _live_producers(_run({"c0": "assign"}))
     h.read("c0", 0, 0, 1, 0, at_ms=LO + 2000)
     h.run["versions"] = {"librdkafka": librdkafka}
     if session_ms is not None:
         h.run["broker_config"] = {"broker.session.timeout.ms": str(session_ms)}
+    txn = {"txn_coordinators": {"invoicer-tx": txn_coordinator}} if txn_coordinator else {}
     h.event("kill", START, kill_ms[0], targets=[2], target="random",
-            coordinators={"invoicer": coordinator})
+            coordinators={"invoicer": coordinator}, **txn)
     h.event("kill", END, kill_ms[1], targets=[2], target="random")
-    note = {"group": group} if group else {}
+    note = {"group": group, "transactional_id": "invoicer-tx"} if group else {}
     since = BASE_NS + since_ms * MS
     h.event(HUNG_CALL, START, since_ms + 25_000, client="p4", call=call, timeout_s=20,
             since_ns=since, **note)
@@ -290,6 +292,8 @@ def test_a_hung_send_offsets_whose_group_coordinator_was_down_names_librdkafka_5
     {"since_ms": 4_000, "kill_ms": (25_000, 30_000)},  # down only after the call's timeout
     {"call": "commit_transaction"},  # another call: not this bug's
     {"group": None},  # the call's group is not known
+    {"txn_coordinator": 2},  # the transaction's coordinator was down too: it waited there
+    {"txn_coordinator": None},  # the transaction's coordinator not known at the kill
 ])
 def test_a_hung_send_offsets_without_its_coordinators_fault_names_no_bug(check, case) -> None:  # type: ignore[no-untyped-def]
     res = check(_offsets_run(**case))
