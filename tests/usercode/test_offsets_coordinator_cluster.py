@@ -104,5 +104,5 @@ def test_send_offsets_hangs_once_its_group_coordinator_is_fenced(
         assert example["call"] == "send_offsets_to_transaction"
         assert example["group"] == GROUP
         assert example["known_bug"]["id"] == "librdkafka#5511", example
-    assert hung["accepted"] == hung["count"]
+    assert hung.get("accepted", 0) == hung["count"]
     assert result.valid is True, result.describe()
