@@ -15,8 +15,9 @@ from the run's own bookkeeping:
   write was acknowledged at least the slack before the window's end. A consumer at the log
   end is not stuck;
 - a hung call is one ``hung-call`` start event (the run wrote it while the call blocked);
-  a send_offsets_to_transaction whose group's coordinator the run took down while it waited
-  names librdkafka#5456 (#5511 when it stayed down past the session timeout).
+  a send_offsets_to_transaction whose group's coordinator the run took down while it waited,
+  its transaction's coordinator up, names librdkafka#5456 (#5511 when the group's stayed
+  down past the session timeout).
 """
 
 from __future__ import annotations
