@@ -55,10 +55,28 @@ class SshTarget:
     known_hosts: str | None = None  # None: ~/.ssh/known_hosts
     connect_timeout_s: int = 5
 
+    @property
+    def known_hosts_file(self) -> Path:
+        """The known_hosts file that must hold this node's host key."""
+        return Path(self.known_hosts or "~/.ssh/known_hosts").expanduser()
+
+    def host_key_known(self) -> bool:
+        """Whether :attr:`known_hosts_file` holds a key for this host and port (hashed
+        entries too: ``ssh-keygen -F``)."""
+        name = self.host if self.port == 22 else f"[{self.host}]:{self.port}"
+        path = self.known_hosts_file
+        if not path.is_file():
+            return False
+        proc = subprocess.run(["ssh-keygen", "-F", name, "-f", str(path)],
+                              capture_output=True, timeout=10, check=False)
+        return proc.returncode == 0 and bool(proc.stdout.strip())
+
     def argv(self) -> tuple[str, ...]:
-        """The ssh command line up to (not including) the remote command."""
+        """The ssh command line up to (not including) the remote command. Host keys are
+        checked strictly: a host whose key is not already known is never trusted on first
+        use (on a fresh CI runner that would be every time)."""
         opts = ["-o", "BatchMode=yes", "-o", f"ConnectTimeout={self.connect_timeout_s}",
-                "-o", "StrictHostKeyChecking=accept-new",
+                "-o", "StrictHostKeyChecking=yes",
                 "-o", "ServerAliveInterval=5", "-o", "ServerAliveCountMax=3",
                 "-o", "ControlMaster=auto", "-o", "ControlPersist=20",
                 "-o", f"ControlPath={_control_dir()}/%C", "-o", "LogLevel=ERROR"]

@@ -27,6 +27,7 @@ from runner.config import (
     KAFKA_TABLES,
     RUN_FIELDS,
     RunConfigError,
+    host_key_refusal,
     space_refusal,
     ssh_peer_refusal,
 )
@@ -332,7 +333,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         for _side, cfg in runs:
             cfg.validate()
             if (why := scenario.refusal(cfg) or space_refusal(cfg) or ssh_peer_refusal(
-                    cfg, scenario.script_faults if scenario.script else None)) is not None:
+                    cfg, scenario.script_faults if scenario.script else None)
+                    or host_key_refusal(cfg)) is not None:
                 raise RunConfigError(why)
             # before the cluster: a release pip or Maven cannot fetch is bad input
             from runner.clients import ensure_driver
@@ -484,11 +486,17 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     from compose.remote import SshNode
     from compose.ssh import SshError
     from nemesis.dead_man import sweep_node
+    from runner.config import host_key_missing
 
     try:
         specs = load_nodes(args.nodes)
     except NodesFileError as e:
         print(f"kafka-chaos: error: {e}", file=sys.stderr)
+        return 2
+    unknown = [(s.node_id, s.ssh) for s in specs if s.ssh is not None
+               and not s.ssh.host_key_known()]
+    if unknown:
+        print(f"kafka-chaos: error: {host_key_missing(*unknown[0])}", file=sys.stderr)
         return 2
     failed = 0
     for spec in specs:

@@ -13,6 +13,7 @@ from typing import Any
 from compose.config import ClusterConfig, ConfigError
 from compose.image import SUPPORTED_VERSIONS
 from compose.nodes_file import NodesFileError, load_nodes
+from compose.ssh import SshTarget
 from contract.clients import (
     CONFLUENT_KAFKA,
     ClientSpec,
@@ -338,6 +339,27 @@ def ssh_peer_refusal(cfg: RunConfig, script_faults: Sequence[str] | None = None)
     return (f"node {nid} sees our SSH connection come from {address}, the address of node "
             f"{owner}: a partition between nodes would cut our own SSH (run from a host that "
             "is not a node, or without partition faults)")
+
+
+def host_key_refusal(cfg: RunConfig) -> str | None:
+    """Why a run of ``cfg`` must not start because a node reached over SSH has no known host
+    key (one line), or None: kafka-chaos never trusts a host key on first use."""
+    if not cfg.nodes:
+        return None
+    try:
+        specs = load_nodes(cfg.nodes)
+    except NodesFileError as e:
+        return f"--nodes: {e}"
+    return next((host_key_missing(s.node_id, s.ssh) for s in specs
+                 if s.ssh is not None and not s.ssh.host_key_known()), None)
+
+
+def host_key_missing(node_id: int, ssh: SshTarget) -> str:
+    """The one line that refuses a node whose host key is not known."""
+    port = f"-p {ssh.port} " if ssh.port != 22 else ""
+    return (f"node {node_id} ({ssh.host}): no host key for it in {ssh.known_hosts_file}; "
+            f"check the node's fingerprint and add it (ssh-keyscan {port}{ssh.host} >> "
+            f"{ssh.known_hosts_file}), or name a known_hosts file in nodes.toml")
 
 
 def free_mib(out: str) -> int | None:

@@ -38,7 +38,14 @@ from nemesis.dead_man import DeadManSwitches, sweep_node
 from nemesis.faults.base import FaultContext
 from nemesis.schedule import Nemesis
 from runner.clients import ensure_driver
-from runner.config import TOPIC, RunConfig, RunConfigError, space_refusal, ssh_peer_refusal
+from runner.config import (
+    TOPIC,
+    RunConfig,
+    RunConfigError,
+    host_key_refusal,
+    space_refusal,
+    ssh_peer_refusal,
+)
 from runner.rundir import kafka_version_of, new_run_dir, record_client_versions, write_run_json
 from scenarios.base import DoneWhen, Scenario
 from workloads import (
@@ -429,7 +436,8 @@ def run(cfg: RunConfig, scenario: Scenario | None = None,
     cfg.validate()
     why = ((scenario.refusal(cfg) if scenario is not None else None) or space_refusal(cfg)
            or ssh_peer_refusal(cfg, scenario.script_faults
-                               if scenario is not None and scenario.script else None))
+                               if scenario is not None and scenario.script else None)
+           or host_key_refusal(cfg))
     if why is not None:
         raise RunConfigError(why)
     r = Run(cfg, scenario, progress, ensure_driver(cfg.client_spec, say=progress))

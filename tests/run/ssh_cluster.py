@@ -38,6 +38,8 @@ _INIT = """set -e
 mkdir -p /run/sshd /root/.ssh
 printf '%s\\n' "$KC_AUTHORIZED_KEY" > /root/.ssh/authorized_keys
 chmod 700 /root/.ssh && chmod 600 /root/.ssh/authorized_keys
+printf '%s\n' "$KC_HOST_KEY" > /etc/ssh/ssh_host_ed25519_key
+chmod 600 /etc/ssh/ssh_host_ed25519_key
 ssh-keygen -A >/dev/null
 printf '%s\\n' "$KC_SERVER_PROPERTIES" > {props}
 /opt/kafka/bin/kafka-storage.sh format --ignore-formatted -t {cid} -c {props} >/dev/null
@@ -106,6 +108,16 @@ class SshCluster:
         ips = self.cfg.node_ips(ipaddress.IPv4Network(net.attrs["IPAM"]["Config"][0]["Subnet"]))
         voters = self.cfg.voters(ips)
         cid = new_cluster_id()
+        # each node's host key made here and handed over through Docker, and known_hosts
+        # written from it: the run trusts no host key on first use
+        host_keys: dict[int, Path] = {}
+        for nid in self.cfg.node_ids:
+            host_keys[nid] = self.workdir / f"host-key-{nid}"
+            subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f",
+                            str(host_keys[nid])], check=True, capture_output=True)
+        (self.workdir / "known_hosts").write_text("".join(
+            f"{ips[nid]} {host_keys[nid].with_suffix('.pub').read_text().strip()}\n"
+            for nid in self.cfg.node_ids))
         for nid in self.cfg.node_ids:
             props = server_properties(self.cfg, nid, ips[nid], voters)
             self.client.containers.run(
@@ -113,6 +125,7 @@ class SshCluster:
                 name=f"{self.name}-node-{nid}", hostname=f"node{nid}", entrypoint=[],
                 labels=cleanup.labels(self.name, "ssh-node", nid), cap_add=["NET_ADMIN"],
                 environment={"KC_AUTHORIZED_KEY": pub,
+                             "KC_HOST_KEY": host_keys[nid].read_text(),
                              "KC_SERVER_PROPERTIES": "\n".join(
                                  f"{k}={v}" for k, v in props.items())},
                 network=net.name,
