@@ -35,7 +35,7 @@ from .known import EXPLAINS, KnownInputs, known_bug_column
 from .known import entries as known_entries
 from .positions import Rebalances, position_anomalies
 from .runfiles import RunDir, is_uri
-from .session import SMALL_HISTORY_BYTES, build_session, jvm_gone
+from .session import SMALL_HISTORY_BYTES, build_session, jvm_gone, spark_log
 from .torn import examinable, torn_transactions
 from .verdict import expectations
 
@@ -147,9 +147,19 @@ def _analyse(spark: SparkSession, run: RunDir, master: str) -> dict[str, Any]:
     return results
 
 
+def one_line(exc: BaseException) -> str:
+    """``Type: message`` in one line: a Py4J error's text is the call, then the Java
+    exception, then its stack; the Java exception's line is the message."""
+    lines = [ln.strip().lstrip(": ").strip() for ln in str(exc).splitlines() if ln.strip()]
+    if len(lines) > 1 and lines[0].startswith("An error occurred while calling"):
+        lines = lines[1:]
+    message = lines[0] if lines else ""
+    return f"{type(exc).__name__}: {message[:400]}"
+
+
 def _error_results(exc: BaseException, master: str | None) -> dict[str, Any]:
     gone = jvm_gone()
-    error = f"{type(exc).__name__}: {exc}" + (f" ({gone})" if gone else "")
+    error = one_line(exc) + (f" ({gone})" if gone else "")
     anomalies = _empty_anomalies(Settings())
     for a in anomalies.values():
         a["checked"] = False
@@ -162,7 +172,7 @@ def _error_results(exc: BaseException, master: str | None) -> dict[str, Any]:
         "guarantees": {k: v["why"] for k, v in anomalies.items()},
         "checker": {"engine": "pyspark", "master": master, "seconds": 0.0},
         "error": error,
-        "traceback": traceback.format_exc(limit=8),
+        "traceback": f"{traceback.format_exc(limit=8)}\n{exc}"[-20_000:],
         "unknown_reasons": [f"the checker failed: {error}"],
     }
 
@@ -221,6 +231,36 @@ def _session_conf(spark: SparkSession, conf: dict[str, str]) -> Iterator[None]:
                 spark.conf.set(k, old)
 
 
+#: The most of a check's share of the JVM's log that is read and copied.
+SPARK_LOG_MAX_BYTES = 4 * 2**20
+
+
+def _size(path: str | None) -> int:
+    try:
+        return os.stat(path).st_size if path else 0
+    except OSError:
+        return 0
+
+
+def _spark_log_share(run: RunDir, log: str | None, mark: int, results: dict[str, Any],
+                     write: bool) -> None:
+    """The lines the local JVM logged during the check (its errors, the tasks it lost and
+    retried): counted in ``checker.spark_log`` and, for a local run, copied to
+    ``logs/checker-spark.log``; the terminal shows one line (runner/verdict.py)."""
+    if not log or _size(log) <= mark:
+        return
+    with open(log, "rb") as fh:
+        fh.seek(mark)
+        text = fh.read(SPARK_LOG_MAX_BYTES).decode("utf-8", errors="replace")
+    lines = text.splitlines()
+    results["checker"]["spark_log"] = {
+        "errors": sum(" ERROR " in ln for ln in lines),
+        "lost_tasks": sum("Lost task" in ln for ln in lines),
+        "file": "logs/checker-spark.log"}
+    if write and run.local is not None:
+        run.write_text("logs/checker-spark.log", text)
+
+
 def check_run(run_dir: str | os.PathLike[str], spark_master: str | None = None,
               write_results: bool = True) -> dict[str, Any]:
     """Check one run directory: write ``results.json`` into it (unless ``write_results`` is
@@ -233,6 +273,7 @@ def check_run(run_dir: str | os.PathLike[str], spark_master: str | None = None,
     started = time.monotonic()
     run = RunDir(os.fspath(run_dir))
     spark: SparkSession | None = None
+    log, mark = spark_log(), _size(spark_log())
     try:
         size = _history_bytes(run)
         spark = build_session(spark_master,
@@ -243,6 +284,8 @@ def check_run(run_dir: str | os.PathLike[str], spark_master: str | None = None,
     except Exception as exc:  # the judge reports its own failure instead of crashing a run
         results = _error_results(exc, spark_master)
     results["checker"]["seconds"] = round(time.monotonic() - started, 3)
+    _spark_log_share(run, log if log is not None else spark_log(), mark, results,
+                     write_results)
     body = json.dumps(results, indent=2, sort_keys=False, default=str)
     if not write_results or (spark is None and is_uri(run.root) and run.local is None):
         return results  # not asked for, or nowhere to write without Spark's filesystem

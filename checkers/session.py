@@ -8,7 +8,6 @@ import os
 import re
 import shutil
 import signal
-import tempfile
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -75,6 +74,9 @@ def _own_sigint_kept() -> Iterator[None]:
 
 
 # Spark prints INFO/WARN lines by the hundred; a checker run should print only its verdict.
+# A local JVM writes its errors, and the tasks it lost, to a file in its own scratch
+# (SPARK_LOG): a check copies its share into the run's logs and counts them
+# (checkers/check.py); a JVM of a cluster master prints its errors.
 _LOG4J2 = """\
 rootLogger.level = error
 rootLogger.appenderRef.stderr.ref = console
@@ -84,14 +86,41 @@ appender.console.target = SYSTEM_ERR
 appender.console.layout.type = PatternLayout
 appender.console.layout.pattern = %d{HH:mm:ss} %p %c{1}: %m%n
 """
+_LOG4J2_FILE = """\
+rootLogger.level = error
+rootLogger.appenderRef.file.ref = file
+logger.tasks.name = org.apache.spark.scheduler.TaskSetManager
+logger.tasks.level = warn
+appender.file.type = File
+appender.file.name = file
+appender.file.fileName = {log}
+appender.file.layout.type = PatternLayout
+appender.file.layout.pattern = %d{{HH:mm:ss}} %p %c{{1}}: %m%n
+"""
+#: The log file of this process's local JVM, in its scratch directory.
+SPARK_LOG = "checker-spark.log"
 
 
-def _log4j_file() -> str:
-    path = os.path.join(tempfile.gettempdir(), "kafka-chaos-checker-log4j2.properties")
-    if not os.path.exists(path):
-        with open(path, "w", encoding="utf-8") as fh:
-            fh.write(_LOG4J2)
+def _log4j_file(scratch: str | None) -> str:
+    """The JVM's log4j configuration, written into a directory of this process's own
+    (its scratch, or an owned directory): a fixed name in the shared temp directory could
+    be planted by another user, and the JVM would load whatever it says."""
+    where = scratch
+    if where is None:
+        sweep_owned_dirs("log4j")  # a killed process's
+        where = str(owned_dir("log4j"))
+        atexit.register(shutil.rmtree, where, True)
+    path = os.path.join(where, "log4j2.properties")
+    text = _LOG4J2_FILE.format(log=os.path.join(where, SPARK_LOG)) if scratch else _LOG4J2
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        fh.write(text)
     return path
+
+
+def spark_log() -> str | None:
+    """The log file of this process's local Spark JVM (None: no local JVM with one)."""
+    return os.path.join(_SCRATCH[0], SPARK_LOG) if _SCRATCH else None
 
 
 def _local_cores(master: str) -> int | None:
@@ -254,10 +283,10 @@ def build_session(master: str | None = None, shuffle_partitions: int | None = No
         if active is not None:
             active.stop()
         master = master or DEFAULT_MASTER
-        log4j = _log4j_file()
         # A context running without being this thread's active session is returned by
         # getOrCreate below as it is: its JVM has its scratch directory already.
         scratch = _scratch_dir() if _local_cores(master) and not session_running() else None
+        log4j = _log4j_file(scratch)
         user_opts = os.environ.get("KAFKA_CHAOS_SPARK_JAVA_OPTS", "")
         java_opts = (f"-Dlog4j2.configurationFile=file:{log4j} "
                      f"-Dlog4j.configurationFile=file:{log4j} "

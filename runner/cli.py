@@ -379,6 +379,10 @@ def cmd_check(args: argparse.Namespace) -> int:
     print(f"valid: {results.get('valid')}  ({args.run_dir / 'results.json'})")
     for miss in missed_expectations(results):
         print(f"expectation missed: {miss}")
+    from runner.verdict import checker_lines
+
+    for line in checker_lines(results, args.run_dir):
+        print(line)
     return exit_code_of_results(results)
 
 

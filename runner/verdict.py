@@ -17,6 +17,18 @@ def _paint(text: str, valid: Any) -> str:
     return f"{_COLOURS.get(valid, '')}{text}\033[0m"
 
 
+def checker_lines(res: dict[str, Any], run_dir: Any) -> list[str]:
+    """One line each for a checker failure (results.json ``error``, one line already; the
+    trace is in ``traceback``) and for what Spark logged during the check."""
+    out = [f"checker failed: {res['error']}"] if res.get("error") else []
+    spark = (res.get("checker") or {}).get("spark_log") or {}
+    if spark.get("errors") or spark.get("lost_tasks"):
+        out.append(f"checker: Spark logged {spark.get('errors', 0)} error(s) and "
+                   f"{spark.get('lost_tasks', 0)} failed task(s) during the check: "
+                   f"{run_dir}/{spark.get('file')}")
+    return out
+
+
 def print_verdict(outcome: RunOutcome) -> None:
     res = outcome.results or {}
     valid = res.get("valid", "unknown")
@@ -33,6 +45,8 @@ def print_verdict(outcome: RunOutcome) -> None:
     print(_paint(line, valid))
     for miss in missed_expectations(res):
         print(_paint(f"expectation missed: {miss}", False))
+    for line in checker_lines(res, outcome.run_dir):
+        print(line)
     print(f"run directory: {outcome.run_dir}")
     if outcome.report:
         print(f"report: {outcome.report}")
