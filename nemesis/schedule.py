@@ -72,6 +72,9 @@ class Nemesis:
             raise FaultError(error)
         with self._lock:
             self.active.append(fault)
+        # when applying began: its start event, written once it took effect, says so (a
+        # power loss's cut or a target's lookup can take seconds on a loaded host)
+        fault.began_ns = time.time_ns()  # type: ignore[attr-defined]
         try:
             fault.start(self.ctx)
         except Exception as e:  # noqa: BLE001 - any failed start is recorded, never lost

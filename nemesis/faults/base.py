@@ -102,6 +102,9 @@ class BaseFault:
 
     def _started(self, ctx: FaultContext, **detail: Any) -> None:
         self._active = True
+        began = getattr(self, "began_ns", None)  # set by the nemesis before start()
+        if began is not None:
+            detail.setdefault("began_ns", began)
         ctx.events.emit(self.kind, "start", self.targets, detail)
 
     def _ended(self, ctx: FaultContext, **detail: Any) -> None:

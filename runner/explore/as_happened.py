@@ -129,8 +129,10 @@ def schedule(events: list[Event], samples: Sequence[Sample]) -> Schedule:
         target, params = _aim(w.kind, w.detail, [int(t) for t in w.targets
                                                  if isinstance(t, int)],
                               leaders_at(samples, w.start_ns))
+        began = w.detail.get("began_ns")  # when applying it began (older runs: none)
+        start_ns = began if isinstance(began, int) and began <= w.start_ns else w.start_ns
         happened.append(Happened(
-            w.kind, target, round(max(0.0, (w.start_ns - t0) / 1e9), 1),
+            w.kind, target, round(max(0.0, (start_ns - t0) / 1e9), 1),
             round((w.end_ns - t0) / 1e9, 1) if w.end_ns is not None else None, params))
     # the workload's own end: where the liveness phase (or the workload phase) ended it
     ends = [e.ts_ns for e in events if e.kind == PHASE and e.phase in (START, END)

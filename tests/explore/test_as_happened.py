@@ -135,3 +135,21 @@ def test_an_at_step_needs_seconds_after_the_start(seconds: object) -> None:
     entry = {"name": "x", "summary": "x", "steps": [{"action": "at", "seconds": seconds}]}
     with pytest.raises(RunConfigError, match="seconds"):
         scenario_from_table(entry)
+
+
+def test_a_fault_starts_when_applying_it_began_not_when_it_took_effect() -> None:
+    """A power loss's start event is written once every log was cut (seconds on a loaded
+    host); the replay strikes at the second the cut began (``began_ns``), so it does not
+    drift later by the cut's duration on every replay. Older histories have no began_ns."""
+    events = [
+        *workload(end=T0 + 40 * S),
+        Event(T0 + 16 * S, "power-loss", "start", (1, 2, 3),
+              {"target": "all", "began_ns": T0 + 14 * S}),
+        Event(T0 + 18 * S, "power-loss", "end", (1, 2, 3), {"target": "all"}),
+        Event(T0 + 20 * S, "pause", "start", (3,), {"target": "follower:0"}),
+        Event(T0 + 22 * S, "pause", "end", (3,), {"target": "follower:0"}),
+    ]
+    sched = schedule(events, SAMPLES)
+    assert [(f.kind, f.start_s, f.end_s) for f in sched.faults] == [
+        ("power-loss", 14.0, 18.0), ("pause", 20.0, 22.0)]  # was 16.0
+    assert "began_ns" not in sched.faults[0].params

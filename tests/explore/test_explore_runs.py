@@ -67,11 +67,13 @@ def test_a_replay_of_a_scripted_run_reproduces_its_finding(finding: Path,
 
 
 def fault_starts(run_dir: Path) -> list[tuple[str, float]]:
-    """(kind, seconds after the workload began) of each fault start of a run."""
+    """(kind, seconds after the workload began) of each fault start of a run: when applying
+    it began (its start event is written once it took effect, seconds later for a power
+    loss on a loaded host)."""
     events = [json.loads(line) for line in (run_dir / "history" / "events.jsonl").open()]
     t0 = next(e["ts_ns"] for e in events if e["kind"] == "phase" and e["phase"] == "start"
               and e["detail"].get("name") == "workload")
-    return [(e["kind"], (e["ts_ns"] - t0) / 1e9) for e in events
+    return [(e["kind"], (e["detail"]["began_ns"] - t0) / 1e9) for e in events
             if e["phase"] == "start" and e["kind"] != "phase"]
 
 
