@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import logging
 import os
 import re
 import shutil
@@ -148,6 +149,11 @@ def _scratch_dir() -> str:
     return str(path)
 
 
+def _quiet_py4j_at_exit(record: logging.LogRecord) -> bool:
+    """Drops py4j's report of a call cut by the JVM's kill at exit (a root-logger filter)."""
+    return not str(record.msg).startswith("Exception while sending command")
+
+
 def _remove_scratch_at_exit(path: Path) -> None:
     """The JVM ends only once this process has (its stdin closes), and a job may still run
     in it (a warm-up check that a short run outlived). It is killed before its scratch is
@@ -156,6 +162,10 @@ def _remove_scratch_at_exit(path: Path) -> None:
     JVM printed their FileNotFoundException (temp_shuffle) or a rejected status update,
     a stack trace after the verdict. Only the context's Python side is stopped: its
     accumulator server would print an EOFError when the JVM goes."""
+    # A warm-up thread's call into the JVM fails once it is killed, and py4j logs that on
+    # the root logger with its traceback (java_gateway: "Exception while sending command"):
+    # the process is ending, so that failure is no news.
+    logging.getLogger().addFilter(_quiet_py4j_at_exit)
     sc = SparkContext._active_spark_context
     if sc is not None:
         with contextlib.suppress(Exception):  # exiting: nothing left to report to
