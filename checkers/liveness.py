@@ -223,19 +223,25 @@ def coordinator_facts(call: dict[str, Any], windows: list[FaultWindow], session_
     timeout = call.get("timeout_s")
     until = int(since) + int(float(timeout) * 1e9) if isinstance(timeout, int | float) \
         else int(call.get("seen_ns") or since)
-    during = [w for w in windows if w.kind in COORDINATOR_FAULTS and w.start_ns <= until
+    during = [w for w in windows if w.start_ns <= until
               and (w.end_ns is None or w.end_ns >= int(since))]
     down = fenced = txn_down = False
+    txn_nodes: set[Any] = set()
     for w in during:
+        if w.kind not in COORDINATOR_FAULTS:
+            continue
         group_node = (w.detail.get("coordinators") or {}).get(group)
         txn_node = (w.detail.get("txn_coordinators") or {}).get(txn_id)
-        if txn_node is None or txn_node in w.targets:
-            txn_down = True  # the transaction's coordinator unknown there, or down too
+        txn_down = txn_down or txn_node is None  # unknown there: it may have waited there
+        txn_nodes.add(txn_node)
         if group_node is None or group_node not in w.targets:
             continue
         down = True
         held_ns = (w.end_ns if w.end_ns is not None else last_ns) - w.start_ns
         fenced = fenced or held_ns > session_timeout_s * 1e9
+    # any fault of any kind on the transaction's coordinator while the call waited (a
+    # partition cutting it, a slowed or paused one) leaves the call's wait unexplained
+    txn_down = txn_down or any(txn_nodes & set(w.targets) for w in during)
     down = down and not txn_down
     return {"coordinator_down_in_call": down, "coordinator_fenced_in_call": down and fenced}
 

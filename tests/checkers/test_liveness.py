@@ -238,7 +238,8 @@ def test_a_producer_stuck_after_logging_leader_minus_one_names_librdkafka_5430(c
 def _offsets_run(*, coordinator: int = 2, kill_ms: tuple[int, int] = (5_000, 12_000),
                  call: str = "send_offsets_to_transaction", since_ms: int = 8_000,
                  group: str | None = "invoicer", session_ms: int | None = None,
-                 librdkafka: str = "2.16.0", txn_coordinator: int | None = 3) -> History:
+                 librdkafka: str = "2.16.0", txn_coordinator: int | None = 3,
+                 cut_txn_coordinator: bool = False) -> History:
     """Every client live; broker 2 killed over ``kill_ms`` (the kill's start event records
     ``coordinator`` as the group's coordinator and ``txn_coordinator`` as the transaction's,
     None: not known); p4's ``call`` (timeout 20 s) from ``since_ms`` blocked 35 s, then
@@ -252,6 +253,9 @@ def _offsets_run(*, coordinator: int = 2, kill_ms: tuple[int, int] = (5_000, 12_
     h.event("kill", START, kill_ms[0], targets=[2], target="random",
             coordinators={"invoicer": coordinator}, **txn)
     h.event("kill", END, kill_ms[1], targets=[2], target="random")
+    if cut_txn_coordinator:  # broker 3 (the transaction's coordinator) isolated in the call
+        h.event("partition", START, since_ms + 1_000, targets=[3], shape="isolate")
+        h.event("partition", END, since_ms + 9_000, targets=[3], shape="isolate")
     note = {"group": group, "transactional_id": "invoicer-tx"} if group else {}
     since = BASE_NS + since_ms * MS
     h.event(HUNG_CALL, START, since_ms + 25_000, client="p4", call=call, timeout_s=20,
@@ -294,6 +298,7 @@ def test_a_hung_send_offsets_whose_group_coordinator_was_down_names_librdkafka_5
     {"group": None},  # the call's group is not known
     {"txn_coordinator": 2},  # the transaction's coordinator was down too: it waited there
     {"txn_coordinator": None},  # the transaction's coordinator not known at the kill
+    {"cut_txn_coordinator": True},  # a partition cut the transaction's coordinator meanwhile
 ])
 def test_a_hung_send_offsets_without_its_coordinators_fault_names_no_bug(check, case) -> None:  # type: ignore[no-untyped-def]
     res = check(_offsets_run(**case))
