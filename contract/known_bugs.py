@@ -67,8 +67,9 @@ FACTS: dict[str, str] = {
     "``transactional_id``); a kill, stop or pause fault was in force at some moment between "
     "the call's start and the end of its own timeout on the broker that coordinated G when "
     "the fault began (the fault's start event ``coordinators``); and every such fault in "
-    "force then recorded T's transaction coordinator (``txn_coordinators``) and left it up: "
-    "the call waited for the group's coordinator, not for the transaction's",
+    "force then recorded T's transaction coordinator (``txn_coordinators``), and no fault of "
+    "any kind in force then targeted it: the call waited for the group's coordinator, not "
+    "for the transaction's",
     "coordinator_fenced_in_call": "(a hung call) ``coordinator_down_in_call``, and that fault "
     "held the coordinator longer than ``broker.session.timeout.ms`` (run.json broker_config; "
     "Kafka's default 9 s): the controller fenced it and metadata stopped listing it",
