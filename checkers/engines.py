@@ -4,9 +4,10 @@
   default (checkers/session.py).
 - Sail (``--spark-master sail``): a native, vectorised engine written in Rust on Apache
   DataFusion that speaks the Spark Connect protocol (the ``pysail`` package). Its server
-  runs inside this process (its own threads: nothing to leak when the process dies) and the
-  check talks to it through PySpark's Spark Connect client: the same DataFrame code, no
-  JVM. It runs on this machine only.
+  runs in a child process in a network namespace of its own, which ends when this process
+  does (checkers/sail_server.py); the check talks to it through PySpark's Spark Connect
+  client over a Unix socket only we can open: the same DataFrame code, no JVM. It runs on
+  this machine only.
 
 Sail treats ``persist`` as a no-op, so a table two checks read would be computed twice;
 :func:`keep` writes such a table as Parquet into this process's scratch directory and
@@ -18,13 +19,19 @@ from __future__ import annotations
 import atexit
 import contextlib
 import os
+import select
 import shutil
+import subprocess
+import sys
 import threading
 import uuid
+from pathlib import Path
 from typing import Any
 
+import grpc
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.connect.client import DefaultChannelBuilder
 
 from contract.owners import owned_dir, sweep_owned_dirs
 from contract.settings import SAIL_MASTER
@@ -45,26 +52,108 @@ def master_of(spark: SparkSession) -> str:
 
 
 def sail_session() -> SparkSession:
-    """This process's Sail session: the in-process server started on first use (a free
-    loopback port), stopped at exit."""
+    """This process's Sail session: its server started on first use (checkers/sail_server.py:
+    a child in a network namespace of its own, reached through a Unix socket in our private
+    scratch, so no other local user can run queries as us), stopped at exit."""
     with _LOCK:
         if _SAIL:
             return _SAIL[1]
-        from pysail.spark import SparkConnectServer
-
-        # Sail logs through env_logger: its INFO/WARN lines (a session's start, "persist is a
-        # no-op") would fill a check's output, as Spark's would without our log4j settings
-        os.environ.setdefault("RUST_LOG", "error")
         sweep_owned_dirs("sail")
         scratch = owned_dir("sail")
-        server = SparkConnectServer(ip="127.0.0.1", port=0)
-        server.start()
-        host, port = server.listening_address
-        spark = SparkSession.builder.remote(f"sc://{host}:{port}").getOrCreate()
+        try:
+            server = _start_server(scratch)
+        except BaseException:
+            shutil.rmtree(scratch, ignore_errors=True)
+            raise
+        from pyspark.sql.connect.session import SparkSession as ConnectSession
+
+        # what PySpark's own builder sets for a remote session: pyspark.sql.functions then
+        # build Connect columns (this process runs no JVM session: one engine per process)
+        os.environ["SPARK_CONNECT_MODE_ENABLED"] = "1"
+        spark: Any = ConnectSession.builder.channelBuilder(
+            _UnixChannel(str(scratch / _SOCKET))).getOrCreate()
         spark.conf.set("spark.sql.session.timeZone", "UTC")
         _SAIL[:] = [server, spark, scratch]
         atexit.register(stop_sail)
         return spark
+
+
+_SOCKET = "sail.sock"
+_START_TIMEOUT_S = 60.0
+
+
+def netns_command() -> list[str]:
+    """The prefix that gives Sail's server a network namespace of its own: plain for root,
+    through a user namespace for anyone else."""
+    return ["unshare", "--net"] if os.geteuid() == 0 else ["unshare", "--map-root-user", "--net"]
+
+
+def sail_unavailable() -> str | None:
+    """Why Sail cannot run here (one line), or None: its server needs a private network
+    namespace, and without one we refuse rather than listen where other users reach it."""
+    try:
+        import pysail  # noqa: F401
+    except ImportError:
+        return "--spark-master sail needs the pysail package (pip install pysail)"
+    try:
+        probe = subprocess.run([*netns_command(), "true"], capture_output=True, text=True,
+                               timeout=30)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        probe_error = str(e)
+    else:
+        if probe.returncode == 0:
+            return None
+        probe_error = (probe.stderr.strip().splitlines() or [f"exit {probe.returncode}"])[-1]
+    return ("--spark-master sail needs a private network namespace for its server (Spark "
+            "Connect has no authentication; on 127.0.0.1 any local user could run queries "
+            f"as you): `{' '.join(netns_command())} true` failed: {probe_error}")
+
+
+def _start_server(scratch: Path) -> subprocess.Popen[bytes]:
+    # RUST_LOG: Sail logs through env_logger; its INFO/WARN lines (a session's start,
+    # "persist is a no-op") would fill a check's output, as Spark's would without our log4j
+    env = dict(os.environ, RUST_LOG=os.environ.get("RUST_LOG", "error"))
+    script = Path(__file__).with_name("sail_server.py")
+    proc = subprocess.Popen(
+        [*netns_command(), sys.executable, str(script), str(scratch / _SOCKET)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+        start_new_session=True)  # a terminal's Ctrl-C reaches us; we end it (stdin EOF)
+    assert proc.stdout is not None
+    ready, _, _ = select.select([proc.stdout], [], [], _START_TIMEOUT_S)
+    line = proc.stdout.readline() if ready else b""
+    if line.strip() != b"ready":
+        _end(proc)
+        err = proc.stderr.read().decode(errors="replace").strip() if proc.stderr else ""
+        raise RuntimeError("Sail's server did not start: "
+                           + ((err.splitlines() or ["no output"])[-1]))
+    return proc
+
+
+def _end(proc: subprocess.Popen[bytes]) -> None:
+    with contextlib.suppress(Exception):
+        if proc.stdin:
+            proc.stdin.close()  # it exits at EOF
+        proc.wait(timeout=10)
+    if proc.poll() is None:
+        proc.kill()
+        proc.wait()
+
+
+class _UnixChannel(DefaultChannelBuilder):
+    """A Spark Connect channel to our server's Unix socket (PySpark's own builder takes
+    host:port URLs only)."""
+
+    def __init__(self, path: str) -> None:
+        super().__init__("sc://localhost")
+        self._path = path
+
+    @property
+    def endpoint(self) -> str:
+        return f"unix:{self._path}"
+
+    def toChannel(self) -> grpc.Channel:  # noqa: N802 (PySpark's name)
+        self.setChannelOption("grpc.default_authority", "localhost")
+        return self._insecure_channel(self.endpoint)
 
 
 def stop_sail() -> None:
@@ -76,8 +165,7 @@ def stop_sail() -> None:
         _SAIL.clear()
     with contextlib.suppress(Exception):  # a server already going down at exit
         spark.stop()
-    with contextlib.suppress(Exception):
-        server.stop()
+    _end(server)
     shutil.rmtree(scratch, ignore_errors=True)
 
 

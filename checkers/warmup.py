@@ -143,8 +143,8 @@ class WarmUp(threading.Thread):
 
     def run(self) -> None:
         if self.master == SAIL_MASTER:
-            # Nothing to warm (no JVM, no code generation: a session starts in under a
-            # second), and starting one here would set PySpark's Connect-mode variables in
+            # Nothing to warm (no JVM, no code generation: its server starts in a few
+            # seconds), and starting one here would set PySpark's Connect-mode variables in
             # os.environ from this thread while the run's own threads may be copying it.
             return
         # A failure is the run's check to report: it builds the session again.

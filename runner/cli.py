@@ -20,13 +20,13 @@ from contract.settings import (
     CONSUMER_MODES,
     GROUP_PROTOCOLS,
     ISOLATION_LEVELS,
-    spark_master_problem,
 )
 from runner.bug_runs import run_bug, run_once
 from runner.config import (
     KAFKA_TABLES,
     RUN_FIELDS,
     RunConfigError,
+    engine_problem,
     host_key_refusal,
     space_refusal,
     ssh_peer_refusal,
@@ -369,7 +369,7 @@ def cmd_check(args: argparse.Namespace) -> int:
         print(f"kafka-chaos: error: {args.run_dir} is not a run directory (no history/)",
               file=sys.stderr)
         return 2
-    spark = spark_master_problem(args.spark_master)
+    spark = engine_problem(args.spark_master)
     if spark:
         print(f"kafka-chaos: error: {spark}", file=sys.stderr)
         return 2

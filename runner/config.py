@@ -28,6 +28,7 @@ from contract.settings import (
     CONSUMER_MODES,
     GROUP_PROTOCOLS,
     ISOLATION_LEVELS,
+    SAIL_MASTER,
     ProducerSettingsError,
     normalise_acks,
     producer_settings,
@@ -49,6 +50,17 @@ CLIENT_VERSION = re.compile(r"^\d+\.\d+(\.\d+)?([.-]?(a|b|rc|post|dev)\d+)?$")
 
 class RunConfigError(ValueError):
     """A run option is invalid; the message is the one line shown to the user."""
+
+
+def engine_problem(master: str | None) -> str | None:
+    """Why the checker cannot run on ``master`` here (one line), or None: the name, and for
+    Sail whether its server can be kept from other local users."""
+    why = spark_master_problem(master)
+    if why is None and master == SAIL_MASTER:
+        from checkers.engines import sail_unavailable
+
+        why = sail_unavailable()
+    return why
 
 
 @dataclass
@@ -238,7 +250,7 @@ class RunConfig:
                           consumer_modes=[self.consumer_mode] if self.consumers else [])
         if why:
             raise bad(why)
-        spark = spark_master_problem(self.spark_master)
+        spark = engine_problem(self.spark_master)
         if spark:
             raise bad(spark)
         unknown_bugs = unknown_ids(list(self.accept_known))
