@@ -96,19 +96,26 @@ def _owner_gone(path: Path, pid: int) -> bool:
     existed and has only its pid to go by; one whose lock this process may not open is
     another user's, and stays."""
     try:
-        fd = os.open(path / LOCK_FILE, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK
-                     | os.O_CLOEXEC)  # (a planted FIFO would block a plain open)
+        return not lock_taken(path / LOCK_FILE)
     except FileNotFoundError:
         return pid != os.getpid() and not pid_alive(pid)
     except OSError:
         return False
+
+
+def lock_taken(path: Path) -> bool:
+    """Whether a live process holds the flock of the file ``path`` (or another prober
+    does at this instant). Raises OSError when the file cannot be opened
+    (FileNotFoundError when there is none); a link is not followed."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK
+                 | os.O_CLOEXEC)  # (a planted FIFO would block a plain open)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:  # held: its owner lives (or another sweep is removing it)
-        return False
+    except OSError:  # held: its holder lives
+        return True
     finally:
         os.close(fd)
-    return True
+    return False
 
 
 def sweep_owned_dirs(kind: str, root: str | None = None) -> list[Path]:
