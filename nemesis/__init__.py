@@ -8,6 +8,10 @@
   ``--faults`` and scenarios' scripted sequences, healing on every exit.
 - :mod:`nemesis.cluster_faults`: :class:`~nemesis.cluster_faults.ClusterFaults`, the same
   faults started and stopped on demand by a test body.
+- :mod:`nemesis.dead_man`: the dead-man switch of a cluster kafka-chaos did not start, a
+  watchdog per node that undoes our faults if the run vanishes (over SSH on the node;
+  :mod:`nemesis.dead_man_containers` and :mod:`nemesis.dead_man_watchdog` on this host for
+  a container node).
 
 A fault acts on the cluster (``compose``) and records itself in the history's event log
 (``contract.events``). It imports no checker, report, scenario, run wiring or plugin

@@ -1,4 +1,4 @@
-"""A dead-man switch on every node reached over SSH: faults that undo themselves.
+"""A dead-man switch on every node of nodes.toml: faults that undo themselves.
 
 Healing happens in the orchestrator; if it vanishes (SIGKILL, an OOM-killed CI runner, an
 SSH connection that drops during the heal) a node must not stay cut, shaped, paused or down.
@@ -18,6 +18,10 @@ really healed.
 :func:`sweep_node` is ``kafka-chaos sweep --nodes`` and runs at every start against those
 nodes: it runs the same undo on a node where no live switch (a lease younger than its
 deadline with its watchdog running) says another run is at work.
+
+A node that is a container on this machine's engine has its faults made through this host,
+so its watchdog runs here (:mod:`nemesis.dead_man_containers`); :class:`DeadManSwitches`
+and :func:`sweep_any` take both kinds of node.
 """
 
 from __future__ import annotations
@@ -26,8 +30,11 @@ import logging
 import os
 import shlex
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
+from compose.node import ContainerNode
 from compose.remote import SshNode
 from compose.ssh import SshError
 from contract.owners import host_identity
@@ -93,20 +100,52 @@ def _node_vars(node: SshNode, restart: bool) -> str:
 
 
 @dataclass
-class Switch:
-    """One armed watchdog: the node and its switch directory there."""
-
-    node: SshNode
-    path: str
-
-
-@dataclass
 class Fired:
     """A switch that undid its node by itself: when (node clock, epoch seconds) and what."""
 
     node_id: int
     at: int
     undo: list[str] = field(default_factory=list)
+
+
+def fired_of(node_id: int, lines: list[str]) -> Fired | None:
+    """What a switch recorded: its ``fired`` file's time, then its undo log's lines; None
+    when it did not fire."""
+    if not lines or not lines[0].strip().isdigit():
+        return None
+    return Fired(node_id, int(lines[0]), [ln for ln in lines[1:] if ln.strip()])
+
+
+class Guard(Protocol):
+    """One armed switch, whatever runs its watchdog (the node over SSH, or this host)."""
+
+    @property
+    def node_id(self) -> int:
+        """The node it guards."""
+
+    def renew(self) -> None:
+        """Makes the lease fresh; raises (SshError, OSError) when it cannot."""
+
+    def disarm(self) -> Fired | None:
+        """Removes the switch; what it did if it had fired."""
+
+
+@dataclass
+class Switch:
+    """One armed watchdog on a node reached over SSH: the node and its switch directory."""
+
+    node: SshNode
+    path: str
+
+    @property
+    def node_id(self) -> int:
+        return self.node.node_id
+
+    def renew(self) -> None:
+        renew(self)
+
+    def disarm(self) -> Fired | None:
+        return disarm(self)
 
 
 def arm(node: SshNode, owner: str, deadline_s: float) -> Switch:
@@ -135,28 +174,31 @@ def disarm(switch: Switch) -> Fired | None:
     out = switch.node.ssh.run(
         f"cat {q}/fired 2>/dev/null && cat {q}/undo.log 2>/dev/null; rm -rf {q}",
         timeout=30, check=False).stdout.split("\n")
-    if not out or not out[0].strip().isdigit():
-        return None
-    return Fired(switch.node.node_id, int(out[0]), [ln for ln in out[1:] if ln.strip()])
+    return fired_of(switch.node.node_id, out)
 
 
 class DeadManSwitches:
-    """The switches of one run: armed on every SSH node, their leases renewed from a thread
-    until :meth:`disarm_all`."""
+    """The switches of one run: armed on every node (over SSH, or on this host for a
+    container), their leases renewed from a thread until :meth:`disarm_all`."""
 
-    def __init__(self, nodes: list[SshNode], run_id: str,
+    def __init__(self, nodes: Sequence[SshNode | ContainerNode], run_id: str,
                  deadline_s: float = DEFAULT_DEADLINE_S) -> None:
         self.nodes = nodes
         self.deadline_s = deadline_s
         self.owner = f"{host_identity()} {os.getpid()} {run_id}"
-        self.switches: list[Switch] = []
+        self.switches: list[Guard] = []
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
     def arm_all(self) -> None:
         """Arms every node (raises on the first that cannot be: no fault may run unguarded)."""
+        from nemesis import dead_man_containers  # it builds on this module
+
         for node in self.nodes:
-            self.switches.append(arm(node, self.owner, self.deadline_s))
+            if isinstance(node, SshNode):
+                self.switches.append(arm(node, self.owner, self.deadline_s))
+            else:
+                self.switches.append(dead_man_containers.arm(node, self.owner, self.deadline_s))
         self._thread = threading.Thread(target=self._renew_loop, daemon=True,
                                         name="kafka-chaos-dead-man")
         self._thread.start()
@@ -165,9 +207,9 @@ class DeadManSwitches:
         while not self._stop.wait(self.deadline_s / 4):
             for s in self.switches:
                 try:
-                    renew(s)
-                except SshError as e:  # the switch fires if this goes on: that is its job
-                    log.warning("node %s: lease not renewed: %s", s.node.node_id, e)
+                    s.renew()
+                except (SshError, OSError) as e:  # the switch fires if this goes on: its job
+                    log.warning("node %s: lease not renewed: %s", s.node_id, e)
 
     def disarm_all(self) -> tuple[list[Fired], list[str]]:
         """Stops renewing and removes every switch; the ones that had fired, and the nodes
@@ -179,10 +221,10 @@ class DeadManSwitches:
         errors: list[str] = []
         for s in self.switches:
             try:
-                if (f := disarm(s)) is not None:
+                if (f := s.disarm()) is not None:
                     fired.append(f)
-            except SshError as e:
-                errors.append(f"node {s.node.node_id}: not disarmed ({e}); its switch undoes "
+            except (SshError, OSError) as e:
+                errors.append(f"node {s.node_id}: not disarmed ({e}); its switch undoes "
                               f"the node by itself within {self.deadline_s:.0f}s")
         self.switches.clear()
         return fired, errors
@@ -250,3 +292,13 @@ def sweep_node(node: SshNode) -> NodeSweep:
         report.removed_switches = dead
     return report
 
+
+
+def sweep_any(node: SshNode | ContainerNode) -> NodeSweep:
+    """:func:`sweep_node` for a node reached over SSH, the container sweep for a container
+    on this engine."""
+    if isinstance(node, SshNode):
+        return sweep_node(node)
+    from nemesis.dead_man_containers import sweep_container  # it builds on this module
+
+    return sweep_container(node)

@@ -47,13 +47,19 @@ class SweepReport:
 
 def delayer_pids(ns: NetNS | None = None) -> list[int]:
     """Pids of delayer processes (only those in ``ns``'s network namespace, if given)."""
+    return pids_marked(DELAYER_MARK, ns)
+
+
+def pids_marked(mark: bytes, ns: NetNS | None = None) -> list[int]:
+    """Pids of the processes whose command line holds ``mark`` (only those in ``ns``'s
+    network namespace, if given)."""
     found = []
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
         try:
             with open(f"/proc/{entry}/cmdline", "rb") as f:
-                if DELAYER_MARK not in f.read():
+                if mark not in f.read():
                     continue
             if ns is not None and os.stat(f"/proc/{entry}/ns/net").st_ino != ns.inode:
                 continue
