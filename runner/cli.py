@@ -156,10 +156,11 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--bootstrap-servers", metavar="HOST:PORT[,...]",
                    help="run against this existing cluster instead of starting one")
     r.add_argument("--nodes", metavar="nodes.toml",
-                   help="the existing cluster's nodes faults may touch, reached over SSH")
+                   help="the existing cluster's nodes faults may touch, reached over SSH "
+                   "or containers on this machine's engine")
     r.add_argument("--dead-man", type=float, metavar="SECONDS",
-                   help="an SSH node undoes our faults by itself this long after the run "
-                   "stops renewing its lease (default 60)")
+                   help="a node's watchdog undoes our faults by itself this long after the "
+                   "run stops renewing its lease (default 60)")
     r.add_argument("--liveness", type=float, metavar="SECONDS",
                    help="after the final heal every producer and consumer must make "
                    "progress within this bound (default 30; 0: not checked)")
@@ -484,12 +485,17 @@ def cmd_cluster_up(args: argparse.Namespace) -> int:
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
-    """Undoes what runs left on the nodes of ``--nodes`` (those reached over SSH), except
-    on a node where a live run's dead-man switch is armed."""
+    """Undoes what runs left on the nodes of ``--nodes`` (over SSH, or through this
+    machine's engine for a container), except on a node where a live run's dead-man switch
+    is armed."""
+    import docker
+
+    from compose.admin import ClusterError
+    from compose.node import ContainerNode
     from compose.nodes_file import NodesFileError, load_nodes
     from compose.remote import SshNode
     from compose.ssh import SshError
-    from nemesis.dead_man import sweep_node
+    from nemesis.dead_man import sweep_any
     from runner.config import host_key_missing
 
     try:
@@ -504,17 +510,16 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         return 2
     failed = 0
     for spec in specs:
-        if spec.container is not None:
-            print(f"node {spec.node_id}: a container on this engine (not swept over SSH)")
-            continue
-        node = SshNode(spec)
+        node: SshNode | ContainerNode | None = None
         try:
-            print(sweep_node(node).describe())
-        except SshError as e:
+            node = SshNode(spec) if spec.container is None else ContainerNode(spec)
+            print(sweep_any(node).describe())
+        except (SshError, ClusterError, docker.errors.DockerException) as e:
             print(f"node {spec.node_id}: not reached: {e}")
             failed += 1
         finally:
-            node.ssh.close()
+            if isinstance(node, SshNode):
+                node.ssh.close()
     return 1 if failed else 0
 
 

@@ -104,8 +104,8 @@ class RunConfig:
     # an existing cluster (not started by kafka-chaos) and the nodes.toml of its faultable nodes
     bootstrap_servers: str | None = None
     nodes: str | None = None
-    # seconds without a lease renewal after which a node reached over SSH undoes our faults
-    # by itself (nemesis.dead_man)
+    # seconds without a lease renewal after which a node's watchdog (on the node over SSH,
+    # on this host for a container) undoes our faults by itself (nemesis.dead_man)
     dead_man: float = 60.0
     out: str = "runs"
     fast_faults: bool = True

@@ -34,7 +34,7 @@ from contract.events import (
     parse_events,
 )
 from contract.liveness import DEFAULT_BOUND_S, LIVENESS_PHASE, SLACK_S
-from nemesis.dead_man import DeadManSwitches, sweep_node
+from nemesis.dead_man import DeadManSwitches, sweep_any
 from nemesis.faults.base import FaultContext
 from nemesis.schedule import Nemesis
 from runner.clients import ensure_driver
@@ -215,8 +215,8 @@ class Run:
         self.step(f"existing cluster at {cfg.bootstrap_servers}; faults on {by_ssh} node(s) "
                   f"over SSH, {len(specs) - by_ssh} container(s) on this engine")
         cluster = self.cluster = ExternalCluster(cfg.bootstrap_servers, specs)
-        for node in self._ssh_nodes():  # what a killed run left, unless a live run is at work
-            self.step(f"sweep: {sweep_node(node).describe()}")
+        for node in cluster.nodes.values():  # what a killed run left, unless a live run is at work
+            self.step(f"sweep: {sweep_any(node).describe()}")
         cluster.start()
         return "", cluster.kafka_version or "unknown", {}
 
@@ -240,15 +240,15 @@ class Run:
                                                      cfg.producers)
         slots = {**(self.consumers.slots if self.consumers else {}), **self.producers.slots}
         self.watch = CallWatcher(self.events, slots, cfg.liveness or DEFAULT_BOUND_S).start()
-        ssh_nodes = self._ssh_nodes()
-        if ssh_nodes:
-            self.dead_man = DeadManSwitches(ssh_nodes, self.run_dir.name, cfg.dead_man)
+        nodes = list(cluster.nodes.values()) if isinstance(cluster, ExternalCluster) else []
+        if nodes:
+            self.dead_man = DeadManSwitches(nodes, self.run_dir.name, cfg.dead_man)
             self.dead_man.arm_all()  # before any fault: none may run unguarded
             self.step(f"dead-man switch armed on {len(self.dead_man.switches)} node(s): "
                       f"they undo our faults {cfg.dead_man:.0f}s after we stop renewing")
         self.nemesis = Nemesis(FaultContext(cluster, self.events, self.topic,
                                             random.Random(cfg.seed)))
-        self.nemesis.heal_retry_s = cfg.dead_man if ssh_nodes else 0.0
+        self.nemesis.heal_retry_s = cfg.dead_man if self._ssh_nodes() else 0.0
         self.nemesis.began = began
         deadline = time.monotonic() + cfg.duration
         self.nemesis.deadline = deadline
@@ -326,8 +326,8 @@ class Run:
 
     def _disarm(self) -> None:
         """Removes the dead-man switches after the final heal; one that fired meanwhile
-        (the run's SSH was cut longer than the deadline) healed its node at another time
-        than the history's fault ends say: recorded."""
+        (the run's SSH was cut, or the run stalled, longer than the deadline) healed its
+        node at another time than the history's fault ends say: recorded."""
         assert self.dead_man is not None
         fired, errors = self.dead_man.disarm_all()
         for f in fired:
