@@ -21,7 +21,7 @@ deadline with its watchdog running) says another run is at work.
 
 A node that is a container on this machine's engine has its faults made through this host,
 so its watchdog runs here (:mod:`nemesis.dead_man_containers`); :class:`DeadManSwitches`
-and :func:`sweep_any` take both kinds of node.
+and :func:`sweep_spec` take both kinds of node.
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from compose.node import ContainerNode
+from compose.nodes_file import RemoteNodeSpec
 from compose.remote import SshNode
 from compose.ssh import SshError
 from contract.owners import host_identity
@@ -293,12 +294,12 @@ def sweep_node(node: SshNode) -> NodeSweep:
     return report
 
 
-
-def sweep_any(node: SshNode | ContainerNode) -> NodeSweep:
-    """:func:`sweep_node` for a node reached over SSH, the container sweep for a container
-    on this engine."""
-    if isinstance(node, SshNode):
-        return sweep_node(node)
+def sweep_spec(spec: RemoteNodeSpec) -> NodeSweep:
+    """:func:`sweep_node` for a node of nodes.toml reached over SSH (its connection is left
+    open, for the caller to reuse or close), the container sweep for a container on this
+    engine (by name: one a dead run killed has no address to look up)."""
+    if spec.container is None:
+        return sweep_node(SshNode(spec))
     from nemesis.dead_man_containers import sweep_container  # it builds on this module
 
-    return sweep_container(node)
+    return sweep_container(spec.node_id, spec.container)

@@ -15,8 +15,8 @@ the watchdog has gone (it exits at its next look, or once it has finished firing
 whether it fired and removes the directory.
 
 :func:`sweep_container` is what ``kafka-chaos sweep --nodes`` and the start of every run do
-for a container node: the same undo unless a live switch (its watchdog holds the lock, has
-not fired, its lease is younger than its deadline) guards that container.
+for a container node, by its name: the same undo unless a live switch (its watchdog holds
+the lock, has not fired, its lease is younger than its deadline) guards that container.
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import docker
 from tenacity import Retrying, retry_if_result, stop_after_delay, wait_fixed
 
 from contract.owners import lock_taken
@@ -188,18 +189,23 @@ def listed_switches() -> list[Listed]:
     return [s for s in found if s is not None]
 
 
-def sweep_container(node: ContainerNode) -> NodeSweep:
-    """Undoes every fault of ours on ``node``'s container unless a live switch guards it;
-    removes its dead switches. A stopped container is started only when a dead switch of
-    ours shows a run was faulting that very container (otherwise its owner may have
-    stopped it)."""
-    report = NodeSweep(node.node_id)
-    cid, name = node.container.id, node.remote.container
+def sweep_container(node_id: int, name: str) -> NodeSweep:
+    """Undoes every fault of ours on the container ``name`` unless a live switch guards it;
+    removes its dead switches. By name, not through a ContainerNode: a container a dead run
+    killed has no address to look up until it runs again. A stopped container is started
+    only when a dead switch of ours shows a run was faulting that very container
+    (otherwise its owner may have stopped it); one that no longer exists leaves only its
+    switches to remove."""
+    report = NodeSweep(node_id)
+    try:
+        cid = docker.from_env().containers.get(name).id
+    except docker.errors.NotFound:
+        cid = ""
     mine = [s for s in listed_switches() if s.container_id == cid or s.name == name]
     report.live = [str(s.path) for s in mine if s.live]
     if report.live:
         return report
-    report.undo = undo_container(cid, restart=any(s.container_id == cid for s in mine))
+    report.undo = undo_container(cid or name, restart=any(s.container_id == cid for s in mine))
     for s in mine:
         shutil.rmtree(s.path, ignore_errors=True)
         report.removed_switches.append(str(s.path))

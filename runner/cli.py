@@ -490,12 +490,9 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     is armed."""
     import docker
 
-    from compose.admin import ClusterError
-    from compose.node import ContainerNode
     from compose.nodes_file import NodesFileError, load_nodes
-    from compose.remote import SshNode
     from compose.ssh import SshError
-    from nemesis.dead_man import sweep_any
+    from nemesis.dead_man import sweep_spec
     from runner.config import host_key_missing
 
     try:
@@ -510,16 +507,14 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         return 2
     failed = 0
     for spec in specs:
-        node: SshNode | ContainerNode | None = None
         try:
-            node = SshNode(spec) if spec.container is None else ContainerNode(spec)
-            print(sweep_any(node).describe())
-        except (SshError, ClusterError, docker.errors.DockerException) as e:
+            print(sweep_spec(spec).describe())
+        except (SshError, docker.errors.DockerException) as e:
             print(f"node {spec.node_id}: not reached: {e}")
             failed += 1
         finally:
-            if isinstance(node, SshNode):
-                node.ssh.close()
+            if spec.ssh is not None:
+                spec.ssh.close()
     return 1 if failed else 0
 
 

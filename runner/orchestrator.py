@@ -34,7 +34,7 @@ from contract.events import (
     parse_events,
 )
 from contract.liveness import DEFAULT_BOUND_S, LIVENESS_PHASE, SLACK_S
-from nemesis.dead_man import DeadManSwitches, sweep_any
+from nemesis.dead_man import DeadManSwitches, sweep_spec
 from nemesis.faults.base import FaultContext
 from nemesis.schedule import Nemesis
 from runner.clients import ensure_driver
@@ -214,9 +214,11 @@ class Run:
         by_ssh = sum(s.container is None for s in specs)
         self.step(f"existing cluster at {cfg.bootstrap_servers}; faults on {by_ssh} node(s) "
                   f"over SSH, {len(specs) - by_ssh} container(s) on this engine")
+        # What a killed run left, unless a live run is at work; before the nodes are looked
+        # up: a container a dead run killed has no address until the sweep starts it.
+        for spec in specs:
+            self.step(f"sweep: {sweep_spec(spec).describe()}")
         cluster = self.cluster = ExternalCluster(cfg.bootstrap_servers, specs)
-        for node in cluster.nodes.values():  # what a killed run left, unless a live run is at work
-            self.step(f"sweep: {sweep_any(node).describe()}")
         cluster.start()
         return "", cluster.kafka_version or "unknown", {}
 
