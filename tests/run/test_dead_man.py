@@ -8,9 +8,7 @@ the point is that nothing of ours reaches the node after the kill or the cut."""
 from __future__ import annotations
 
 import json
-import os
 import random
-import signal
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -26,7 +24,8 @@ from nemesis.faults.process import Pause
 from nemesis.schedule import Nemesis
 from runner.config import RunConfig, ssh_peer_refusal
 from tests.hygiene import share
-from tests.run.cli import CLI, start
+from tests.run.cli import CLI
+from tests.run.held_run import held_scenario, killed_mid_fault, step
 from tests.run.ssh_cluster import SshCluster
 from workloads import EventLog
 
@@ -34,18 +33,9 @@ DEADLINE_S = 10
 pytestmark = pytest.mark.cluster
 
 
-def _window(fault: str, target: str, ref: str, shape: str = "") -> str:
-    shape_line = f'shape = "{shape}"\n' if shape else ""
-    return (f'[[scenario.steps]]\naction = "start"\nfault = "{fault}"\n{shape_line}'
-            f'target = "{target}"\nas = "{ref}"\n\n')
-
-
 # Three faults that stay on for minutes: only the switch can end them before that.
-HELD = ('[[scenario]]\nname = "held"\nsummary = "held"\n\n'
-        '[scenario.config]\nduration = 600\nrate = 50\n\n'
-        + _window("pause", "1", "p") + _window("partition", "2", "c", shape="isolate")
-        + _window("kill", "3", "k")
-        + '[[scenario.steps]]\naction = "wait"\nseconds = 600\n')
+HELD = held_scenario(step("pause", "1", "p"), step("partition", "2", "c", 'shape = "isolate"\n'),
+                     step("kill", "3", "k"))
 
 
 @pytest.fixture(scope="module")
@@ -81,37 +71,14 @@ def _whole(cluster: SshCluster) -> None:
         assert _ours(cluster, s.node_id) == [], s.node_id
 
 
-def _fault_starts(run_dir: Path) -> list[str]:
-    path = run_dir / "history" / "events.jsonl"
-    if not path.exists():
-        return []
-    lines = [json.loads(ln) for ln in path.read_text().splitlines() if ln.strip()]
-    return [e["kind"] for e in lines if e.get("phase") == "start"
-            and e["kind"] in ("pause", "partition", "kill")]
-
-
 def test_sigkill_mid_fault_the_nodes_heal_themselves(ssh_cluster: SshCluster,
                                                      tmp_path: Path) -> None:
-    scenarios = tmp_path / "held.toml"
-    scenarios.write_text(HELD)
-    out = tmp_path / "runs"
-    proc = start(["run", "--scenario-file", str(scenarios), "--scenario", "held",
-                  "--bootstrap-servers", ssh_cluster.bootstrap_servers,
-                  "--nodes", str(ssh_cluster.nodes_file), "--dead-man", str(DEADLINE_S),
-                  "--no-check", "--no-report", "--out", str(out)],
-                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        for attempt in Retrying(stop=stop_after_delay(180), wait=wait_fixed(0.5), reraise=True):
-            with attempt:
-                assert proc.poll() is None, "the run ended before its faults were on"
-                assert sorted(_fault_starts(out / "latest")) == ["kill", "partition", "pause"]
+    with killed_mid_fault(tmp_path, HELD, ssh_cluster.bootstrap_servers,
+                          ssh_cluster.nodes_file, DEADLINE_S, ["kill", "partition", "pause"]):
         # the faults are really on, seen on the nodes themselves
         assert _broker_state(ssh_cluster, 1) == "paused"
         assert _ours(ssh_cluster, 2), "the partition left no rules on node 2"
         assert _broker_state(ssh_cluster, 3) == "down"
-    finally:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=30)
     # nothing of ours runs any more; within the deadline (+ the watchdog's 1 s poll and
     # the broker's start) every node is whole again
     for attempt in Retrying(stop=stop_after_delay(DEADLINE_S + 40), wait=wait_fixed(0.5),
