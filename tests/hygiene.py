@@ -11,7 +11,7 @@ clusters, and proof that nothing of theirs is left behind.
   both labels (``compose.cleanup.extra_labels``).
 - After each ``cluster`` test (the ``no_leaks`` fixture, autouse): nothing labelled with the
   test is left except the session's shared clusters; those hold no iptables rule, qdisc or
-  delayer of ours; no delayer process the test started still runs.
+  delayer of ours; no delayer or dead-man watchdog process the test started still runs.
 - Tests marked ``nightly`` (long repetitions: a scenario again on another Kafka version, the
   examples/ suite, which repeats catalogue scenarios tests/scenarios already runs) are
   deselected from a plain ``pytest`` / ``make test`` (no paths given); ``--nightly`` (``make
@@ -185,7 +185,7 @@ def no_leaks(request: pytest.FixtureRequest) -> Iterator[None]:
     yield
     problems = left_behind(client, {LABEL_TEST: tid}, state.shared)
     problems += net_state_left(client, state)
-    problems += delayers_left(tid)
+    problems += processes_left(tid)
     if problems:
         remove(client, {LABEL_TEST: tid}, state.shared)
         sweep_shared(client, state)
@@ -285,16 +285,20 @@ def _environ(pid: int) -> bytes:
         return b""
 
 
-def delayers_left(tid: str) -> list[str]:
-    """Delayer processes started during the test (they inherit its labels) still running."""
-    from nemesis.net.sweep import delayer_pids
+def processes_left(tid: str) -> list[str]:
+    """Processes started during the test (they inherit its labels) still running: delayers,
+    and dead-man watchdogs (a switch not disarmed, or one that has not fired yet)."""
+    from nemesis.dead_man_watchdog import MARK
+    from nemesis.net.sweep import DELAYER_MARK, pids_marked
 
-    mark = f"{LABEL_TEST}={tid}".encode()
+    label = f"{LABEL_TEST}={tid}".encode()
     deadline = time.monotonic() + DELAYER_EXIT_S
     while True:
-        pids = [p for p in delayer_pids() if mark in _environ(p)]
-        if not pids or time.monotonic() > deadline:
-            return [f"delayer process {p}" for p in pids]
+        found = [f"{what} process {p}"
+                 for what, mark in (("delayer", DELAYER_MARK), ("dead-man watchdog", MARK))
+                 for p in pids_marked(mark) if label in _environ(p)]
+        if not found or time.monotonic() > deadline:
+            return found
         time.sleep(0.2)  # polling foreign processes' exit: there is no handle to wait on
 
 
