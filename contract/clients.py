@@ -160,13 +160,24 @@ def classify_error(kind: str, name: str | None) -> str:
     return "fail" if name in DEFINITE_FAILURES.get(kind, frozenset()) else "info"
 
 
+#: The first franz-go with a public KIP-848 opt-in (kgo's ServerSideBalancer); sarama has none.
+FRANZ_GO_KIP848 = (1, 22, 0)
+
+
 def unsupported(spec: ClientSpec, *, transactional: bool, partitioner: str,
-                consumer_modes: list[str]) -> str | None:
+                consumer_modes: list[str], group_protocol: str = "classic") -> str | None:
     """Why the workload cannot run these settings with this client (one line), or None.
     confluent-kafka runs everything; the drivers in other languages do not run yet the
-    random partitioner, only the Java client transactions and restart-mode consumers."""
+    random partitioner, only the Java client transactions and restart-mode consumers, and
+    the Go clients KIP-848 groups only where they have them (subscribe- and restart-mode
+    consumers use the group protocol)."""
     if spec.kind == CONFLUENT_KAFKA:
         return None
+    in_groups = {"subscribe", "restart"} & set(consumer_modes)
+    if group_protocol == "consumer" and in_groups and (spec.kind == SARAMA or (
+            spec.kind == FRANZ_GO and _version(spec.version) < FRANZ_GO_KIP848)):
+        return (f"--client {spec}: no KIP-848 consumer (--group-protocol consumer): "
+                + ("sarama has none" if spec.kind == SARAMA else "franz-go has one from 1.22.0"))
     if transactional and spec.kind != JAVA:
         return (f"--client {spec}: transactions are driven with confluent-kafka and java "
                 f"only, so far")
@@ -176,3 +187,7 @@ def unsupported(spec: ClientSpec, *, transactional: bool, partitioner: str,
         return (f"--client {spec}: consumer mode restart is driven with confluent-kafka "
                 f"and java only, so far (assign or subscribe)")
     return None
+
+
+def _version(text: str | None) -> tuple[int, ...]:
+    return tuple(int(p) for p in re.findall(r"\d+", text or "")[:3])

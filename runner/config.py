@@ -247,7 +247,8 @@ class RunConfig:
         except ClientSpecError as e:
             raise bad(str(e)) from None
         why = unsupported(client, transactional=self.transactions, partitioner="round-robin",
-                          consumer_modes=[self.consumer_mode] if self.consumers else [])
+                          consumer_modes=[self.consumer_mode] if self.consumers else [],
+                          group_protocol=self.group_protocol)
         if why:
             raise bad(why)
         spark = engine_problem(self.spark_master)

@@ -106,11 +106,11 @@ class ForeignDriver:
         return self.spec
 
     def _refuse(self, transactional: bool = False, partitioner: str = "round-robin",
-                modes: list[str] | None = None) -> None:
+                modes: list[str] | None = None, group_protocol: str = "classic") -> None:
         # the run's configuration was refused the same way before anything started
         # (runner.config.RunConfig.validate); this is for callers that start drivers
         why = unsupported(self.spec, transactional=transactional, partitioner=partitioner,
-                          consumer_modes=modes or [])
+                          consumer_modes=modes or [], group_protocol=group_protocol)
         if why:
             raise WorkloadConfigError(why)
 
@@ -144,7 +144,7 @@ class ForeignDriver:
                         stop_event: Any = None) -> ProcessGroup:
         if len({s.id for s in specs}) != len(specs):
             raise ValueError("consumer ids must be unique")
-        self._refuse(modes=[c.mode for c in specs])
+        self._refuse(modes=[c.mode for c in specs], group_protocol=cfg.group_protocol)
         group = new_group(lambda s: str(s["reader"]), stop_event)
         for c in specs:
             parts = c.partitions if c.partitions is not None else list(range(partitions))

@@ -12,6 +12,7 @@ from contract.clients import (
     DEFINITE_FAILURES,
     FRANZ_GO,
     JAVA,
+    SARAMA,
     ClientSpec,
     ClientSpecError,
     classify_error,
@@ -54,12 +55,25 @@ def test_client_values() -> None:
     why = unsupported(ClientSpec(FRANZ_GO, "1.22.3"), transactional=False,
                       partitioner="round-robin", consumer_modes=["restart"])
     assert why is not None and "restart" in why
+    # KIP-848 groups: sarama has none, franz-go from 1.22.0; an assign-mode reader has no group
+    for spec, refused in ((ClientSpec(SARAMA, "1.61.1"), True),
+                          (ClientSpec(FRANZ_GO, "1.21.0"), True),
+                          (ClientSpec(FRANZ_GO, "1.22.3"), False),
+                          (ClientSpec(JAVA, "4.1.1"), False)):
+        why = unsupported(spec, transactional=False, partitioner="round-robin",
+                          consumer_modes=["subscribe"], group_protocol="consumer")
+        assert (why is not None and "KIP-848" in why) is refused, (spec, why)
+    assert unsupported(ClientSpec(SARAMA, "1.61.1"), transactional=False,
+                       partitioner="round-robin", consumer_modes=["assign"],
+                       group_protocol="consumer") is None
 
 
 @pytest.mark.parametrize("opts,words", [
     ({"client": "java"}, "needs its version"),
     ({"client": "sarama:1.61.1", "consumers": 1, "consumer_mode": "restart"}, "restart"),
     ({"client": "java:4.1.1", "client_version": "2.12.0"}, "not both"),
+    ({"client": "sarama:1.61.1", "consumers": 1, "consumer_mode": "subscribe",
+      "group_protocol": "consumer", "kafka_version": "4.3.1"}, "KIP-848"),
 ])
 def test_run_config_refuses_in_one_line(opts, words) -> None:  # type: ignore[no-untyped-def]
     with pytest.raises(RunConfigError, match=words) as e:
