@@ -198,7 +198,7 @@ class LivenessCheck:
         s = ctx.settings
         found = judge(ctx.events, ctx.writes, ctx.reads, s.liveness_s, s.reader_modes,
                       {r: s.group(r) for r in s.reader_modes}, s.brokers, applicable(s),
-                      s.broker_session_timeout_s)
+                      s.broker_session_timeout_s, settings=s)
         anomalies: dict[str, dict[str, Any]] = {}
         for kind in LIVENESS_KINDS:
             examples = found.examples[kind]

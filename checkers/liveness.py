@@ -14,6 +14,8 @@ from the run's own bookkeeping:
   one the drain read (still in the log, and visible to the drain's isolation level) whose
   write was acknowledged at least the slack before the window's end. A consumer at the log
   end is not stuck;
+- a stuck consumer that a poll-stall kept from polling past its max.poll.interval.ms and
+  that then recorded a fatal INVALID_REQUEST names librdkafka#5541 (checkers/poll_stall.py);
 - a hung call is one ``hung-call`` start event (the run wrote it while the call blocked);
   a send_offsets_to_transaction whose group's coordinator the run took down while it waited,
   its transaction's coordinator up, names librdkafka#5456 (#5511 when the group's stayed
@@ -34,9 +36,11 @@ from contract.events import CLIENT_LOG, CONSUMERS_STOPPED, END, PHASE, START, hu
 from contract.known_bugs import LEADER_UNKNOWN, KnownBug
 from contract.liveness import LIVENESS_PHASE, SLACK_S
 from contract.schemas import DRAIN_READER
+from contract.settings import Settings
 from contract.windows import FaultWindow, fault_windows
 
 from .history import Event
+from .poll_stall import evidence, stall_facts
 
 STUCK_PRODUCER, STUCK_CONSUMER, HUNG = LIVENESS_KINDS
 #: How much shorter than the bound a phase may be (clock reads) and still count as whole.
@@ -125,7 +129,7 @@ def tag_known(examples: list[dict[str, Any]], kind: str, facts: dict[str, bool],
 
 def _tag_stuck_clients(out: Judged, writes: DataFrame, reads: DataFrame, events: list[Event],
                        cut_end: int | None, lo: int, hi: int,
-                       known: Sequence[KnownBug]) -> None:
+                       known: Sequence[KnownBug], settings: Settings | None = None) -> None:
     """The facts of each stuck client, and the known bug they name.
 
     ``client_cut_from_every_broker``: the client made no progress at all from the end of
@@ -133,7 +137,14 @@ def _tag_stuck_clients(out: Judged, writes: DataFrame, reads: DataFrame, events:
     brokers down (librdkafka#5088's signature). ``logged_leader_unknown`` (a producer): the
     client logged librdkafka#5430's line after its last acknowledgement before the window
     and by the window's end: a metadata update left one of its partitions without a
-    leader, and nothing after that was acknowledged."""
+    leader, and nothing after that was acknowledged. A stuck consumer's poll-stall facts
+    (checkers/poll_stall.py, librdkafka#5541) are its own readers'; an entry names it only
+    when it affects the librdkafka its fatal errors name, too."""
+    stalls = (evidence(events, settings)
+              if settings is not None and out.examples[STUCK_CONSUMER] else {})
+    last_read = {str(r["reader"]): int(r["t"]) for r in reads.where(
+        F.col("reader") != DRAIN_READER).groupBy("reader").agg(
+        F.max("read_ns").alias("t")).collect()} if stalls else {}
     since: dict[str, int] = {}
     read: dict[str, int] = {}
     if cut_end is not None:
@@ -156,11 +167,18 @@ def _tag_stuck_clients(out: Judged, writes: DataFrame, reads: DataFrame, events:
                 n = (since.get(name[1:], 0) if kind == STUCK_PRODUCER
                      else sum(read.get(r, 0) for r in ex["readers"]))
                 facts["client_cut_from_every_broker"] = n == 0
+            here = known
             if kind == STUCK_PRODUCER:
                 after = last_ack.get(name[1:], -1)
                 facts["logged_leader_unknown"] = any(after < t <= hi
                                                      for t in logged.get(name, []))
-            tag_known([ex], kind, facts, known)
+            elif stalls and settings is not None:
+                stall, versions = stall_facts(list(ex["readers"]), settings, stalls,
+                                              last_read, hi)
+                facts.update(stall)
+                here = [b for b in known if b.component != "librdkafka"
+                        or all(b.affects(v) for v in versions)]
+            tag_known([ex], kind, facts, here)
 
 
 def _exit_codes(events: list[Event]) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -295,11 +313,13 @@ def consumer_units(modes: dict[str, str], groups: dict[str, str | None]) -> dict
 
 def judge(events: list[Event], writes: DataFrame, reads: DataFrame, bound_s: float | None,
           modes: dict[str, str], groups: dict[str, str | None], brokers: int | None = None,
-          known: Sequence[KnownBug] = (), session_timeout_s: float = 9.0) -> Judged:
+          known: Sequence[KnownBug] = (), session_timeout_s: float = 9.0,
+          settings: Settings | None = None) -> Judged:
     """The liveness facts of one run (``bound_s``: run.json's workload.liveness_s); stuck
     clients and hung calls carry the known bug whose facts hold (``brokers``: the cluster's
     broker count, ``known``: the registry entries that apply to the run,
-    checkers.known.applicable; ``session_timeout_s``: the brokers' session timeout)."""
+    checkers.known.applicable; ``session_timeout_s``: the brokers' session timeout;
+    ``settings``: the run's, for the per-reader facts of a poll-stall)."""
     out = Judged()
     out.examples[HUNG] = hung_calls(events)
     _tag_hung_calls(out, events, session_timeout_s, known)
@@ -356,7 +376,7 @@ def judge(events: list[Event], writes: DataFrame, reads: DataFrame, bound_s: flo
                         f"{next(iter(behind.values()))})"})
     if out.examples[STUCK_PRODUCER] or out.examples[STUCK_CONSUMER]:
         _tag_stuck_clients(out, writes, reads, events, all_brokers_cut(events, brokers, lo),
-                           lo, hi, known)
+                           lo, hi, known, settings)
     return out
 
 

@@ -49,6 +49,12 @@ PRODUCER_EPOCH = "producer-epoch"
 #: (contract.known_bugs.LOG_SIGNATURES): ``detail = {client, bug, line}`` (``client`` p<i> or a
 #: reader), at most one a second per client and bug.
 CLIENT_LOG = "client-log"
+#: A workload consumer's consume() gave (or raised) a fatal error, or said the application
+#: exceeded max.poll.interval.ms (``_MAX_POLL_EXCEEDED``); written by the consumer as it
+#: happens: ``detail = {client, code, name, fatal, reason, librdkafka}`` (``reason``:
+#: librdkafka's text, which names a fatal error's cause, e.g. ``INVALID_REQUEST``), at most
+#: one a second per client and code.
+CONSUMER_ERROR = "consumer-error"
 #: The run was interrupted (Ctrl-C) or failed.
 INTERRUPTED = "interrupted"
 RUN_ERROR = "run-error"
@@ -62,6 +68,7 @@ CONSUMERS_STOPPED = "consumers-stopped"
 OTHER_KINDS: tuple[str, ...] = (
     PHASE, FAULT_ERROR, COLLECT_ERROR, NEMESIS_ERROR, SITUATION, REBALANCE, CONTROLLER_CHANGE,
     PREFERRED_LEADERS, PRODUCER_EPOCH, INTERRUPTED, RUN_ERROR, CONSUMERS_STOPPED, HUNG_CALL,
+    CONSUMER_ERROR,
 )
 
 

@@ -39,6 +39,14 @@ class FaultKind:
 #: The crash whose events the checker reads for more than a window: the ISR it hit excuses
 #: lost writes, the partitions it cut (``lost``) start producer-state heads.
 POWER_LOSS = "power-loss"
+#: A fault of the run's own group consumers, not of a node: their poll loops stop calling
+#: consume() while librdkafka's threads (heartbeats, fetches) go on, as when an application
+#: spends too long on a batch, so ``max.poll.interval.ms`` expires and the session does not.
+#: Its events' ``targets`` are reader ids (``c0``), not node ids; the start event's
+#: ``detail.stalled_since_ns`` says, per reader, when its last consume() returned, and the
+#: end event is written before the loops are let go: the window is a lower bound of the
+#: time each loop did not poll (contract.known_bugs ``poll_stalled_past_interval``).
+POLL_STALL = "poll-stall"
 
 FAULTS: dict[str, FaultKind] = {f.kind: f for f in (
     FaultKind("kill", "kill -9 of a node's container; restarted at the end", (),
@@ -71,6 +79,12 @@ FAULTS: dict[str, FaultKind] = {f.kind: f for f in (
               "controllers): the active controller cut from its voters, or a minority or a "
               "majority of the voters cut from every node", ("shape",), closed_by="heal",
               css="f-quorum", colour="#b45309", label_colour="#78350f"),
+    # Not drawn at random (its targets are consumers, the random nemesis aims at nodes);
+    # "existing": it touches no node, only our own consumer processes.
+    FaultKind(POLL_STALL, "the poll loop of the run's group consumer(s) stopped (no "
+              "consume() calls) while the client's background threads keep heartbeating: "
+              "max.poll.interval.ms expires, the session does not", (), random=False,
+              existing=True, css="f-stall", colour="#db2777", label_colour="#9d174d"),
 )}
 
 #: Fault kinds in registry order (``--faults`` names).

@@ -73,6 +73,18 @@ FACTS: dict[str, str] = {
     "coordinator_fenced_in_call": "(a hung call) ``coordinator_down_in_call``, and that fault "
     "held the coordinator longer than ``broker.session.timeout.ms`` (run.json broker_config; "
     "Kafka's default 9 s): the controller fenced it and metadata stopped listing it",
+    "kip848_consumer": "(a stuck consumer) each of its readers ran with "
+    "group.protocol=consumer (KIP-848; run.json workload.consumers or consumer_config)",
+    "poll_stalled_past_interval": "(a stuck consumer) a poll-stall fault on each of its "
+    "readers kept that reader's loop from calling consume() for longer than the reader's "
+    "max.poll.interval.ms: from its last consume() before the stall (the start event's "
+    "``stalled_since_ns``) to the stall's end event, which is written before the loop is "
+    "let go",
+    "fatal_after_stall": "(a stuck consumer) each of its readers, after such a stall "
+    "ended and by the end of the liveness window, recorded a fatal error whose reason "
+    "names INVALID_REQUEST (a ``consumer-error`` event; the librdkafka version the event "
+    "names, where it names one, must be affected as the run's must), and read nothing "
+    "after it",
     "end_txn_held": "the record is a torn transaction's, and a hold fault held an EndTxn "
     "request of the record's producer (its transactional id, named in the hold's end event "
     "``held_end_txn``, contract/held_requests.py) on a connection opened before the hold, "
@@ -108,6 +120,10 @@ LEADER_UNKNOWN = "librdkafka#5430"
 #: coordinator went down (open), and its variant once the coordinator was fenced (open).
 OFFSETS_COORDINATOR_DOWN = "librdkafka#5456"
 OFFSETS_COORDINATOR_FENCED = "librdkafka#5511"
+
+#: librdkafka's KIP-848 member that exceeded max.poll.interval.ms rejoining at epoch 0
+#: without a full request, answered INVALID_REQUEST and dead of it (fixed in 2.15.0).
+MAX_POLL_REJOIN_FATAL = "librdkafka#5541"
 
 #: The client bugs a scenario that moves leaders under an idempotent, non-transactional
 #: librdkafka producer accepts (records they explain stay counted and named).
@@ -330,6 +346,26 @@ KNOWN_BUGS: tuple[KnownBug, ...] = (
         "or never. The entry names only a send_offsets_to_transaction of a group whose own "
         "coordinator the run took down while the call waited",
     ),
+    KnownBug(
+        id=MAX_POLL_REJOIN_FATAL,
+        title="KIP-848 consumer that exceeded max.poll.interval.ms fails with a fatal "
+        "INVALID_REQUEST instead of rejoining",
+        link="https://github.com/confluentinc/librdkafka/issues/5541",
+        status=FIXED,
+        component="librdkafka",
+        affected_from="2.12.0",
+        fixed_in="2.15.0",
+        kinds=("stuck-consumer",),
+        facts=frozenset({"kip848_consumer", "poll_stalled_past_interval",
+                         "fatal_after_stall"}),
+        note="with group.protocol=consumer, when max.poll.interval.ms expires the member "
+        "sends its leave heartbeat at once and marks itself to rejoin; a leave reply "
+        "handled before the rejoin resets the member and clears that mark, so on its next "
+        "poll it heartbeats at epoch 0 without the full join request, the broker answers "
+        "INVALID_REQUEST and librdkafka raises it as fatal: the consumer never reads again. "
+        "2.15.0 defers the leave until the assignment is revoked (librdkafka PR #5488; "
+        "CHANGELOG 2.15.0: \"Happening since 2.12.0\")",
+    ),
 )
 
 BY_ID: dict[str, KnownBug] = {b.id: b for b in KNOWN_BUGS}
@@ -355,6 +391,7 @@ def unknown_ids(ids: list[str] | tuple[str, ...]) -> list[str]:
 
 __all__ = ["BY_ID", "EPOCH_BUMP_RESEND", "FACTS", "FIXED", "FRESH_ID_IMPLICIT_ACK", "KIP_966",
            "KNOWN_BUGS", "LEADER_MOVE_CLIENT_BUGS", "LEADER_UNKNOWN", "LOG_SIGNATURES",
+           "MAX_POLL_REJOIN_FATAL",
            "OFFSETS_COORDINATOR_DOWN", "OFFSETS_COORDINATOR_FENCED", "OPEN",
            "UNCLEAN_RECOVERY", "KnownBug",
            "known_bug", "unknown_ids", "version_tuple"]

@@ -44,9 +44,14 @@ CALL_CODES: dict[str, int] = {name: i + 1 for i, name in enumerate(WATCHED_CALLS
 #: ``gen`` is odd while a call is in progress (written last when a call starts, first
 #: when it ends), so a reader that sees the same odd ``gen`` before and after reading the
 #: call fields saw one call; ``progress_ns`` is the wall-clock time of the client's latest
-#: progress (an acknowledgement, a record read), 0 before any.
-SLOT_FIELDS: tuple[str, ...] = ("gen", "call", "start_ns", "timeout_ms", "progress_ns")
-GEN, CALL, START_NS, TIMEOUT_MS, PROGRESS_NS = range(len(SLOT_FIELDS))
+#: progress (an acknowledgement, a record read), 0 before any. ``stall`` is the run's
+#: request that a consumer's poll loop stop (1) or go on (0) (a ``poll-stall`` fault,
+#: contract.faults); ``stalled_ns`` is the consumer's answer: when its last consume()
+#: returned before it stopped, 0 while it polls. Shared memory rather than a signal: a
+#: signal that reached a process before it set its handler would end it.
+SLOT_FIELDS: tuple[str, ...] = ("gen", "call", "start_ns", "timeout_ms", "progress_ns",
+                                "stall", "stalled_ns")
+GEN, CALL, START_NS, TIMEOUT_MS, PROGRESS_NS, STALL, STALLED_NS = range(len(SLOT_FIELDS))
 
 
 @dataclass(frozen=True)
@@ -77,3 +82,14 @@ def read_slot(arr: Any) -> tuple[CallInProgress | None, int]:
         return None, progress
     return (CallInProgress(gen, WATCHED_CALLS[code - 1], start,
                            None if timeout_ms < 0 else timeout_ms / 1000), progress)
+
+
+def request_stall(arr: Any, on: bool) -> None:
+    """The run asks the slot's consumer to stop polling (``on``) or to go on."""
+    arr[STALL] = 1 if on else 0
+
+
+def stalled_since(arr: Any) -> int:
+    """When the slot's consumer stopped polling for a stall (its last consume() returned);
+    0 while it polls."""
+    return int(arr[STALLED_NS])

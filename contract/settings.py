@@ -24,6 +24,8 @@ CONSUMER_MODES = ("assign", "subscribe", "restart")
 #: The consumer group protocols (librdkafka ``group.protocol``): the classic rebalance
 #: protocol, or KIP-848's (``consumer``: the broker assigns; Kafka 4.0+).
 GROUP_PROTOCOLS = ("classic", "consumer")
+#: librdkafka's max.poll.interval.ms when a run does not set it.
+DEFAULT_MAX_POLL_INTERVAL_MS = 300_000
 #: The group the run's subscribe-mode consumers join (restart mode: ``<group>-<reader>``).
 DEFAULT_GROUP_ID = "kc-consumers"
 
@@ -100,6 +102,11 @@ class Settings:
     # broker.session.timeout.ms of broker_config, in seconds (Kafka's default 9 s): a broker
     # down longer is fenced and leaves the metadata
     broker_session_timeout_s: float = 9.0
+    # group.protocol and max.poll.interval.ms of each reader workload.consumers lists (its
+    # own setting, else consumer_config's, else librdkafka's default): librdkafka#5541's
+    # facts are per consumer
+    reader_group_protocol: dict[str, str] = field(default_factory=dict)
+    reader_max_poll_interval_ms: dict[str, int] = field(default_factory=dict)
 
     def isolation(self, reader: str) -> str:
         """The isolation level of one reader (per-reader setting, else consumer_config)."""
@@ -114,6 +121,14 @@ class Settings:
         """Whether the workload ran ``component`` at all: librdkafka's bugs cannot have
         caused what another client wrote or read."""
         return component != "librdkafka" or self.client == CONFLUENT_KAFKA
+
+    def group_protocol(self, reader: str) -> str:
+        """The group protocol ``reader`` used (``classic`` unless it said ``consumer``)."""
+        return self.reader_group_protocol.get(reader, "classic")
+
+    def max_poll_interval_ms(self, reader: str) -> int:
+        """The max.poll.interval.ms ``reader`` was given."""
+        return self.reader_max_poll_interval_ms.get(reader, DEFAULT_MAX_POLL_INTERVAL_MS)
 
     def group(self, reader: str) -> str | None:
         """The consumer group ``reader`` joins, or None (assign mode, or not known)."""
@@ -238,6 +253,8 @@ def settings_from_run(run: dict[str, Any]) -> Settings:
     reader_modes: dict[str, str] = {}
     reader_eof: dict[str, bool] = {}
     reader_groups: dict[str, str | None] = {}
+    reader_protocol: dict[str, str] = {}
+    reader_max_poll: dict[str, int] = {}
     default_group = consumer.get("group.id")
     default_group = str(default_group) if default_group else None
     for c in workload.get("consumers") or []:
@@ -254,6 +271,12 @@ def settings_from_run(run: dict[str, Any]) -> Settings:
         if eof is not None:
             reader_eof[str(c["id"])] = _truthy(eof, False)
         reader_groups[str(c["id"])] = _group(c, default_group)
+        own = {**consumer, **(c.get("consumer_config") or {})}
+        reader_protocol[str(c["id"])] = str(c.get("group_protocol")
+                                            or own.get("group.protocol") or "classic")
+        reader_max_poll[str(c["id"])] = _int(own.get("max.poll.interval.ms"),
+                                             DEFAULT_MAX_POLL_INTERVAL_MS) \
+            or DEFAULT_MAX_POLL_INTERVAL_MS
     # imported here: validating settings (the CLI's bad input) needs no pyarrow
     from contract.schemas import DRAIN_READER
 
@@ -291,6 +314,8 @@ def settings_from_run(run: dict[str, Any]) -> Settings:
         liveness_s=_float(workload.get("liveness_s")),
         broker_session_timeout_s=(_float(broker.get("broker.session.timeout.ms")) or 9000.0)
         / 1000,
+        reader_group_protocol=reader_protocol,
+        reader_max_poll_interval_ms=reader_max_poll,
     )
 
 

@@ -249,7 +249,8 @@ class Run:
             self.step(f"dead-man switch armed on {len(self.dead_man.switches)} node(s): "
                       f"they undo our faults {cfg.dead_man:.0f}s after we stop renewing")
         self.nemesis = Nemesis(FaultContext(cluster, self.events, self.topic,
-                                            random.Random(cfg.seed)))
+                                            random.Random(cfg.seed),
+                                            consumers=self._group_consumers))
         self.nemesis.heal_retry_s = cfg.dead_man if self._ssh_nodes() else 0.0
         self.nemesis.began = began
         deadline = time.monotonic() + cfg.duration
@@ -276,6 +277,13 @@ class Run:
         self.step("workload done: " + ", ".join(
             f"{k}: {v.get('ok', 0)} ok / {v.get('info', 0)} info / {v.get('fail', 0)} fail"
             for k, v in sorted(stats.items())))
+
+    def _group_consumers(self) -> dict[str, Any]:
+        """Reader -> call-watch slot of each consumer in a group (a poll-stall's targets:
+        an assign-mode reader has no group, and no max.poll.interval.ms to exceed)."""
+        if self.consumers is None or self.cfg.consumer_mode == "assign":
+            return {}
+        return dict(self.consumers.slots)
 
     def liveness(self) -> None:
         """The final heal, then the liveness phase: the clients go on until every one has

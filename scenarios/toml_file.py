@@ -75,9 +75,9 @@ from typing import Any
 
 from contract.anomalies import ANOMALY_KINDS
 from contract.conditions import ConditionError, normalise_condition
-from contract.faults import FAULTS
+from contract.faults import FAULTS, POLL_STALL
 from contract.mechanisms import MECHANISMS
-from nemesis.faults import targets
+from nemesis.faults import stall, targets
 from nemesis.faults.network import SHAPES
 from nemesis.faults.quorum import VOTER_SHAPES
 from runner.config import KAFKA_TABLES, RUN_FIELDS, RunConfig, RunConfigError
@@ -349,7 +349,8 @@ def _step(s: dict[str, Any], active: set[str]) -> Step:
         _only(s, (*_STEP_KEYS["start"], *FAULTS[fault].params), f"a start of {fault}")
         target = s.get("target", "random")
         try:
-            targets.validate(str(target))
+            # a poll-stall aims at the run's consumers, every other fault at nodes
+            (stall.validate if fault == POLL_STALL else targets.validate)(str(target))
         except ValueError as e:
             raise _Bad(str(e)) from None
         params = {k: s[k] for k in FAULTS[fault].params if k in s}

@@ -31,6 +31,8 @@ from contract.liveness import (
     HUNG_CALL,
     PROGRESS_NS,
     SLOT_FIELDS,
+    STALL,
+    STALLED_NS,
     START_NS,
     TIMEOUT_MS,
     CallInProgress,
@@ -99,6 +101,16 @@ class CallSlot:
         """The client made progress at ``at_ns`` (None: now): an acknowledgement, a read."""
         if self.arr is not None:
             self.arr[PROGRESS_NS] = at_ns if at_ns is not None else time.time_ns()
+
+    def stall_requested(self) -> bool:
+        """Whether the run asks this consumer's poll loop to stop (a poll-stall fault)."""
+        return self.arr is not None and bool(self.arr[STALL])
+
+    def stalled(self, since_ns: int) -> None:
+        """The loop stopped polling for a stall; its last consume() returned at
+        ``since_ns`` (0: it polls again)."""
+        if self.arr is not None:
+            self.arr[STALLED_NS] = since_ns
 
 
 @dataclass

@@ -22,7 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicPartition
 
 from contract.events import INSTANT, REBALANCE, EventLog
 from contract.schemas import READS_SCHEMA
@@ -30,6 +30,7 @@ from workloads.call_watch import CallSlot
 from workloads.child_logging import configure_logging, librdkafka_logger
 from workloads.client_info import client_versions
 from workloads.config import ConsumerConfig, ConsumerSpec
+from workloads.consumer_errors import ConsumerErrors
 from workloads.history import ChunkedParquetWriter, history_dir
 from workloads.record import decode, decode_header, source_of
 
@@ -117,6 +118,9 @@ class ConsumerProcess:
         self.reads = ReadRecorder(run_dir, spec.id, spec.mode, cfg.history_chunk_rows,
                                   cfg.history_flush_interval_s)
         self.bootstrap = bootstrap
+        self.errors = ConsumerErrors(self.events, spec.id, client_versions()["librdkafka"])
+        self.last_poll_ns = 0  # when the latest consume() returned
+        self.stalls = 0
         self.restarts = 0
         self.at_eof = False  # the last non-empty consume() ended with a partition's end event
         conf = cfg.kafka_config()
@@ -190,6 +194,38 @@ class ConsumerProcess:
     def _on_sigterm(self, signum: int, frame: Any) -> None:
         self.terminating = True
 
+    def _stall(self) -> None:
+        """A poll-stall fault: no consume() until the run lets go (or the run stops), as an
+        application busy with a batch; librdkafka's own threads go on heartbeating."""
+        self.stalls += 1
+        self.calls.stalled(self.last_poll_ns or time.time_ns())
+        # The stall is the point, not a wait for something: the flag is polled, since the
+        # run's request lives in shared memory that has nothing to block on.
+        while (self.calls.stall_requested() and not self.terminating
+               and not self.stop_event.is_set()):
+            time.sleep(0.02)
+        self.calls.stalled(0)
+
+    def _consume(self, n: int, timeout: float) -> list[Any]:
+        """One consume() call; its fatal and max-poll errors go into the history. A fatal
+        consumer raises from then on: the loop goes on (its process must end cleanly, or
+        its liveness could not be told), slowed to one call per poll timeout."""
+        try:
+            with self.calls.call("consume", timeout):
+                msgs = self.client.consume(n, timeout)
+        except KafkaException as e:
+            self.errors.seen(e.args[0] if e.args else None)
+            log.info("consumer %s: consume raised %s", self.spec.id, e)
+            time.sleep(timeout)  # a failed call returns at once: not a busy loop
+            return []
+        finally:
+            self.last_poll_ns = time.time_ns()
+        for m in msgs:
+            err = m.error()
+            if err is not None:
+                self.errors.seen(err)
+        return msgs
+
     def run(self) -> None:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         signal.signal(signal.SIGTERM, self._on_sigterm)
@@ -197,9 +233,11 @@ class ConsumerProcess:
         timeout = self.cfg.poll_timeout_s
         try:
             while not self.terminating and not self.stop_event.is_set():
+                if self.calls.stall_requested():
+                    self._stall()
+                    continue
                 self.reads.polls += 1
-                with self.calls.call("consume", timeout):
-                    msgs = self.client.consume(n, timeout)
+                msgs = self._consume(n, timeout)
                 if msgs:
                     if self.reads.record(self.reads.polls, msgs):
                         self.calls.progress()
@@ -225,7 +263,8 @@ class ConsumerProcess:
     def stats(self) -> dict[str, Any]:
         return {"reader": self.spec.id, "mode": self.spec.mode, "polls": self.reads.polls,
                 "records": self.reads.records, "invalid": self.reads.invalid,
-                "restarts": self.restarts}
+                "restarts": self.restarts, "stalls": self.stalls,
+                "fatal_errors": self.errors.fatal}
 
 
 def consumer_main(run_dir: Path, bootstrap: str, topic: str, partitions: int,

@@ -38,6 +38,9 @@ class FaultContext:
     groups: Callable[[], list[str]] = field(default=list)
     #: ... and the transactional ids whose transaction coordinator it records
     transactional_ids: Callable[[], list[str]] = field(default=list)
+    #: the run's group consumers (subscribe or restart mode): reader id -> its shared slot
+    #: (contract.liveness), through which a poll-stall fault stops their poll loops
+    consumers: Callable[[], dict[str, Any]] = field(default=dict)
 
     def coordinators(self) -> dict[str, dict[str, int]]:
         """The broker coordinating each of :attr:`groups` (key ``coordinators``) and each

@@ -19,6 +19,7 @@ from nemesis.faults.network import Partition, Slow
 from nemesis.faults.power import PowerLoss
 from nemesis.faults.process import Kill, Pause, Stop
 from nemesis.faults.quorum import VOTER_SHAPES, VoterPartition
+from nemesis.faults.stall import PollStall
 
 
 def _partition(target: str, params: dict[str, Any]) -> Fault:
@@ -43,6 +44,7 @@ BUILDERS: dict[str, Callable[[str, dict[str, Any]], Fault]] = {
     "slow": _slow,
     "cpu-throttle": lambda target, params: CpuThrottle(target, float(params.get("share", 0.05))),
     "voter-partition": lambda _, params: VoterPartition(str(params.get("shape", "voter-minority"))),
+    "poll-stall": lambda target, _: PollStall(target),
 }
 # Every registered kind can be built, and nothing is built that the registry does not know.
 assert set(BUILDERS) == set(FAULTS), sorted(set(BUILDERS) ^ set(FAULTS))

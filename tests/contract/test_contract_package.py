@@ -12,6 +12,7 @@ from contract.conditions import ConditionError, holds, normalise_condition
 from contract.exit_codes import exit_code_of_results, exit_code_of_valid, missed_expectations
 from contract.faults import (
     CLOSERS,
+    EXISTING_CLUSTER_FAULTS,
     FAULT_KINDS,
     FAULTS,
     RANDOM_FAULT_KINDS,
@@ -49,7 +50,9 @@ def test_every_anomaly_kind_has_a_definition_unit_meaning_and_place() -> None:
 
 def test_fault_registry_closers_and_css() -> None:
     assert FAULT_KINDS == ("kill", "stop", "pause", "partition", "slow", "hold", "power-loss",
-                           "cpu-throttle", "voter-partition")
+                           "cpu-throttle", "voter-partition", "poll-stall")
+    # poll-stall aims at the run's consumers, never drawn at random; it touches no node
+    assert "poll-stall" not in RANDOM_FAULT_KINDS and "poll-stall" in EXISTING_CLUSTER_FAULTS
     # hold is scripted only (stale-txn-requests); the random nemesis never draws it
     assert "hold" not in RANDOM_FAULT_KINDS and FAULTS["hold"].params == ("hold_s",)
     assert CLOSERS == {"start": ("kill", "stop", "power-loss"), "resume": ("pause",),
