@@ -7,7 +7,7 @@ contract/known_bugs.py): per reader, never per run, and each from the history's 
   (the start event's ``stalled_since_ns``) to the end event (written before the loop is let
   go: a lower bound);
 - ``fatal_after_stall``: after such a stall's end and by the liveness window's end, the
-  reader recorded a fatal ``consumer-error`` naming INVALID_REQUEST, and read nothing after
+  reader recorded a fatal ``consumer-error`` caused by INVALID_REQUEST, and read nothing after
   it (a consumer that read again was not killed by it).
 
 A unit of several readers (a subscribe group) has a fact only when every reader has it.
@@ -23,8 +23,8 @@ from contract.faults import POLL_STALL
 from contract.settings import Settings
 from contract.windows import fault_windows
 
-#: What a fatal consumer-error's reason must name to be this bug's: the broker's answer to
-#: the epoch-0 heartbeat that lacks the full join request.
+#: The cause a fatal consumer-error must name to be this bug's: the broker's answer to the
+#: epoch-0 heartbeat that lacks the full join request.
 CAUSE = "INVALID_REQUEST"
 
 
@@ -52,8 +52,7 @@ def evidence(events: list[Event], settings: Settings) -> dict[str, ReaderEvidenc
     fatal: dict[str, list[tuple[int, str | None]]] = {}
     for e in events:
         d = e.detail
-        if e.kind == CONSUMER_ERROR and d.get("fatal") is True \
-                and CAUSE in str(d.get("reason") or ""):
+        if e.kind == CONSUMER_ERROR and d.get("fatal") is True and d.get("cause") == CAUSE:
             version = d.get("librdkafka")
             fatal.setdefault(str(d.get("client")), []).append(
                 (e.ts_ns, str(version) if version else None))

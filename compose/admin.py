@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
+from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic, OffsetSpec
 from tenacity import Retrying, retry_if_exception_type, stop_after_delay, wait_fixed
 
 
@@ -306,6 +306,14 @@ class ClusterAdmin:
             with attempt:
                 _create_once(admin, nt, timeout_s, first=attempt.retry_state.attempt_number == 1)
         self.wait_partitions(topic, timeout_s=timeout_s)
+
+    def add_partitions(self, topic: str, total: int, timeout_s: float = 30) -> None:
+        """Grows the topic to ``total`` partitions and waits until each has a leader."""
+        admin = self.admin()  # keep a reference: a collected client cancels its futures
+        for future in admin.create_partitions([NewPartitions(topic, total)],
+                                              request_timeout=timeout_s).values():
+            future.result(timeout=timeout_s)
+        self.wait_partitions(topic, timeout_s=timeout_s, full_isr=False)
 
     def delete_topic(self, topic: str, timeout_s: float = 30) -> None:
         """Deletes ``topic`` (a run's own topic on a cluster it did not start)."""

@@ -51,9 +51,9 @@ PRODUCER_EPOCH = "producer-epoch"
 CLIENT_LOG = "client-log"
 #: A workload consumer's consume() gave (or raised) a fatal error, or said the application
 #: exceeded max.poll.interval.ms (``_MAX_POLL_EXCEEDED``); written by the consumer as it
-#: happens: ``detail = {client, code, name, fatal, reason, librdkafka}`` (``reason``:
-#: librdkafka's text, which names a fatal error's cause, e.g. ``INVALID_REQUEST``), at most
-#: one a second per client and code.
+#: happens: ``detail = {client, code, name, fatal, reason, cause, librdkafka}`` (``reason``:
+#: librdkafka's text; ``cause``, of a fatal error: the error that text names first, e.g.
+#: ``INVALID_REQUEST``, or null), at most one a second per client and code.
 CONSUMER_ERROR = "consumer-error"
 #: The run was interrupted (Ctrl-C) or failed.
 INTERRUPTED = "interrupted"

@@ -81,9 +81,11 @@ FACTS: dict[str, str] = {
     "``stalled_since_ns``) to the stall's end event, which is written before the loop is "
     "let go",
     "fatal_after_stall": "(a stuck consumer) each of its readers, after such a stall "
-    "ended and by the end of the liveness window, recorded a fatal error whose reason "
-    "names INVALID_REQUEST (a ``consumer-error`` event; the librdkafka version the event "
-    "names, where it names one, must be affected as the run's must), and read nothing "
+    "ended and by the end of the liveness window, recorded a fatal error caused by "
+    "INVALID_REQUEST (a ``consumer-error`` event whose ``cause`` is INVALID_REQUEST: "
+    "librdkafka's text \"Fatal error: Broker: Invalid request: ...\"; the librdkafka "
+    "version the event names, where it names one, must be affected as the run's must), "
+    "and read nothing "
     "after it",
     "end_txn_held": "the record is a torn transaction's, and a hold fault held an EndTxn "
     "request of the record's producer (its transactional id, named in the hold's end event "

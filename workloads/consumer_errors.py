@@ -12,6 +12,7 @@ and stay in the consumer's log only.
 from __future__ import annotations
 
 import time
+from functools import cache
 from typing import Any
 
 from confluent_kafka import KafkaError
@@ -23,9 +24,39 @@ from contract.events import CONSUMER_ERROR, INSTANT, EventLog
 _EVERY_NS = 1_000_000_000
 
 
+def is_fatal(err: KafkaError) -> bool:
+    """Whether the error is fatal to the client. A consumer's fatal error reaches consume()
+    as code ``_FATAL`` with ``fatal()`` false (seen with confluent-kafka 2.14.2 and 2.15.0):
+    either says so."""
+    return bool(err.fatal()) or err.code() == KafkaError._FATAL
+
+
 def worth_recording(err: KafkaError) -> bool:
     """A fatal error, or max.poll.interval.ms exceeded."""
-    return bool(err.fatal()) or err.code() == KafkaError._MAX_POLL_EXCEEDED
+    return is_fatal(err) or err.code() == KafkaError._MAX_POLL_EXCEEDED
+
+
+@cache
+def _names_by_text() -> dict[str, str]:
+    """librdkafka's description of each error code -> the code's name
+    (``"Broker: Invalid request"`` -> ``INVALID_REQUEST``)."""
+    out: dict[str, str] = {}
+    for name in dir(KafkaError):
+        code = getattr(KafkaError, name)
+        if name.lstrip("_").isupper() and isinstance(code, int):
+            out.setdefault(KafkaError(code).str(), name)
+    return out
+
+
+def fatal_cause(reason: str) -> str | None:
+    """The error a fatal error's text names first, by librdkafka's description of it:
+    ``"Fatal error: Broker: Invalid request: ConsumerGroupHeartbeat fatal error: ..."`` ->
+    ``INVALID_REQUEST`` (None: it names none). confluent-kafka gives no other way to the
+    code behind ``_FATAL``."""
+    text = reason.removeprefix("Fatal error: ")
+    found = [d for d in _names_by_text() if d and text.startswith(d)
+             and text[len(d):len(d) + 1] in ("", ":")]
+    return _names_by_text()[max(found, key=len)] if found else None
 
 
 class ConsumerErrors:
@@ -43,7 +74,8 @@ class ConsumerErrors:
         routine one, is left alone)."""
         if not isinstance(err, KafkaError) or not worth_recording(err):
             return
-        if err.fatal():
+        fatal = is_fatal(err)
+        if fatal:
             self.fatal += 1
         now = time.time_ns()
         code = int(err.code())
@@ -52,5 +84,6 @@ class ConsumerErrors:
         self._last[code] = now
         self.events.emit(CONSUMER_ERROR, INSTANT, [], {
             "client": self.reader, "code": code, "name": err.name(),
-            "fatal": bool(err.fatal()), "reason": err.str(), "librdkafka": self.librdkafka},
-            ts_ns=now)
+            "fatal": fatal, "reason": err.str(),
+            **({"cause": fatal_cause(err.str())} if fatal else {}),
+            "librdkafka": self.librdkafka}, ts_ns=now)
