@@ -16,7 +16,7 @@ import pytest
 from tenacity import Retrying, stop_after_delay, wait_fixed
 
 from compose.cluster import KafkaCluster
-from contract.events import CONSUMER_ERROR
+from contract.events import CONSUMER_ERROR, REBALANCE
 from contract.faults import POLL_STALL
 from contract.liveness import read_slot
 from nemesis.faults.base import FaultContext
@@ -50,6 +50,19 @@ def _progress_after(slot: Any, ts_ns: int, timeout_s: float) -> int:
     return at
 
 
+def _assigned_after(path: Path, ts_ns: int, timeout_s: float) -> int:
+    """When c0 was next assigned a partition after ``ts_ns`` (its rejoin), polled."""
+    for attempt in Retrying(stop=stop_after_delay(timeout_s), wait=wait_fixed(0.2),
+                            reraise=True):
+        with attempt:
+            at = [e["ts_ns"] for e in map(json.loads, path.read_text().splitlines())
+                  if e["kind"] == REBALANCE and e["detail"]["reader"] == "c0"
+                  and e["detail"]["what"] == "assigned" and e["detail"]["partitions"]
+                  and e["ts_ns"] > ts_ns]
+            assert at, f"c0 not assigned again since {ts_ns}"
+    return min(at)
+
+
 def test_a_stalled_kip848_consumer_is_recorded_and_rejoins_on_the_fixed_client(
         cluster: KafkaCluster, tmp_path: Path) -> None:
     interp = ensure_client("2.15.0")
@@ -59,8 +72,8 @@ def test_a_stalled_kip848_consumer_is_recorded_and_rejoins_on_the_fixed_client(
     ccfg = ConsumerConfig(group_id=f"g-{topic}", group_protocol="consumer",
                           history_flush_interval_s=0.5,
                           extra={"max.poll.interval.ms": str(INTERVAL_MS)})
-    consumers = start_consumers(tmp_path, boot, topic, 1, ccfg, [ConsumerSpec("c0", "subscribe")],
-                                interpreter=interp)
+    consumers = start_consumers(tmp_path, boot, topic, 1, ccfg,
+                                [ConsumerSpec("c0", "subscribe")], interpreter=interp)
     producers = start_producers(tmp_path, boot, topic, 1, ProducerConfig(rate=50, duration_s=90),
                                 1, stop_event=consumers.stop_event, interpreter=interp)
     slot = consumers.slots["c0"]
@@ -75,8 +88,10 @@ def test_a_stalled_kip848_consumer_is_recorded_and_rejoins_on_the_fixed_client(
         stall = [json.loads(line) for line in events.path.read_text().splitlines()
                  if json.loads(line)["kind"] == POLL_STALL]
         end_ns = stall[-1]["ts_ns"]
-        # the fixed client left the group, rejoined on its next poll and reads again
-        resumed = _progress_after(slot, end_ns, 45)
+        # the fixed client left the group, rejoined on its next poll (its partition assigned
+        # anew) and reads again after that (not only what it had fetched before)
+        assigned = _assigned_after(events.path, end_ns, 45)
+        resumed = _progress_after(slot, assigned, 45)
     finally:
         nemesis.heal_all()
         pstats = producers.stop(20)
@@ -87,13 +102,17 @@ def test_a_stalled_kip848_consumer_is_recorded_and_rejoins_on_the_fixed_client(
     assert (start["phase"], end["phase"], start["targets"]) == ("start", "end", ["c0"])
     since = start["detail"]["stalled_since_ns"]["c0"]
     assert since <= start["ts_ns"] and end["ts_ns"] - since > INTERVAL_MS * 1_000_000
-    # no read of c0 inside the stall: its loop did not poll
+    # no read of c0 inside the stall: its loop did not poll (the last batch's reads are
+    # stamped as they are recorded, after that consume() returned but before the loop
+    # answered the request, so before the start event)
     reads = [r for r in read_table(tmp_path, "reads").to_pylist() if r["reader"] == "c0"]
-    assert not [r for r in reads if since < r["read_ns"] < end["ts_ns"]]
+    assert not [r for r in reads if start["ts_ns"] < r["read_ns"] < end["ts_ns"]]
     assert any(r["read_ns"] >= resumed for r in reads)
     # the client's own word that the interval expired, recorded as it polled again
     errors = [json.loads(line) for line in events.path.read_text().splitlines()
               if json.loads(line)["kind"] == CONSUMER_ERROR]
-    print(f"resumed {(resumed - end['ts_ns']) / 1e9:.1f} s after the stall; errors {errors}")
+    after = end["ts_ns"]
+    print(f"assigned {(assigned - after) / 1e9:.1f} s, read {(resumed - after) / 1e9:.1f} s "
+          f"after the stall; errors {errors}")
     assert [e["detail"]["name"] for e in errors] == ["_MAX_POLL_EXCEEDED"]
     assert errors[0]["ts_ns"] >= end["ts_ns"] and errors[0]["detail"]["fatal"] is False
