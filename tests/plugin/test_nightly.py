@@ -35,7 +35,9 @@ def test_cells_local_and_full() -> None:
                                        "bug:librdkafka#4953[affected]",
                                        # fixed by another client (the Java client's TV2)
                                        "bug:KAFKA-17754[affected]",
-                                       "bug:KAFKA-17754[fixed]"]
+                                       "bug:KAFKA-17754[fixed]",
+                                       "bug:librdkafka#5541[affected]",
+                                       "bug:librdkafka#5541[fixed]"]
     assert local[2].config["min_insync"] == 1 and local[0].config == {"duration": 30}
     full = nightly.full_cells(60)
     grid = [c for c in full if c.scenario is None]
