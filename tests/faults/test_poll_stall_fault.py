@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, cast
 
 import pytest
+from tenacity import Retrying, stop_after_delay, wait_fixed
 
 from contract.events import EventLog
 from contract.liveness import SLOT_FIELDS, STALL, STALLED_NS
@@ -32,8 +33,9 @@ def _events(tmp_path: Path) -> list[dict[str, Any]]:
 
 
 class _Loop(threading.Thread):
-    """A consumer loop's side of the slot: it stops when asked (its last consume() having
-    returned at ``last_poll_ns``) and records when it saw the request end."""
+    """A consumer loop's side of the slot, as workloads/consumer.py plays it: it stops when
+    asked (its last consume() having returned at ``last_poll_ns``) and records when it saw
+    the request end (its sleeps pace a loop that reads shared memory, as the consumer's)."""
 
     def __init__(self, arr: list[int], last_poll_ns: int) -> None:
         super().__init__(daemon=True)
@@ -63,10 +65,10 @@ def test_a_stall_records_each_consumer_s_last_poll_and_ends_before_it_resumes(tm
     nem.start_fault(fault)
     assert slots["c0"][STALL] == 1 and slots["c0"][STALLED_NS] == 111
     nem.end_fault(fault)
+    for attempt in Retrying(stop=stop_after_delay(5), wait=wait_fixed(0.01), reraise=True):
+        with attempt:
+            assert all(loop.resumed_ns for loop in loops)
     for loop in loops:
-        deadline = time.monotonic() + 5
-        while not loop.resumed_ns and time.monotonic() < deadline:
-            time.sleep(0.01)
         loop.halt.set()
     start, end = [e for e in _events(tmp_path) if e["kind"] == "poll-stall"]
     assert start["phase"] == "start" and start["targets"] == ["c0", "c1"]
