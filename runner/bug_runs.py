@@ -34,37 +34,48 @@ def run_once(cfg: Any, scenario: Any) -> Ran:
 
 def run_bug(entry: Any, runs: list[tuple[Any, Any]], scenario: Any, repeat: int | None,
             figures: Path | None = None, command: str = "kafka-chaos run") -> int:
-    """One run (exit code: its verdict's), or ``repeat`` runs per side and a tally of the runs
-    that showed the bug (exit code: 0 when no run contradicted the entry, else 1; a
-    timing-dependent bug may stay hidden in some runs). Ctrl-C ends the repetitions.
-    ``figures``: the file whose section for the entry the tally rewrites (``command`` is
-    named there as its writer)."""
+    """One run (exit code: its verdict's), or ``repeat`` runs per pick (a side on one of its
+    versions: ``scenarios.bugs.Pick``) and a tally of the runs that showed the bug (exit
+    code: 0 when no run contradicted the entry, else 1; a timing-dependent bug may stay
+    hidden in some runs). Ctrl-C ends the repetitions. ``figures``: the file whose section
+    for the entry the tally rewrites (``command`` is named there as its writer); picks other
+    than the entry's own two versions get a section of their own."""
     from scenarios.bugs import rate, run_misses, summary, tally
 
-    seen: dict[Any, list[dict[str, Any] | None]] = {side: [] for side, _cfg in runs}
+    seen: dict[Any, list[dict[str, Any] | None]] = {pick: [] for pick, _cfg in runs}
     last = Ran(None, False, 2)
-    for side, cfg in runs:
+    for pick, cfg in runs:
         for _ in range(repeat or 1):
             last = run_once(cfg, scenario)
-            print(summary(entry, side, last.results))
+            print(summary(entry, pick.side, last.results, pick.version))
             if last.interrupted:
                 break
-            seen[side].append(last.results)
+            seen[pick].append(last.results)
         if last.interrupted:
             break
     if repeat is None and len(runs) == 1:
         return last.exit_code
-    for side, results in seen.items():
+    for pick, results in seen.items():
         if results:
-            print(tally(entry, side, results))
+            print(tally(entry, pick.side, results, pick.version))
     if last.interrupted:
         return last.exit_code
     if figures is not None:
         from reports.figures import write_bug_rate
 
-        write_bug_rate(entry.id, command,
-                       [(side, entry.label(side), *rate(entry, side, results))
-                        for side, results in seen.items() if results],
+        write_bug_rate(figure_id(entry, list(seen)), command,
+                       [(p.side, entry.label(p.side, p.version), *rate(entry, p.side, results))
+                        for p, results in seen.items() if results],
                        kind=entry.kind, timing=entry.timing, path=figures)
         print(f"figures: {figures}")
-    return 0 if all(not run_misses(entry, side, r) for side, rs in seen.items() for r in rs) else 1
+    return 0 if all(not run_misses(entry, p.side, r) for p, rs in seen.items()
+                    for r in rs) else 1
+
+
+def figure_id(entry: Any, picks: list[Any]) -> str:
+    """The figure section a tally writes: the entry's own when it ran on the entry's own
+    versions (``--on affected|fixed|both``), else one named by the versions it ran on, so
+    that measuring further versions does not replace the entry's own rate."""
+    if all(p.version == entry.version(p.side) for p in picks):
+        return str(entry.id)
+    return f"{entry.id} on {', '.join(p.version for p in picks)}"

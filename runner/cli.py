@@ -42,7 +42,8 @@ EXAMPLES = {
   kafka-chaos run --scenario-file my-scenarios.toml --scenario my-case
   kafka-chaos run --bug librdkafka#4844             # the known bug on its affected version
   kafka-chaos run --bug KIP-966 --on fixed          # ... and on the version that fixed it
-  kafka-chaos run --bug KIP-966 --on both --repeat 5  # its rate: 5 runs per side, a tally""",
+  kafka-chaos run --bug KIP-966 --on both --repeat 5  # its rate: 5 runs per side, a tally
+  kafka-chaos run --bug KIP-966 --on 4.0.2,4.1.2 --repeat 5  # on further versions it lists""",
     "bugs": """examples:
   kafka-chaos bugs                                  # the known-bug catalogue
   kafka-chaos run --bug KIP-966 --on affected""",
@@ -109,8 +110,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--scenario", help="a scenario name (default safe-config-chaos)")
     r.add_argument("--bug", metavar="ID",
                    help="run a known bug's scenario pinned to its version (kafka-chaos bugs)")
-    r.add_argument("--on", choices=["affected", "fixed", "both"],
-                   help="with --bug: the affected version (default), the fixed one, or both")
+    r.add_argument("--on", metavar="SIDE",
+                   help="with --bug: affected (default: its affected version), fixed, both, "
+                        "or versions the entry lists, comma-separated (e.g. 4.0.2,4.1.2)")
     r.add_argument("--repeat", type=int, metavar="N",
                    help="with --bug: N runs per side, then one tally line per side; exit 0 "
                         "when no run contradicted the entry, else 1")
@@ -282,7 +284,7 @@ def _scenarios(scenario_file: Path | None) -> dict[str, Any]:
 def _bug_run(args: argparse.Namespace) -> tuple[Any, list[tuple[Any, dict[str, Any]]]] | None:
     """With --bug: (entry, [(side, the side's pinned options), ...]); refuses what
     contradicts it."""
-    from scenarios.bugs import as_side, find
+    from scenarios.bugs import find
 
     if args.bug is None:
         for flag, value in (("--on", args.on), ("--repeat", args.repeat),
@@ -300,16 +302,14 @@ def _bug_run(args: argparse.Namespace) -> tuple[Any, list[tuple[Any, dict[str, A
         raise RunConfigError(f"--figures: no folder {args.figures.parent}")
     try:
         entry = find(args.bug)
+        picks = entry.picks(args.on or "affected")
     except ValueError as e:
         raise RunConfigError(str(e)) from None
-    sides = list(entry.sides) if args.on == "both" else [as_side(args.on)]
-    if sides[-1] not in entry.sides:
-        raise RunConfigError(f"bug {entry.id} is not fixed: it runs on its affected side only")
     if getattr(args, entry.axis, None) is not None:
         flag = "--" + entry.axis.replace("_", "-")
-        pins = ", ".join(f"{entry.version(side)} on {side}" for side in sides)
+        pins = ", ".join(f"{p.version} on {p.side}" for p in picks)
         raise RunConfigError(f"--bug {entry.id} pins {flag} ({pins}); drop {flag}")
-    return entry, [(side, entry.pin(side)) for side in sides]
+    return entry, [(p, entry.pin(p.side, p.version)) for p in picks]
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -330,7 +330,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         overrides = run_overrides(args, file_opts)
         # every side's configuration is checked before the first cluster starts
         runs = [(None, scenario.run_config(**overrides))] if bug is None else [
-            (side, scenario.run_config(**{**overrides, **pin})) for side, pin in bug[1]]
+            (pick, scenario.run_config(**{**overrides, **pin})) for pick, pin in bug[1]]
         for _side, cfg in runs:
             cfg.validate()
             if (why := scenario.refusal(cfg) or space_refusal(cfg) or ssh_peer_refusal(

@@ -35,6 +35,14 @@ def as_side(text: str | None) -> Side:
     return "fixed" if text == "fixed" else "affected"
 
 
+@dataclass(frozen=True)
+class Pick:
+    """One side of an entry on one of that side's versions: what a bug run pins."""
+
+    side: Side
+    version: str
+
+
 # ---------------------------------------------------------------- eof-consumer-restart
 def _eof_restart_expect(cfg: RunConfig, kafka_version: str) -> Expect:
     bug = BY_ID["librdkafka#4844"]
@@ -138,6 +146,9 @@ class BugEntry:
     overrides: dict[str, Any] = field(default_factory=dict)
     title: str = ""  # for a bug the registry does not hold (yet)
     timing: bool = False
+    #: Further versions on which a side holds, as ``(side, version)``: run by naming them
+    #: (``--on 4.0.2``); the nightly and ``--on both`` run ``affected`` and ``fixed`` only.
+    also: tuple[tuple[Side, str], ...] = ()
 
     @property
     def bug(self) -> KnownBug | None:
@@ -155,15 +166,46 @@ class BugEntry:
     def version(self, side: Side) -> str:
         return self.affected if side == "affected" else self.fixed
 
-    def pin(self, side: Side) -> dict[str, Any]:
-        """The run options of one side: the entry's overrides and its version."""
-        return {**self.overrides, self.axis: self.version(side)}
+    def versions(self, side: Side) -> tuple[str, ...]:
+        """The side's version, then the further ones (``also``)."""
+        return (self.version(side), *(v for s, v in self.also if s == side))
 
-    def label(self, side: Side) -> str:
+    def picks(self, on: str) -> list[Pick]:
+        """What ``--on`` names: ``affected``, ``fixed``, ``both`` (the sides' own versions),
+        or versions the entry lists, comma-separated (``4.0.2,4.1.2``); ValueError with a
+        one-line reason for anything else."""
+        if on == "both":
+            return [Pick(side, self.version(side)) for side in self.sides]
+        if on in SIDES:
+            side = as_side(on)
+            if side not in self.sides:
+                raise ValueError(f"bug {self.id} is not fixed: it runs on its affected side "
+                                 "only")
+            return [Pick(side, self.version(side))]
+        listed = {v: side for side in self.sides for v in self.versions(side)}
+        picks = []
+        for version in on.split(","):
+            if version not in listed:
+                raise ValueError(f"--on {on!r}: say affected, fixed, both or versions of "
+                                 f"{self.id} ({', '.join(listed)})")
+            picks.append(Pick(listed[version], version))
+        return picks
+
+    def pin(self, side: Side, version: str | None = None) -> dict[str, Any]:
+        """The run options of one side: the entry's overrides and its version (or
+        ``version``, one of the side's ``versions``)."""
+        return {**self.overrides, self.axis: version or self.version(side)}
+
+    def label(self, side: Side, version: str | None = None) -> str:
+        version = version or self.version(side)
         if self.axis == "client":
-            return self.version(side).replace(":", " ")
+            return version.replace(":", " ")
         what = "Kafka" if self.axis == "kafka_version" else "confluent-kafka"
-        return f"{what} {self.version(side)}"
+        return f"{what} {version}"
+
+    def labels(self, side: Side) -> str:
+        """All the side's versions: ``Kafka 3.9.1, 4.0.2``."""
+        return ", ".join([self.label(side), *self.versions(side)[1:]])
 
 
 def judge(entry: BugEntry, side: Side, results: dict[str, Any] | None) -> list[str]:
@@ -209,8 +251,9 @@ def run_misses(entry: BugEntry, side: Side, results: dict[str, Any] | None) -> l
     return misses
 
 
-def summary(entry: BugEntry, side: Side, results: dict[str, Any] | None) -> str:
-    """One line: what the run showed for the entry."""
+def summary(entry: BugEntry, side: Side, results: dict[str, Any] | None,
+            version: str | None = None) -> str:
+    """One line: what the run showed for the entry (on ``version``: one of the side's)."""
     anomaly = ((results or {}).get("anomalies") or {}).get(entry.kind) or {}
     tagged = int((anomaly.get("known_bugs") or {}).get(entry.id, 0))
     misses = run_misses(entry, side, results)
@@ -220,7 +263,7 @@ def summary(entry: BugEntry, side: Side, results: dict[str, Any] | None) -> str:
         state = "not shown by this run (timing-dependent: counts against its rate only)"
     else:
         state = "as expected"
-    return (f"{entry.id} on {side} ({entry.label(side)}): {entry.kind} "
+    return (f"{entry.id} on {side} ({entry.label(side, version)}): {entry.kind} "
             f"{anomaly.get('count', '?')}, {tagged} tagged {entry.id}, valid "
             f"{(results or {}).get('valid')} — {state}")
 
@@ -237,10 +280,11 @@ def rate(entry: BugEntry, side: Side, runs: list[dict[str, Any] | None]
     return sum(not judge(entry, side, r) for r in runs), len(runs), counts
 
 
-def tally(entry: BugEntry, side: Side, runs: list[dict[str, Any] | None]) -> str:
+def tally(entry: BugEntry, side: Side, runs: list[dict[str, Any] | None],
+          version: str | None = None) -> str:
     """One line over repeated runs of one side (:func:`rate`)."""
     hits, n, counts = rate(entry, side, runs)
-    return (f"{entry.id} on {side} ({entry.label(side)}): {hits}/{n} runs as "
+    return (f"{entry.id} on {side} ({entry.label(side, version)}): {hits}/{n} runs as "
             f"expected; {entry.kind} per run: {', '.join(counts) or 'none'}")
 
 
@@ -256,6 +300,9 @@ BUGS: tuple[BugEntry, ...] = (
         # drain only: with a live consumer the vanished records were read first and count
         # as reused-offset, not lost (the scenario's default has one)
         overrides={"consumers": 0},
+        # 4.0 has ELR but leaves it off (feature eligible.leader.replicas.version 0);
+        # clusters created on 4.1+ turn it on
+        also=(("affected", "4.0.2"), ("fixed", "4.1.2")),
         status="reproduces: 6/6 runs (1935-2235 lost, all tagged); fixed 5/5 clean",
     ),
     # all-replicas-power-loss (which accepts the bug) times out in-flight batches; in some
@@ -375,6 +422,6 @@ def table() -> list[tuple[str, str, str, str, str]]:
     rows = []
     for b in BUGS:
         title = b.bug.title if b.bug else b.title
-        rows.append((b.id, title, b.label("affected"),
-                     b.label("fixed") if b.fixed != "none" else "not fixed", b.status))
+        rows.append((b.id, title, b.labels("affected"),
+                     b.labels("fixed") if b.fixed != "none" else "not fixed", b.status))
     return rows

@@ -41,7 +41,7 @@ def test_entries_pin_two_versions_of_a_registered_bug() -> None:
             continue
         bug = BY_ID[b.id]
         assert b.kind in bug.kinds
-        assert bug.affects(b.affected), b.id
+        assert all(bug.affects(v) for v in b.versions("affected")), b.id
         # a fixed side runs on a version without the bug, or on a client the bug's
         # component is not (a librdkafka bug's fix by another client); an open bug has
         # only its affected side
@@ -49,12 +49,35 @@ def test_entries_pin_two_versions_of_a_registered_bug() -> None:
             assert Settings(client=parse_client(b.affected).kind).component_used(bug.component)
             assert not Settings(client=parse_client(b.fixed).kind).component_used(bug.component)
         else:
-            assert not bug.affects(b.fixed) if b.fixed != "none" else b.sides == ("affected",)
+            assert not any(bug.affects(v) for v in b.versions("fixed")) \
+                if b.fixed != "none" else b.sides == ("affected",)
         assert b.scenario is not None and SCENARIOS[b.scenario.name] is b.scenario
         for side in b.sides:
-            cfg = b.scenario.run_config(**b.pin(side))
-            cfg.validate()
-            assert getattr(cfg, b.axis) == b.version(side)
+            for version in b.versions(side):
+                cfg = b.scenario.run_config(**b.pin(side, version))
+                cfg.validate()
+                assert getattr(cfg, b.axis) == version
+
+
+def test_kip966_runs_on_its_further_versions() -> None:
+    """KIP-966 holds on Kafka 4.0.x defaults too (ELR off) and not on a fresh 4.1.x cluster
+    (ELR on): ``--on 4.0.2,4.1.2`` runs those, each judged as its side, and tallies them in a
+    figure section of its own (not the entry's 3.9.1/4.3.1 one)."""
+    from runner.bug_runs import figure_id
+    from scenarios.bugs import Pick
+
+    kip = find("KIP-966")
+    picks = kip.picks("4.0.2,4.1.2")
+    assert picks == [Pick("affected", "4.0.2"), Pick("fixed", "4.1.2")]
+    assert kip.pin("affected", "4.0.2") == {"consumers": 0, "kafka_version": "4.0.2"}
+    assert kip.labels("affected") == "Kafka 3.9.1, 4.0.2"
+    assert figure_id(kip, picks) == "KIP-966 on 4.0.2, 4.1.2"
+    assert figure_id(kip, kip.picks("both")) == "KIP-966"
+    assert kip.picks("fixed") == [Pick("fixed", "4.3.1")]
+    assert summary(kip, "affected", None, "4.0.2").startswith(
+        "KIP-966 on affected (Kafka 4.0.2): lost ?")
+    with pytest.raises(ValueError, match=r"versions of KIP-966 \(3.9.1, 4.0.2, 4.3.1, 4.1.2\)"):
+        kip.picks("4.0.2,4.0.9")
 
 
 def test_eof_restart_expectation_follows_the_client_version() -> None:
@@ -175,6 +198,10 @@ def test_bugs_lists_the_catalogue() -> None:
      "--figures: no folder /nonexistent/dir"),
     (["--bug", "KIP-966", "--on", "both", "--kafka-version", "4.3.1"],
      "pins --kafka-version (3.9.1 on affected, 4.3.1 on fixed)"),
+    (["--bug", "KIP-966", "--on", "4.0.2,4.1.2", "--kafka-version", "4.3.1"],
+     "pins --kafka-version (4.0.2 on affected, 4.1.2 on fixed)"),
+    (["--bug", "KIP-966", "--on", "4.0.9"], "--on '4.0.9': say affected, fixed, both or"),
+    (["--bug", "librdkafka#4953", "--on", "2.16.2"], "versions of librdkafka#4953 (2.16.1)"),
     # every side is validated before the first cluster starts
     (["--bug", "KIP-966", "--on", "both", "--brokers", "1"], "--replication-factor must be"),
 ])
