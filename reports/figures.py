@@ -163,9 +163,11 @@ def write_bug_rate(entry_id: str, command: str,
                    sides: Sequence[tuple[str, str, int, int, Sequence[str]]],
                    *, kind: str, timing: bool = False,
                    versions_extra: Mapping[str, str] | None = None,
-                   notes: str = "", path: Path | str | None = None) -> Path:
+                   notes: str = "", path: Path | str | None = None,
+                   title: str | None = None) -> Path:
     """The rate of one catalogue entry, as ``kafka-chaos run --bug ID --repeat N`` tallies it,
-    into its section of ``docs/figures/bug-rates.md``.
+    into its section of ``docs/figures/bug-rates.md`` (``entry_id``: the section's id, and
+    its heading unless ``title`` is given).
 
     ``sides``: one ``(side, label, as_expected, runs, counts)`` per side run — ``side`` is
     ``affected``/``fixed``, ``label`` what that side pins (``"Kafka 3.9.1"``), ``as_expected``
@@ -179,7 +181,7 @@ def write_bug_rate(entry_id: str, command: str,
     shown = ("runs as expected (affected: that showed the bug)" if timing
              and any(side == "fixed" for side, *_ in sides)
              else "runs that showed the bug" if timing else "runs as expected")
-    return write_figure(path or FIGURES / "bug-rates.md", entry_id, title=entry_id,
+    return write_figure(path or FIGURES / "bug-rates.md", entry_id, title=title or entry_id,
                         command=command, columns=("side", "pinned to", shown,
                                                   f"{kind} per run"),
                         rows=rows, notes=notes, heading="Bug rates",

@@ -63,19 +63,22 @@ def run_bug(entry: Any, runs: list[tuple[Any, Any]], scenario: Any, repeat: int 
     if figures is not None:
         from reports.figures import write_bug_rate
 
-        write_bug_rate(figure_id(entry, list(seen)), command,
+        section, title = figure_id(entry, list(seen))
+        write_bug_rate(section, command,
                        [(p.side, entry.label(p.side, p.version), *rate(entry, p.side, results))
                         for p, results in seen.items() if results],
-                       kind=entry.kind, timing=entry.timing, path=figures)
+                       kind=entry.kind, timing=entry.timing, path=figures, title=title)
         print(f"figures: {figures}")
     return 0 if all(not run_misses(entry, p.side, r) for p, rs in seen.items()
                     for r in rs) else 1
 
 
-def figure_id(entry: Any, picks: list[Any]) -> str:
-    """The figure section a tally writes: the entry's own when it ran on the entry's own
-    versions (``--on affected|fixed|both``), else one named by the versions it ran on, so
-    that measuring further versions does not replace the entry's own rate."""
+def figure_id(entry: Any, picks: list[Any]) -> tuple[str, str]:
+    """The figure section a tally writes, and its heading: the entry's own when it ran on the
+    entry's own versions (``--on affected|fixed|both``), else one named by the versions it
+    ran on (``KIP-966:4.0.2:4.1.2``, "KIP-966 on 4.0.2, 4.1.2"), so that measuring further
+    versions does not replace the entry's own rate."""
     if all(p.version == entry.version(p.side) for p in picks):
-        return str(entry.id)
-    return f"{entry.id} on {', '.join(p.version for p in picks)}"
+        return str(entry.id), str(entry.id)
+    versions = [p.version for p in picks]
+    return ":".join([entry.id, *versions]), f"{entry.id} on {', '.join(versions)}"

@@ -5,6 +5,7 @@ exit 2 before anything starts, and each side pins what the entry says."""
 from __future__ import annotations
 
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -59,10 +60,11 @@ def test_entries_pin_two_versions_of_a_registered_bug() -> None:
                 assert getattr(cfg, b.axis) == version
 
 
-def test_kip966_runs_on_its_further_versions() -> None:
+def test_kip966_runs_on_its_further_versions(tmp_path: Path) -> None:
     """KIP-966 holds on Kafka 4.0.x defaults too (ELR off) and not on a fresh 4.1.x cluster
     (ELR on): ``--on 4.0.2,4.1.2`` runs those, each judged as its side, and tallies them in a
     figure section of its own (not the entry's 3.9.1/4.3.1 one)."""
+    from reports.figures import sections, write_bug_rate
     from runner.bug_runs import figure_id
     from scenarios.bugs import Pick
 
@@ -71,8 +73,17 @@ def test_kip966_runs_on_its_further_versions() -> None:
     assert picks == [Pick("affected", "4.0.2"), Pick("fixed", "4.1.2")]
     assert kip.pin("affected", "4.0.2") == {"consumers": 0, "kafka_version": "4.0.2"}
     assert kip.labels("affected") == "Kafka 3.9.1, 4.0.2"
-    assert figure_id(kip, picks) == "KIP-966 on 4.0.2, 4.1.2"
-    assert figure_id(kip, kip.picks("both")) == "KIP-966"
+    assert figure_id(kip, picks) == ("KIP-966:4.0.2:4.1.2", "KIP-966 on 4.0.2, 4.1.2")
+    assert figure_id(kip, kip.picks("both")) == ("KIP-966", "KIP-966")
+    # the section is one the figure file can hold, next to the entry's own
+    figures = tmp_path / "bug-rates.md"
+    for chosen in (kip.picks("both"), picks):
+        section, title = figure_id(kip, chosen)
+        write_bug_rate(section, "kafka-chaos run --bug KIP-966", [
+            (p.side, kip.label(p.side, p.version), 1, 1, ["0"]) for p in chosen],
+            kind="lost", path=figures, title=title)
+    assert sections(figures) == ["KIP-966", "KIP-966:4.0.2:4.1.2"]
+    assert "### KIP-966 on 4.0.2, 4.1.2" in figures.read_text()
     assert kip.picks("fixed") == [Pick("fixed", "4.3.1")]
     assert summary(kip, "affected", None, "4.0.2").startswith(
         "KIP-966 on affected (Kafka 4.0.2): lost ?")
