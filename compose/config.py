@@ -19,8 +19,8 @@ DATA_DIR = "/var/lib/kafka/data"
 MAX_BROKERS = 9
 
 # Settings that make faults take effect within seconds instead of tens of seconds: a stuck
-# follower leaves the ISR after 4 s, a silent broker is fenced after 3 s. For tests and
-# scenarios; Kafka's defaults are 30 s and 9 s.
+# follower leaves the ISR after 4 s, a silent broker is fenced after 3 s, a silent KIP-848
+# group member after 10 s. For tests and scenarios; Kafka's defaults are 30 s, 9 s and 45 s.
 FAST_FAULTS: dict[str, str] = {
     "replica.lag.time.max.ms": "4000",
     "broker.heartbeat.interval.ms": "500",
@@ -28,6 +28,14 @@ FAST_FAULTS: dict[str, str] = {
     "replica.fetch.wait.max.ms": "200",
     "controller.quorum.fetch.timeout.ms": "2000",
     "leader.imbalance.check.interval.seconds": "5",
+    # KIP-848 groups: the session timeout and heartbeat are the broker's (45 s and 5 s by
+    # default, each with a floor of its own); set as the workload sets a classic member's
+    # (workloads/config.py), so a member whose leave was lost in a fault is fenced after 10 s
+    # as a classic one is, not 45 s after each coordinator move, past the liveness bound
+    "group.consumer.session.timeout.ms": "10000",
+    "group.consumer.min.session.timeout.ms": "10000",
+    "group.consumer.heartbeat.interval.ms": "1000",
+    "group.consumer.min.heartbeat.interval.ms": "1000",
 }
 
 
