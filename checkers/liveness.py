@@ -365,6 +365,9 @@ def judge(events: list[Event], writes: DataFrame, reads: DataFrame, bound_s: flo
             if any(codes):
                 out.unknown.extend(c for c in codes if c)
                 continue
+            if outwaits := _session_outwaits(unit, readers, modes, settings, window):
+                out.unknown.append(outwaits)
+                continue
             out.examples[STUCK_CONSUMER].append({
                 "client": unit, "readers": readers, "window_ns": [lo, hi],
                 "behind": {tp: {"read_up_to": max((upto.get(r, {}).get(tp, -1)
@@ -378,6 +381,25 @@ def judge(events: list[Event], writes: DataFrame, reads: DataFrame, bound_s: flo
         _tag_stuck_clients(out, writes, reads, events, all_brokers_cut(events, brokers, lo),
                            lo, hi, known, settings)
     return out
+
+
+def _session_outwaits(unit: str, readers: list[str], modes: dict[str, str],
+                      settings: Settings | None, window: Window) -> str | None:
+    """Why a KIP-848 group consumer that read nothing cannot be called stuck, or None: a
+    member whose leave was lost in a fault keeps its partitions until the brokers'
+    group.consumer.session.timeout.ms (re-armed when the coordinator moves), and a bound
+    that does not outlast it (with the slack to read) proves nothing."""
+    if settings is None or not any(
+            modes.get(r) in ("subscribe", "restart") and settings.group_protocol(r) == "consumer"
+            for r in readers):
+        return None
+    timeout = settings.group_session_timeout_s
+    if timeout + window.slack_s < window.bound_s:
+        return None
+    return (f"liveness of {unit} cannot be told: a KIP-848 group member whose leave was lost "
+            f"keeps its partitions for the brokers' group.consumer.session.timeout.ms "
+            f"({timeout:g} s), which the bound of {window.bound_s:g} s does not outlast "
+            f"(with its {window.slack_s:g} s slack)")
 
 
 def _cannot_tell(name: str, exitcode: Any, window: Window) -> str | None:

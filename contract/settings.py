@@ -102,6 +102,9 @@ class Settings:
     # broker.session.timeout.ms of broker_config, in seconds (Kafka's default 9 s): a broker
     # down longer is fenced and leaves the metadata
     broker_session_timeout_s: float = 9.0
+    # group.consumer.session.timeout.ms of broker_config, in seconds (Kafka's default 45 s):
+    # how long a KIP-848 member whose leave was lost keeps its partitions
+    group_session_timeout_s: float = 45.0
     # group.protocol and max.poll.interval.ms of each reader workload.consumers lists (its
     # own setting, else consumer_config's, else librdkafka's default): librdkafka#5541's
     # facts are per consumer
@@ -314,6 +317,8 @@ def settings_from_run(run: dict[str, Any]) -> Settings:
         liveness_s=_float(workload.get("liveness_s")),
         broker_session_timeout_s=(_float(broker.get("broker.session.timeout.ms")) or 9000.0)
         / 1000,
+        group_session_timeout_s=(_float(broker.get("group.consumer.session.timeout.ms"))
+                                 or 45000.0) / 1000,
         reader_group_protocol=reader_protocol,
         reader_max_poll_interval_ms=reader_max_poll,
     )

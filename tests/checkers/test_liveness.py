@@ -304,3 +304,25 @@ def test_a_hung_send_offsets_without_its_coordinators_fault_names_no_bug(check, 
     res = check(_offsets_run(**case))
     assert _hung_bugs(res) == {}, case
     assert res["valid"] is False
+
+
+def _kip848_restart_run(broker_config: dict[str, str]) -> History:
+    """The explore finding's shape: a restart-mode KIP-848 reader that read nothing in the
+    phase while acknowledged records waited (its old member's leave was lost)."""
+    h = _live_producers(_run({"c0": "restart"}))
+    h.run["workload"]["consumers"] = [{"id": "c0", "mode": "restart",
+                                       "group_protocol": "consumer"}]
+    h.run["broker_config"] = broker_config
+    return h
+
+
+def test_a_kip848_group_a_session_timeout_outlasts_is_not_judged(check) -> None:  # type: ignore[no-untyped-def]
+    # the brokers' default session timeout (45 s) outlasts the 10 s bound: a stale member
+    # may rightly hold the partitions for all of it (was: stuck-consumer, INVALID)
+    res = check(_kip848_restart_run({}))
+    assert _kinds(res)["stuck-consumer"] == 0 and res["valid"] == "unknown"
+    assert any("liveness of c0 cannot be told" in r and "(45 s)" in r
+               for r in res["unknown_reasons"]), res["unknown_reasons"]
+    # a 3 s session timeout and the 5 s slack fit in the bound: the same silence is stuck
+    res = check(_kip848_restart_run({"group.consumer.session.timeout.ms": "3000"}))
+    assert _kinds(res)["stuck-consumer"] == 1 and res["valid"] is False
