@@ -18,6 +18,8 @@ from pathlib import Path
 
 from tenacity import retry, retry_if_result, stop_after_delay, wait_fixed
 
+from contract.owners import sweep_owned_dirs
+
 ROOT = Path(__file__).resolve().parents[2]
 NOBODY = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/python3", "-c"]
 
@@ -102,6 +104,10 @@ def test_no_other_local_user_reaches_the_sail_server_and_it_ends_with_the_checke
                 and "Z" not in Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1][:3]]
 
     assert left() == [], "Sail's server outlived its checker"
+    # its scratch stays for the next sweep (no exit handler ran); that sweep may take it now
+    scratch = [s.parent for s in socks]
+    assert set(scratch) <= set(sweep_owned_dirs("sail")), scratch
+    assert not any(d.exists() for d in scratch)
 
 
 def test_without_a_private_network_namespace_sail_is_refused_in_one_line(tmp_path: Path) -> None:
