@@ -18,6 +18,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from contract.known_bugs import version_tuple
+
 #: The librdkafka client (the confluent-kafka Python package); the default.
 CONFLUENT_KAFKA = "confluent-kafka"
 #: Kafka's Java client (org.apache.kafka:kafka-clients), driven by workloads/java.
@@ -175,7 +177,7 @@ def unsupported(spec: ClientSpec, *, transactional: bool, partitioner: str,
         return None
     in_groups = {"subscribe", "restart"} & set(consumer_modes)
     if group_protocol == "consumer" and in_groups and (spec.kind == SARAMA or (
-            spec.kind == FRANZ_GO and _version(spec.version) < FRANZ_GO_KIP848)):
+            spec.kind == FRANZ_GO and version_tuple(spec.version) < FRANZ_GO_KIP848)):
         return (f"--client {spec}: no KIP-848 consumer (--group-protocol consumer): "
                 + ("sarama has none" if spec.kind == SARAMA else "franz-go has one from 1.22.0"))
     if transactional and spec.kind != JAVA:
@@ -187,7 +189,3 @@ def unsupported(spec: ClientSpec, *, transactional: bool, partitioner: str,
         return (f"--client {spec}: consumer mode restart is driven with confluent-kafka "
                 f"and java only, so far (assign or subscribe)")
     return None
-
-
-def _version(text: str | None) -> tuple[int, ...]:
-    return tuple(int(p) for p in re.findall(r"\d+", text or "")[:3])
