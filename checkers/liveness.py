@@ -33,7 +33,7 @@ from pyspark.sql import functions as F
 
 from contract.anomalies import LIVENESS_KINDS
 from contract.events import CLIENT_LOG, CONSUMERS_STOPPED, END, PHASE, START, hung_call_pairs
-from contract.known_bugs import LEADER_UNKNOWN, KnownBug
+from contract.known_bugs import LEADER_UNKNOWN, NO_BROKERS_METADATA, KnownBug
 from contract.liveness import LIVENESS_PHASE, SLACK_S
 from contract.schemas import DRAIN_READER
 from contract.settings import Settings
@@ -137,7 +137,10 @@ def _tag_stuck_clients(out: Judged, writes: DataFrame, reads: DataFrame, events:
     brokers down (librdkafka#5088's signature). ``logged_leader_unknown`` (a producer): the
     client logged librdkafka#5430's line after its last acknowledgement before the window
     and by the window's end: a metadata update left one of its partitions without a
-    leader, and nothing after that was acknowledged. A stuck consumer's poll-stall facts
+    leader, and nothing after that was acknowledged. ``logged_no_brokers`` (a producer or
+    consumer): the client (a consumer: one of its readers) logged librdkafka#5301's
+    metadata line after its last progress before the window (its last acknowledgement;
+    its readers' last read) and by the window's end. A stuck consumer's poll-stall facts
     (checkers/poll_stall.py, librdkafka#5541) are its own readers'; an entry names it only
     when it affects the librdkafka its fatal errors name, too."""
     stalls = (evidence(events, settings)
@@ -155,10 +158,19 @@ def _tag_stuck_clients(out: Judged, writes: DataFrame, reads: DataFrame, events:
     last_ack = {str(r["producer"]): int(r["t"]) for r in writes.where(
         (F.col("outcome") == "ok") & (F.col("complete_ns") < lo)).groupBy("producer").agg(
         F.max("complete_ns").alias("t")).collect()} if out.examples[STUCK_PRODUCER] else {}
-    logged: dict[str, list[int]] = {}
+    logged: dict[str, dict[str, list[int]]] = {LEADER_UNKNOWN: {}, NO_BROKERS_METADATA: {}}
     for e in events:
-        if e.kind == CLIENT_LOG and e.detail.get("bug") == LEADER_UNKNOWN:
-            logged.setdefault(str(e.detail.get("client")), []).append(e.ts_ns)
+        bug = e.detail.get("bug") if e.kind == CLIENT_LOG else None
+        if bug in logged:
+            logged[str(bug)].setdefault(str(e.detail.get("client")), []).append(e.ts_ns)
+    read_before = {str(r["reader"]): int(r["t"]) for r in reads.where(
+        (F.col("reader") != DRAIN_READER) & (F.col("read_ns") < lo)).groupBy("reader").agg(
+        F.max("read_ns").alias("t")).collect()} if logged[NO_BROKERS_METADATA] else {}
+
+    def logged_since(bug: str, clients: list[str], after: dict[str, int]) -> bool:
+        return any(after.get(c, -1) < t <= hi for c in clients
+                   for t in logged[bug].get(c, []))
+
     for kind in (STUCK_PRODUCER, STUCK_CONSUMER):
         for ex in out.examples[kind]:
             name = str(ex["client"])
@@ -169,10 +181,13 @@ def _tag_stuck_clients(out: Judged, writes: DataFrame, reads: DataFrame, events:
                 facts["client_cut_from_every_broker"] = n == 0
             here = known
             if kind == STUCK_PRODUCER:
-                after = last_ack.get(name[1:], -1)
-                facts["logged_leader_unknown"] = any(after < t <= hi
-                                                     for t in logged.get(name, []))
-            elif stalls and settings is not None:
+                after = {name: last_ack.get(name[1:], -1)}
+                facts["logged_leader_unknown"] = logged_since(LEADER_UNKNOWN, [name], after)
+                facts["logged_no_brokers"] = logged_since(NO_BROKERS_METADATA, [name], after)
+            else:
+                facts["logged_no_brokers"] = logged_since(
+                    NO_BROKERS_METADATA, [str(r) for r in ex["readers"]], read_before)
+            if kind == STUCK_CONSUMER and stalls and settings is not None:
                 stall, versions = stall_facts(list(ex["readers"]), settings, stalls,
                                               last_read, hi)
                 facts.update(stall)

@@ -58,6 +58,11 @@ FACTS: dict[str, str] = {
     "liveness window and before the window's end, the client logged librdkafka's \"new "
     "leader-1 not found in cache\" (a ``client-log`` event): a metadata update gave one of its "
     "partitions leader -1",
+    "logged_no_brokers": "(a stuck producer or consumer) after its last progress before the "
+    "liveness window (an acknowledgement; a record read by one of its readers) and by the "
+    "window's end, the client logged librdkafka's metadata line \"0 brokers, N topics\" (a "
+    "``client-log`` event; librdkafka writes it with ``debug=metadata`` only): a metadata "
+    "response listed no broker",
     "client_cut_from_every_broker": "(a client of the liveness kinds) a partition fault cut "
     "the client host from every broker of the cluster (shape ``client``, every broker a "
     "target) and was healed before the liveness phase began: the client saw all its "
@@ -117,6 +122,8 @@ KIP_966 = "KIP-966"
 UNCLEAN_RECOVERY = "KAFKA-15580"
 #: librdkafka's partition left on no broker by a metadata update with leader -1 (open).
 LEADER_UNKNOWN = "librdkafka#5430"
+#: librdkafka dropping every broker on a metadata response that lists none (open).
+NO_BROKERS_METADATA = "librdkafka#5301"
 
 #: librdkafka's send_offsets_to_transaction blocking past its timeout once the group's
 #: coordinator went down (open), and its variant once the coordinator was fenced (open).
@@ -297,6 +304,27 @@ KNOWN_BUGS: tuple[KnownBug, ...] = (
         "higher chance (librdkafka CHANGELOG 2.10.1)",
     ),
     KnownBug(
+        id=NO_BROKERS_METADATA,
+        title="A metadata response listing no broker makes the client drop every broker "
+        "and stop re-bootstrapping",
+        link="https://github.com/confluentinc/librdkafka/issues/5301",
+        status=OPEN,
+        component="librdkafka",
+        # reported on 2.13.0 and "not in 2.11.1"; 2.12.x is untested upstream and here
+        affected_from="2.12.0",
+        fixed_in=None,
+        kinds=("stuck-producer", "stuck-consumer"),
+        facts=frozenset({"logged_no_brokers"}),
+        note="a metadata response with no broker and some topics (every broker fenced: "
+        "brokers that learn it serve such metadata until one is unfenced) is taken as valid: "
+        "the client decommissions every broker it knows and starts a re-bootstrap; a second "
+        "such response, from a bootstrap broker, decommissions those too and the client is "
+        "left with no broker for good (\"no usable brokers\"). Fix proposed (PR #5303), "
+        "unmerged. Listed before librdkafka#5430, whose leader -1 lines the same metadata "
+        "brings: with no broker left the client cannot deliver whatever its partitions' "
+        "leaders",
+    ),
+    KnownBug(
         id=LEADER_UNKNOWN,
         title="leader=-1 in a metadata update leaves the partition without a broker for good",
         link="https://github.com/confluentinc/librdkafka/issues/5430",
@@ -378,6 +406,8 @@ LOG_SIGNATURES: dict[str, str] = {
     # rd_kafka_toppar_leader_update on a metadata update naming leader -1: the partition is
     # left without a broker and later metadata does not bring it back
     LEADER_UNKNOWN: "new leader-1 not found in cache",
+    # rd_kafka_parse_Metadata's summary line (debug=metadata): "<broker>: 0 brokers, 1 topics"
+    NO_BROKERS_METADATA: ": 0 brokers, ",
 }
 
 
@@ -393,7 +423,7 @@ def unknown_ids(ids: list[str] | tuple[str, ...]) -> list[str]:
 
 __all__ = ["BY_ID", "EPOCH_BUMP_RESEND", "FACTS", "FIXED", "FRESH_ID_IMPLICIT_ACK", "KIP_966",
            "KNOWN_BUGS", "LEADER_MOVE_CLIENT_BUGS", "LEADER_UNKNOWN", "LOG_SIGNATURES",
-           "MAX_POLL_REJOIN_FATAL",
+           "MAX_POLL_REJOIN_FATAL", "NO_BROKERS_METADATA",
            "OFFSETS_COORDINATOR_DOWN", "OFFSETS_COORDINATOR_FENCED", "OPEN",
            "UNCLEAN_RECOVERY", "KnownBug",
            "known_bug", "unknown_ids", "version_tuple"]

@@ -21,6 +21,7 @@ from contract.events import REBALANCE, Event
 from contract.known_bugs import BY_ID, KnownBug
 from runner.config import RunConfig
 from scenarios.base import Expect, Scenario
+from scenarios.liveness import BROKERS_FENCED
 from scenarios.operations import ALL_REPLICAS_POWER_LOSS, STALE_TXN_REQUESTS
 from scenarios.poll_stall import MAX_POLL_STALL
 from scenarios.replication import LAST_REPLICA_STANDING
@@ -373,6 +374,11 @@ BUGS: tuple[BugEntry, ...] = (
                     "2-23 s (consumers) after the heal; 2.10.1 the same in 5/5 (consumers "
                     "22-24 s). The loop may need bootstrap addresses the metadata never "
                     "lists (a load balancer, a DNS alias): ours are the brokers' own"),
+    # brokers-fenced fences every broker and heals them while the quorum elects, so the
+    # brokers serve metadata with no broker for seconds.
+    BugEntry(id="librdkafka#5301", axis="client_version", affected="2.16.2", fixed="none",
+             kind="stuck-producer", scenario=BROKERS_FENCED, affected_valid=True,
+             timing=True, status="not yet measured"),
     # Seen in controller-partition (which accepts it): the fenced leader's partitions got
     # leader -1 in one metadata update; no scenario forces that update yet.
     BugEntry(id="librdkafka#5430", axis="client_version", affected="2.16.1", fixed="none",

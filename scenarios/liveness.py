@@ -7,8 +7,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from contract.known_bugs import LEADER_MOVE_CLIENT_BUGS
+from contract.known_bugs import LEADER_MOVE_CLIENT_BUGS, LEADER_UNKNOWN, NO_BROKERS_METADATA
 from nemesis.faults.network import Partition
+from nemesis.faults.quorum import VoterPartition
 from scenarios.base import Expect, Scenario
 
 #: How long the client host is cut from every broker: librdkafka#5088's reproduction cuts
@@ -61,4 +62,71 @@ ALL_BROKERS_DOWN = Scenario(
     mechanism=[{"kind": "fault", "fault": "partition"}],
 )
 
-SCENARIOS: list[Scenario] = [ALL_BROKERS_DOWN]
+#: How long every broker is cut from the controllers: well past broker.session.timeout.ms
+#: (3 s on clusters kafka-chaos starts), so the controllers fence every broker.
+FENCE_CUT_S = 15.0
+#: How long the active controller stays cut from the other voters after the brokers' heal.
+QUORUM_CUT_S = 6.0
+
+
+def brokers_fenced_script(nem: Any) -> None:
+    """Produce normally, cut every broker from the controllers for FENCE_CUT_S (the
+    controllers fence them all), then heal the brokers while the active controller is cut
+    from the other voters for QUORUM_CUT_S: the brokers learn they are fenced, but no
+    unfence can be committed until a new active controller is elected, so for that long
+    the metadata they serve lists no live broker."""
+    nem.wait(8)
+    cut = nem.start_fault(VoterPartition("brokers-from-controllers"))
+    nem.wait(FENCE_CUT_S)
+    quorum = nem.start_fault(VoterPartition("leader-from-voters"))
+    nem.end_fault(cut)
+    nem.wait(QUORUM_CUT_S)
+    nem.end_fault(quorum)
+
+
+#: Every client recovers, or one that did not is named by an open librdkafka bug the
+#: scenario accepts (its records stay counted): no call hangs.
+RECOVERS_OR_NAMED: Expect = {"valid": True, "anomalies": {"hung-call": "==0"}}
+
+BROKERS_FENCED = Scenario(
+    name="brokers-fenced",
+    summary="every broker cut from the dedicated controllers until all are fenced, then "
+            "healed while the quorum elects: every client must recover (librdkafka#5301: "
+            "a metadata response listing no broker, and the client never re-bootstraps)",
+    doc=(
+        "Dedicated controllers (three voters) and three brokers. Two producers and a "
+        "consumer run normally; then every broker is cut from every controller (the "
+        "clients still reach the brokers, the quorum stays whole) for 15 s, past the "
+        "brokers' session timeout, so the controllers fence every broker and take every "
+        "partition's leader away. The brokers are healed while the active controller is "
+        "cut from the other voters for 6 s: the brokers learn they are all fenced, but "
+        "none can be unfenced until a new active controller is elected, so for those "
+        "seconds the metadata they serve lists no broker and no leader. After the heal "
+        "every client must be acknowledged and read again within the liveness bound. "
+        "librdkafka from 2.12 (reported on 2.13.0; not in 2.11.1) takes a metadata "
+        "response with no broker and some topics as valid, drops every broker and "
+        "re-bootstraps; a second such response drops the bootstrap brokers too and the "
+        "client stays without a broker for good (librdkafka#5301, open). The clients log "
+        "librdkafka's metadata debug lines, the evidence that names it; a client left "
+        "without a broker that way is named and accepted, as is one left on no broker by "
+        "a leader -1 update (librdkafka#5430)."
+    ),
+    config={"acks": "all", "idempotence": True, "faults": [], "duration": 75.0,
+            "controllers": 3, "producers": 2, "consumers": 1, "rate": 50.0,
+            "liveness": 45.0,
+            "accept_known": [*LEADER_MOVE_CLIENT_BUGS, NO_BROKERS_METADATA, LEADER_UNKNOWN],
+            # Kafka's own heartbeat and session (clusters kafka-chaos starts use 0.5 s and
+            # 3 s), so a broker is fenced only by the cut
+            "broker_config": {"broker.heartbeat.interval.ms": "2000",
+                              "broker.session.timeout.ms": "9000"},
+            # the metadata summary line ("0 brokers, 1 topics") is debug output
+            "producer_config": {"debug": "metadata"},
+            "consumer_config": {"debug": "metadata"}},
+    script=brokers_fenced_script,
+    script_faults=("voter-partition",),
+    settle_s=2.0,
+    expect=RECOVERS_OR_NAMED,
+    mechanism=[{"kind": "fault", "fault": "voter-partition"}],
+)
+
+SCENARIOS: list[Scenario] = [ALL_BROKERS_DOWN, BROKERS_FENCED]

@@ -28,10 +28,12 @@ def configure_logging(run_dir: Path | None, name: str) -> None:
 class SignatureWatch(logging.Handler):
     """Writes a ``client-log`` event when the client logs a known bug's signature
     (contract.known_bugs.LOG_SIGNATURES), at most one a second per bug: the checker's
-    evidence that this client went through the bug's first step."""
+    evidence that this client went through the bug's first step. Debug lines count too
+    (they reach it only from a client configured with ``debug``): some signatures are
+    librdkafka debug output."""
 
     def __init__(self, events: EventLog, client: str) -> None:
-        super().__init__(logging.INFO)
+        super().__init__(logging.DEBUG)
         self.events = events
         self.client = client
         self._last: dict[str, float] = {}

@@ -27,7 +27,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaExcepti
 from contract.events import INSTANT, REBALANCE, EventLog
 from contract.schemas import READS_SCHEMA
 from workloads.call_watch import CallSlot
-from workloads.child_logging import configure_logging, librdkafka_logger
+from workloads.child_logging import SignatureWatch, configure_logging, librdkafka_logger
 from workloads.client_info import client_versions
 from workloads.config import ConsumerConfig, ConsumerSpec
 from workloads.consumer_errors import ConsumerErrors
@@ -94,11 +94,12 @@ def rebalance_event(events: EventLog, reader: str, what: str, poll: int,
                        for tp in parts]})
 
 
-def consumer_client(bootstrap: str, conf: dict[str, str], client_id: str) -> Consumer:
+def consumer_client(bootstrap: str, conf: dict[str, str], client_id: str,
+                    watch: SignatureWatch | None = None) -> Consumer:
     full: dict[str, Any] = {"bootstrap.servers": bootstrap, "client.id": client_id,
                             "log.connection.close": False}
     full.update(conf)
-    full["logger"] = librdkafka_logger(full)
+    full["logger"] = librdkafka_logger(full, watch)
     return Consumer(full)
 
 
@@ -119,6 +120,7 @@ class ConsumerProcess:
                                   cfg.history_flush_interval_s)
         self.bootstrap = bootstrap
         self.errors = ConsumerErrors(self.events, spec.id, client_versions()["librdkafka"])
+        self.signatures = SignatureWatch(self.events, spec.id)
         self.last_poll_ns = 0  # when the latest consume() returned
         self.stalls = 0
         self.restarts = 0
@@ -137,7 +139,8 @@ class ConsumerProcess:
                 "session.timeout.ms", "heartbeat.interval.ms", "group.protocol")}
             conf["group.id"] = f"kc-assign-{spec.id}"  # librdkafka requires one; never joined
             conf["enable.auto.commit"] = "false"
-        self.client = consumer_client(bootstrap, conf, f"kc-consumer-{spec.id}")
+        self.client = consumer_client(bootstrap, conf, f"kc-consumer-{spec.id}",
+                                      self.signatures)
         if spec.mode == "assign":
             parts = spec.partitions if spec.partitions is not None else list(range(partitions))
             self.client.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in parts])
@@ -166,7 +169,8 @@ class ConsumerProcess:
         until = time.monotonic() + self.cfg.restart_pause_s
         while time.monotonic() < until and not self.stop_event.is_set():
             time.sleep(0.05)
-        self.client = consumer_client(self.bootstrap, self.conf, f"kc-consumer-{self.spec.id}")
+        self.client = consumer_client(self.bootstrap, self.conf, f"kc-consumer-{self.spec.id}",
+                                      self.signatures)
         self._subscribe()
         self.started = time.monotonic()
 

@@ -8,7 +8,8 @@ from nemesis.faults.network import CLIENT, Partition, cluster_nodes, node_name
 from nemesis.net import PartitionSpec
 
 #: The cuts of the quorum a voter partition can make (the class docstring says what each is).
-VOTER_SHAPES = ("leader-from-voters", "voter-minority", "voter-majority")
+VOTER_SHAPES = ("leader-from-voters", "voter-minority", "voter-majority",
+                "brokers-from-controllers")
 
 
 class VoterPartition(Partition):
@@ -19,6 +20,11 @@ class VoterPartition(Partition):
     ``voter-minority``: one voter that is not the active controller is cut from every node.
     ``voter-majority``: a majority of the voters, the active one among them, are each cut
     from every node: no quorum remains, so no metadata change can be made until healed.
+    ``brokers-from-controllers``: every broker cut from every controller, both ways; the
+    quorum stays whole and the clients still reach the brokers. Held past
+    ``broker.session.timeout.ms`` the controllers fence every broker, which the brokers
+    learn only at the heal (their metadata then lists no live broker until each is
+    unfenced again: librdkafka#5301's trigger).
     """
 
     kind = "voter-partition"
@@ -42,6 +48,13 @@ class VoterPartition(Partition):
             self.targets = [active]
             return PartitionSpec.cut_from(nodes, node_name(active),
                                           [node_name(v) for v in others])
+        if self.shape == "brokers-from-controllers":
+            self.targets = sorted(voters)
+            brokers = [n for n in names if n not in {node_name(v) for v in voters}]
+            ctl = [node_name(v) for v in voters]
+            return PartitionSpec.custom(
+                nodes, {(b, c) for b in brokers for c in ctl}
+                | {(c, b) for b in brokers for c in ctl}, shape=self.shape)
         if self.shape == "voter-minority":
             chosen = [ctx.rng.choice(others)]
         else:

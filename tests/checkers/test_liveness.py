@@ -326,3 +326,54 @@ def test_a_kip848_group_a_session_timeout_outlasts_is_not_judged(check) -> None:
     # a 3 s session timeout and the 5 s slack fit in the bound: the same silence is stuck
     res = check(_kip848_restart_run({"group.consumer.session.timeout.ms": "3000"}))
     assert _kinds(res)["stuck-consumer"] == 1 and res["valid"] is False
+
+
+def _no_brokers_run(version: str, logged: dict[str, int], p2_acked_ms: int = 10_000,
+                    c0_read_ms: int = 9_000) -> History:
+    """p1 live in the phase; p2 acknowledged last at ``p2_acked_ms``; c0 (assign) read
+    offset 0 at ``c0_read_ms`` and nothing after; ``logged``: client -> when it logged
+    librdkafka's metadata line with no broker (a brokers-fenced run's shape)."""
+    h = _run({"c0": "assign"})
+    h.run["versions"] = {"librdkafka": version}
+    h.write(1, 4, offset=4, at_ms=LO + 500).drain(0, 4, 1, 4, at_ms=60_010)
+    h.write(2, 0, offset=5, at_ms=p2_acked_ms).drain(0, 5, 2, 0, at_ms=60_011)
+    h.read("c0", 0, 0, 1, 0, at_ms=c0_read_ms)
+    for client, at in logged.items():
+        h.event(CLIENT_LOG, INSTANT, at, client=client, bug="librdkafka#5301",
+                line="172.24.50.13:9092/3: 0 brokers, 1 topics")
+    return h
+
+
+def test_a_client_left_without_a_broker_names_librdkafka_5301(check) -> None:  # type: ignore[no-untyped-def]
+    """p2 and c0 logged a metadata response with no broker after their last progress and
+    made none after: both named (the old checker named neither). With the leader -1 line
+    logged too, the producer is named by #5301: with no broker left, no leader helps."""
+    h = _no_brokers_run("2.16.2", {"p2": 10_300, "c0": 10_400})
+    h.event(CLIENT_LOG, INSTANT, 10_250, client="p2", bug="librdkafka#5430",
+            line="Partition t(x)[0]: new leader-1 not found in cache")
+    res = check(h)
+    for kind in ("stuck-producer", "stuck-consumer"):
+        stuck = res["anomalies"][kind]
+        assert stuck["count"] == 1 and stuck["known_bugs"] == {"librdkafka#5301": 1}, kind
+    assert res["valid"] is False
+    h = _no_brokers_run("2.16.2", {"p2": 10_300, "c0": 10_400})
+    h.run["accept_known"] = ["librdkafka#5301"]
+    res = check(h)
+    assert res["valid"] is True and res["anomalies"]["stuck-consumer"]["accepted"] == 1
+
+
+@pytest.mark.parametrize("case", [
+    "before-progress", "another-client", "after-the-window", "before-2.12"])
+def test_a_stuck_client_without_its_no_broker_line_names_no_bug(check, case) -> None:  # type: ignore[no-untyped-def]
+    """The line before the client's last progress (it got over it), only another client's
+    line, a line after the window's end, or a release before the bug: nothing named."""
+    logged, version = {
+        "before-progress": ({"p2": 9_500, "c0": 8_500}, "2.16.2"),
+        "another-client": ({"p1": 10_300}, "2.16.2"),
+        "after-the-window": ({"p2": HI + 1_000, "c0": HI + 1_000}, "2.16.2"),
+        "before-2.12": ({"p2": 10_300, "c0": 10_400}, "2.11.1"),
+    }[case]
+    res = check(_no_brokers_run(version, logged))
+    for kind in ("stuck-producer", "stuck-consumer"):
+        stuck = res["anomalies"][kind]
+        assert stuck["count"] == 1 and stuck["known_bugs"] == {}, (case, kind)

@@ -63,3 +63,25 @@ def test_a_known_bugs_line_becomes_one_client_log_event_a_second(tmp_path) -> No
     assert [(e["kind"], e["detail"]["client"], e["detail"]["bug"]) for e in got] == [
         (CLIENT_LOG, "p0", "librdkafka#5430")]
     assert "chaos(MEim6AywRbqgGn1Yfwyejg)[0]" in got[0]["detail"]["line"]
+
+
+def test_a_debug_signature_becomes_an_event(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """librdkafka#5301's line is metadata debug output (DEBUG here): it is evidence too."""
+    import json
+
+    from contract.events import CLIENT_LOG, EventLog
+    from workloads.child_logging import SignatureWatch
+
+    events = EventLog(tmp_path / "events.jsonl")
+    lg = logging.getLogger("kc-test-debug-signatures")
+    lg.propagate = False
+    lg.setLevel(logging.DEBUG)
+    lg.addHandler(SignatureWatch(events, "c0"))
+    lg.debug("METADATA [kc-consumer-c0#consumer-1] [thrd:main]: 172.24.50.13:9092/3: "
+             "3 brokers, 1 topics")
+    lg.debug("METADATA [kc-consumer-c0#consumer-1] [thrd:main]: 172.24.50.13:9092/3: "
+             "0 brokers, 1 topics")
+    events.close()
+    got = [json.loads(x) for x in (tmp_path / "events.jsonl").read_text().splitlines()]
+    assert [(e["detail"]["client"], e["detail"]["bug"]) for e in got if e["kind"] == CLIENT_LOG
+            ] == [("c0", "librdkafka#5301")]
