@@ -4,6 +4,7 @@ condition is an AND of fact columns)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import reduce
 from typing import Any
@@ -165,3 +166,14 @@ def describe(bug_id: str) -> str:
     """``librdkafka#4953 (open)``."""
     bug = known_bug(bug_id)
     return f"{bug_id} ({bug.status})" if bug else bug_id
+
+
+def tag_known(examples: list[dict[str, Any]], kind: str, facts: dict[str, bool],
+              known: Sequence[KnownBug]) -> None:
+    """Names on each example the first of the run's applicable registry entries
+    (:func:`applicable`) that explains it: the kind and every fact."""
+    for bug in known:
+        if bug.explains(kind, facts):
+            for ex in examples:
+                ex["known_bug"] = bug.tag()
+            return
