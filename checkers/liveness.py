@@ -19,7 +19,7 @@ from the run's own bookkeeping:
 - a hung call is one ``hung-call`` start event (the run wrote it while the call blocked);
   a send_offsets_to_transaction whose group's coordinator the run took down while it waited,
   its transaction's coordinator up, names librdkafka#5456 (#5511 when the group's stayed
-  down past the session timeout).
+  down past the session timeout; checkers/hung_calls.py).
 """
 
 from __future__ import annotations
