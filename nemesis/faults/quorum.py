@@ -50,8 +50,11 @@ class VoterPartition(Partition):
                                           [node_name(v) for v in others])
         if self.shape == "brokers-from-controllers":
             self.targets = sorted(voters)
-            brokers = [n for n in names if n not in {node_name(v) for v in voters}]
             ctl = [node_name(v) for v in voters]
+            brokers = [n for n in names if n not in ctl]
+            if not brokers:
+                raise FaultError("cutting the brokers from the controllers needs dedicated "
+                                 "controllers")
             return PartitionSpec.custom(
                 nodes, {(b, c) for b in brokers for c in ctl}
                 | {(c, b) for b in brokers for c in ctl}, shape=self.shape)
