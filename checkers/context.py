@@ -32,7 +32,7 @@ from .history import (
     phase_window,
 )
 from .identity import IdentityInputs, identity_table, topic_id
-from .known import KnownInputs, held_end_txns, known_bug_column
+from .known import KnownInputs, held_end_txns, known_bug_column, restart_polls
 from .observations import PartitionHistory, collect_changes, power_loss_coverage
 from .power_proof import (
     Term,
@@ -220,7 +220,7 @@ def load_context(spark: SparkSession, run: RunDir) -> CheckContext:
                                         elected_lost_terms(crash_list, history),
                                         starts, firsts, cuts,
                                         leader_moves(history) if implicit else {},
-                                        held_end_txns(events)),
+                                        held_end_txns(events), restart_polls(events)),
                             proof_terms(crash_list, history))
     except BaseException:
         for df in persisted:

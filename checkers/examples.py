@@ -82,6 +82,12 @@ def summary(kind: str, e: dict[str, Any]) -> str:
     if kind in ("poll-skip", "nonmonotonic-poll"):
         moved = "jumped" if kind == "poll-skip" else "went back"
         over = ", over offsets other readers read" if kind == "poll-skip" else ""
+        gone = e.get("replaced")
+        if gone:
+            over = (f", past the truncation point: the log no longer holds "
+                    f"{_rec(gone.get('producer'), gone.get('seq'))}, which it read at offset "
+                    f"{e.get('prev_offset')}, and the records written since at the offsets "
+                    "the truncation reused up to there were never read by it")
         text = f"reader {e.get('reader')} {moved} from offset {e.get('prev_offset')} (poll " \
                f"{e.get('prev_poll')}) to {e.get('offset')} (poll {e.get('poll')}) of {tp}{over}"
         rebs = e.get("rebalances") or []
@@ -125,6 +131,10 @@ def build_example(kind: str, row: dict[str, Any], attributor: Attributor,
             e["rebalances"] = across(attributor.rebalances, str(e["reader"]), str(e["topic"]),
                                      int(e["partition"]), int(row.get("prev_poll") or 0),
                                      int(row.get("poll") or 0))
+    if kind == "poll-skip" and row.get("other_seq") is not None:
+        # a skip past a truncation (positions.past_truncation): what the reader had read at
+        # prev_offset, which the log no longer holds there
+        e["replaced"] = {"producer": row.get("other_producer"), "seq": row.get("other_seq")}
     if kind == "reorder":
         e["read_offset"] = row.get("read_offset")
         e["other"] = {"producer": row.get("other_producer"), "seq": row.get("other_seq"),

@@ -49,6 +49,9 @@ class KnownInputs:
     # (transactional id, start_ns, end_ns): a hold fault held an EndTxn of that producer
     # (held_end_txns)
     held_end_txn: list[tuple[str, int, int]] = field(default_factory=list)
+    # "reader:topic:partition" -> the polls of that reader's recorded restarts of it
+    # (restart_polls)
+    restarts: dict[str, list[int]] = field(default_factory=dict)
 
 
 def applicable(settings: Settings) -> list[KnownBug]:
@@ -85,7 +88,42 @@ def fact_columns(inp: KnownInputs) -> dict[str, Column]:
         "leader_moved_in_flight": (kind == "lost") & moved_during(inp.leader_moves),
         "transactional_producer": F.lit(s.transactional),
         "end_txn_held": _end_txn_held(inp.held_end_txn),
+        "restart_past_truncation": (kind == "poll-skip") & F.col("other_seq").isNotNull()
+        & _across_restart(inp.restarts, s.reader_modes),
     }
+
+
+def restart_polls(events: list[Event]) -> dict[str, list[int]]:
+    """"reader:topic:partition" -> the polls of that reader's restarts of the partition
+    (``rebalance`` events ``what: "restart"``, workloads/consumer.py)."""
+    out: dict[str, list[int]] = {}
+    for e in events:
+        d = e.detail
+        if e.kind != "rebalance" or d.get("what") != "restart":
+            continue
+        try:
+            reader, poll = str(d["reader"]), int(d["poll"])
+            keys = [f"{reader}:{p}" for p in d.get("partitions") or []]
+        except (KeyError, TypeError, ValueError):
+            continue
+        for key in keys:
+            out.setdefault(key, []).append(poll)
+    return out
+
+
+def _across_restart(restarts: dict[str, list[int]], modes: dict[str, str]) -> Column:
+    """A restart-mode reader's step whose two reads' polls enclose one of its restarts of
+    the partition (both ends included: a restart is recorded at the poll before it)."""
+    items: list[Column] = []
+    for key, polls in sorted(restarts.items()):
+        if modes.get(key.split(":", 1)[0]) == "restart":
+            items += [F.lit(key), F.array(*[F.lit(p).cast("long") for p in polls])]
+    if not items:
+        return F.lit(False)
+    at = F.create_map(*items)[F.concat_ws(":", F.col("reader"), F.col("topic"),
+                                          F.col("partition").cast("string"))]
+    hit = F.exists(at, lambda p: (p >= F.col("prev_poll")) & (p <= F.col("poll")))
+    return F.coalesce(hit, F.lit(False))
 
 
 def _end_txn_held(held: list[tuple[str, int, int]]) -> Column:

@@ -6,7 +6,8 @@ offset and both windows reuse that partitioning.
 - poll-skip / nonmonotonic-poll: a consumer's consecutive reads of a partition. An offset
   *exists* when any reader (the drain included) read it; ranking the existing offsets densely
   turns "jumped over an existing offset" into "rank grew by more than one", so gaps nobody
-  read (transaction markers, lost records, compaction) are not skips.
+  read (transaction markers, lost records, compaction) are not skips. A step forward past a
+  truncation point (from a record the log no longer holds there) is a skip too.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping
 
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.window import Window
 
@@ -123,7 +124,10 @@ def position_anomalies(reads: DataFrame, partitions: int, topics: list[str],
     restart-mode reader is alone in its group, so it resumes at the offset it committed: a
     step back across its recorded rebalance or restart is excused (at least once), a skip
     never is. A step back is also excused when it lands on a reused offset (a reset to the
-    truncation point). ``excuse`` says which.
+    truncation point). ``excuse`` says which. A step forward past a truncation
+    (:func:`past_truncation`) is a poll-skip though no offset lies between its ends, and
+    never excused; its row's ``other_producer``/``other_seq`` is the record the reader had
+    read at ``prev_offset``.
 
     On classic Spark one chain of windows (below); on Sail the same definitions by
     aggregation (positions_by_offset.py).
@@ -260,16 +264,20 @@ def _by_windows(reads: DataFrame, partitions: int, topics: list[str], readers: l
         F.lag("offset").over(by_reader).alias("prev_offset"),
         F.lag("rank").over(by_reader).alias("prev_rank"),
         F.lag("poll").over(by_reader).alias("prev_poll"),
+        F.lag("rec").over(by_reader).alias("prev_rec"),
+        F.lag("d_lo").over(by_reader).alias("prev_d_lo"),
+        F.lag("d_hi").over(by_reader).alias("prev_d_hi"),
     )
     first_here = F.col("offset_before").isNull() | (F.col("offset_before") != F.col("offset"))
     step = F.col("consumer") & F.col("prev_offset").isNotNull()
+    r3 = r3.select("*", F.coalesce(step & past_truncation(), F.lit(False)).alias("past"))
     two = "two-records"  # reused-offset or inconsistent-offset, decided below
     flagged = flag_kinds(r3, [
         (first_here & (F.col("lo") != F.col("hi")), two),
         (first_here & (F.col("lo") == UNDECODABLE), "unexpected"),
         (step & (F.col("offset") <= F.col("prev_offset")), "nonmonotonic-poll"),
-        (step & (F.col("offset") > F.col("prev_offset"))
-         & (F.col("rank") - F.col("prev_rank") > 1), "poll-skip"),
+        ((step & (F.col("offset") > F.col("prev_offset"))
+          & (F.col("rank") - F.col("prev_rank") > 1)) | F.col("past"), "poll-skip"),
     ])
     # every offset read as two records has its flagged row: the partition's truncation proof
     upto = in_partition.orderBy("offset").rangeBetween(Window.unboundedPreceding,
@@ -295,13 +303,17 @@ def _by_windows(reads: DataFrame, partitions: int, topics: list[str], readers: l
     # reused-offset: the record the log holds now, and one the live readers saw before
     old = F.when(F.col("lo") == F.col("d_lo"), F.col("hi")).otherwise(F.col("lo"))
     key = F.when(poll_kind, F.col("rec")).when(incons, F.col("lo")).when(reuse, F.col("d_lo"))
+    # a skip past a truncation: the record the reader read at prev_offset, gone from there
+    gone = F.when(poll_kind & F.col("past"), F.col("prev_rec"))
     return anomaly_rows(
         flagged, kind,
         topic=topic_name(topics, F.col("tid")), partition=F.col("partition"),
         offset=F.col("offset"), read_offset=F.col("offset"),
         producer=_producer(key), seq=_seq(key),
-        other_producer=F.when(incons, _producer(F.col("hi"))).when(reuse, _producer(old)),
-        other_seq=F.when(incons, _seq(F.col("hi"))).when(reuse, _seq(old)),
+        other_producer=F.when(incons, _producer(F.col("hi"))).when(reuse, _producer(old))
+        .otherwise(_producer(gone)),
+        other_seq=F.when(incons, _seq(F.col("hi"))).when(reuse, _seq(old))
+        .otherwise(_seq(gone)),
         reader=F.when(poll_kind, _name(readers, F.col("rid"))),
         poll=F.when(poll_kind, F.col("poll")),
         prev_offset=F.when(poll_kind, F.col("prev_offset")),
@@ -310,6 +322,23 @@ def _by_windows(reads: DataFrame, partitions: int, topics: list[str], readers: l
         excused=across | reset,
         excuse=F.when(across, "rebalance").when(reset, "truncation"),
     )
+
+
+def past_truncation() -> Column:
+    """A forward step (``offset`` > ``prev_offset``) of a reader not in subscribe mode from a
+    record the log no longer holds at ``prev_offset`` (``prev_rec``; the drain read one
+    other record there, ``prev_d_lo`` = ``prev_d_hi``: a truncation reused the offset after
+    the reader read it) onto the record the log holds at ``offset`` (``rec`` = ``d_lo`` =
+    ``d_hi``). A client that finds the log truncated resumes at the truncation point, at or
+    below ``prev_offset`` (KIP-320); this reader went on past it, so the records written at
+    the reused offsets up to ``prev_offset`` are skipped: a poll-skip though no offset lies
+    between the two. A subscribe-mode reader is left out: another member of its group may
+    have read them (positions.group_cover judges only the offsets between a step's ends)."""
+    return ((F.col("offset") > F.col("prev_offset")) & ~F.col("subscribe")
+            & (F.col("prev_rec") != F.col("prev_d_lo"))
+            & (F.col("prev_d_lo") == F.col("prev_d_hi"))
+            & (F.col("prev_rec") != UNDECODABLE)
+            & (F.col("rec") == F.col("d_lo")) & (F.col("d_lo") == F.col("d_hi")))
 
 
 def position_reads(reads: DataFrame, partitions: int, topics: list[str],

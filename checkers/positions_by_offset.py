@@ -31,6 +31,7 @@ from .positions import (
     _name,
     _producer,
     _seq,
+    past_truncation,
     position_reads,
 )
 from .rows import anomaly_rows, flag_kinds
@@ -63,18 +64,39 @@ def position_anomalies_by_offset(reads: DataFrame, partitions: int, topics: list
         "*",
         F.lag("offset").over(by_reader).alias("prev_offset"),
         F.lag("poll").over(by_reader).alias("prev_poll"),
+        F.lag("rec").over(by_reader).alias("prev_rec"),
     )
     step = F.col("consumer") & F.col("prev_offset").isNotNull()
     wide = "wide-step"  # forward over more than one offset: a poll-skip if one existed between
-    stepped = shared(flag_kinds(steps, [
-        (step & (F.col("offset") <= F.col("prev_offset")), "nonmonotonic-poll"),
-        (step & (F.col("offset") > F.col("prev_offset") + 1), wide),
-    ]))
+    # a forward step from an offset read as two records: a skip past a truncation, maybe
+    prev_two = odd.where(F.col("lo") != F.col("hi")).select(
+        "tid", "partition", F.col("offset").alias("prev_offset"),
+        F.col("d_lo").alias("prev_d_lo"), F.col("d_hi").alias("prev_d_hi"))
+    stepped = shared(flag_kinds(
+        steps.join(F.broadcast(prev_two), ["tid", "partition", "prev_offset"], "left"), [
+            (step & (F.col("offset") <= F.col("prev_offset")), "nonmonotonic-poll"),
+            (step & (F.col("offset") > F.col("prev_offset") + 1), wide),
+            (step & F.col("prev_d_lo").isNotNull() & (F.col("offset") > F.col("prev_offset")),
+             "maybe-past")]))
     skipped = _skipped(r, stepped.where(F.col("kind") == wide))
-    poll_rows = (stepped.join(skipped, [*key, "prev_offset"], "left")
-                 .where((F.col("kind") != wide) | F.col("skipped").isNotNull())
-                 .withColumn("kind", F.when(F.col("kind") == wide, "poll-skip")
-                             .otherwise(F.col("kind")))
+    step_key = ["rid", *key, "poll", "prev_offset"]
+    cols = [c for c in stepped.columns if c != "kind"]
+    # the candidates' ends as the drain read them: the few steps past a truncation
+    past = (stepped.where(F.col("kind") == "maybe-past")
+            .join(offs.select(*key, "d_lo", "d_hi"), key).where(past_truncation())
+            .select(*cols, F.lit("poll-skip").alias("kind"), F.lit(True).alias("past")))
+    widened = (stepped.where(F.col("kind").isin("nonmonotonic-poll", wide))
+               .join(skipped, [*key, "prev_offset"], "left")
+               .where((F.col("kind") != wide) | F.col("skipped").isNotNull())
+               .withColumn("kind", F.when(F.col("kind") == wide, "poll-skip")
+                           .otherwise(F.col("kind")))
+               .drop("skipped"))
+    # one row per step: a wide skip that is also past a truncation is counted once
+    widened = (widened.where(F.col("kind") != "poll-skip").unionByName(
+        widened.where(F.col("kind") == "poll-skip").join(past.select(*step_key), step_key,
+                                                          "left_anti"))
+        .select(*cols, "kind", F.lit(False).alias("past")))
+    poll_rows = (widened.unionByName(past)
                  .join(two.select(*key, F.col("reused").alias("reused_here")), key, "left"))
     kind = F.col("kind")
     # A reader's step back onto an offset a truncation reused: the client found the log
@@ -88,6 +110,9 @@ def position_anomalies_by_offset(reads: DataFrame, partitions: int, topics: list
         topic=topic_name(topics, F.col("tid")), partition=F.col("partition"),
         offset=F.col("offset"), read_offset=F.col("offset"),
         producer=_producer(F.col("rec")), seq=_seq(F.col("rec")),
+        # a skip past a truncation: the record the reader read at prev_offset, gone from there
+        other_producer=_producer(F.when(F.col("past"), F.col("prev_rec"))),
+        other_seq=_seq(F.when(F.col("past"), F.col("prev_rec"))),
         reader=_name(readers, F.col("rid")), poll=F.col("poll"),
         prev_offset=F.col("prev_offset"), prev_poll=F.col("prev_poll"),
         event_ns=F.col("read_ns"),

@@ -18,9 +18,10 @@ one is torn, and skipped), fields separated by tabs, times in
 wall-clock nanoseconds since the epoch, as they happen (flushed per line or per batch of
 lines, at least every 100 ms). The first field says what the line is (:data:`LINES`). It
 stops when its stdin reaches its end (the recorder closes it to stop it, and so does a
-recorder that dies), at its duration or after ``max_records``; a producer then closes its
-client, waiting up to ``close_timeout_s`` for outstanding acknowledgements, and writes
-``end``. Diagnostics go to stderr (the recorder keeps them in the run's logs).
+recorder that dies; the lines before it are :data:`COMMANDS`), at its duration or after
+``max_records``; a producer then closes its client, waiting up to ``close_timeout_s``
+for outstanding acknowledgements, and writes ``end``. Diagnostics go to stderr (the
+recorder keeps them in the run's logs).
 """
 
 from __future__ import annotations
@@ -82,6 +83,8 @@ LINES: dict[str, tuple[str, ...]] = {
     "read": ("poll", "read_ns", "partition", "offset", "value"),
     # consumer (subscribe): partitions assigned / revoked / lost, comma-separated
     "rebalance": ("what", "poll", "partitions"),
+    # consumer: closed at closed_ns (committing) after a ``down`` command (COMMANDS)
+    "down": ("closed_ns",),
     # a watched call (contract.liveness.WATCHED_CALLS) begins, with its own timeout in ms
     # (-1: none) / the call in progress ends
     "call": ("call", "timeout_ms"),
@@ -91,6 +94,13 @@ LINES: dict[str, tuple[str, ...]] = {
     # the driver is finished: nothing follows
     "end": (),
 }
+
+
+#: Lines the recorder writes on a driver's stdin (its end means stop): a group consumer
+#: told ``down`` closes, committing (a ``rebalance restart`` line first, a ``down`` line
+#: once closed), and starts a new consumer in its group when told ``up`` (a consumer-down
+#: fault, contract.faults). A driver ignores lines it does not know.
+COMMANDS: tuple[str, ...] = ("down", "up")
 
 
 def split_line(line: str) -> tuple[str, list[str]] | None:

@@ -47,6 +47,11 @@ POWER_LOSS = "power-loss"
 #: end event is written before the loops are let go: the window is a lower bound of the
 #: time each loop did not poll (contract.known_bugs ``poll_stalled_past_interval``).
 POLL_STALL = "poll-stall"
+#: A fault of the run's own group consumers too: each closes (committing its offsets, as an
+#: application shut down for a deploy) and a new consumer joins the group only when the
+#: fault ends, resuming at the committed offsets. Targets are reader ids; the start event's
+#: ``detail.stalled_since_ns`` says, per reader, when its close returned.
+CONSUMER_DOWN = "consumer-down"
 
 FAULTS: dict[str, FaultKind] = {f.kind: f for f in (
     FaultKind("kill", "kill -9 of a node's container; restarted at the end", (),
@@ -85,6 +90,10 @@ FAULTS: dict[str, FaultKind] = {f.kind: f for f in (
               "consume() calls) while the client's background threads keep heartbeating: "
               "max.poll.interval.ms expires, the session does not", (), random=False,
               existing=True, css="f-stall", colour="#db2777", label_colour="#9d174d"),
+    FaultKind(CONSUMER_DOWN, "the run's group consumer(s) closed, committing their offsets, "
+              "and a new consumer started in the same group when the fault ends: an "
+              "application down for a while", (), random=False, existing=True,
+              css="f-stall", colour="#db2777", label_colour="#9d174d"),
 )}
 
 #: Fault kinds in registry order (``--faults`` names).

@@ -97,6 +97,13 @@ FACTS: dict[str, str] = {
     "``held_end_txn``, contract/held_requests.py) on a connection opened before the hold, "
     "and the transaction's first attempt lies inside that hold: the stale EndTxn of the "
     "producer's previous transaction reached the coordinator once this one had begun",
+    "restart_past_truncation": "(a poll-skip) the reader ran in restart mode (alone in its "
+    "group: it resumes at the offset it committed), its step crossed one of its recorded "
+    "restarts (a ``restart`` rebalance between the two reads' polls), and it went from a "
+    "record the log no longer holds at its offset (the drain read another one there: a "
+    "truncation reused the offset after the reader read it) onto the record the log holds "
+    "at a higher offset: its first position after the restart lay above the partition's "
+    "truncation point, past the records written since at the reused offsets",
 }
 
 OPEN = "open"
@@ -133,6 +140,10 @@ OFFSETS_COORDINATOR_FENCED = "librdkafka#5511"
 #: librdkafka's KIP-848 member that exceeded max.poll.interval.ms rejoining at epoch 0
 #: without a full request, answered INVALID_REQUEST and dead of it (fixed in 2.15.0).
 MAX_POLL_REJOIN_FATAL = "librdkafka#5541"
+
+#: librdkafka's committed offset used without validating it against its leader epoch: a
+#: consumer that starts after a truncation below it resumes past the truncation point.
+STALE_COMMITTED_OFFSET = "librdkafka#5158"
 
 #: The client bugs a scenario that moves leaders under an idempotent, non-transactional
 #: librdkafka producer accepts (records they explain stay counted and named).
@@ -398,6 +409,29 @@ KNOWN_BUGS: tuple[KnownBug, ...] = (
     ),
 )
 
+KNOWN_BUGS += (
+    KnownBug(
+        id=STALE_COMMITTED_OFFSET,
+        title="Assigned offsets are not validated and can cause an offset reset in case of "
+        "partition truncation",
+        link="https://github.com/confluentinc/librdkafka/issues/5158",
+        status=OPEN,
+        component="librdkafka",
+        affected_from=None,
+        fixed_in=None,
+        kinds=("poll-skip",),
+        facts=frozenset({"restart_past_truncation"}),
+        note="a consumer that starts from a committed offset fetches at it without "
+        "validating it against the leader epoch it was committed in (OffsetForLeaderEpoch, "
+        "KIP-320), as it does after a leader change. When the partition was truncated "
+        "below the committed offset and written past it again, the consumer resumes there "
+        "and skips the records written at the offsets the truncation reused; while the log "
+        "ends below it, the fetch is out of range and auto.offset.reset decides. Since 1.x; "
+        "the fix (PR #4931) was reverted (PR #5207), its second version (PR #5209) is open. "
+        "The Java client validates the committed offset and resumes at the truncation point",
+    ),
+)
+
 BY_ID: dict[str, KnownBug] = {b.id: b for b in KNOWN_BUGS}
 
 #: Lines a client logs that are a known bug's evidence: bug id -> the text the line holds. A
@@ -425,5 +459,6 @@ __all__ = ["BY_ID", "EPOCH_BUMP_RESEND", "FACTS", "FIXED", "FRESH_ID_IMPLICIT_AC
            "KNOWN_BUGS", "LEADER_MOVE_CLIENT_BUGS", "LEADER_UNKNOWN", "LOG_SIGNATURES",
            "MAX_POLL_REJOIN_FATAL", "NO_BROKERS_METADATA",
            "OFFSETS_COORDINATOR_DOWN", "OFFSETS_COORDINATOR_FENCED", "OPEN",
+           "STALE_COMMITTED_OFFSET",
            "UNCLEAN_RECOVERY", "KnownBug",
            "known_bug", "unknown_ids", "version_tuple"]

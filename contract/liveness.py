@@ -47,11 +47,16 @@ CALL_CODES: dict[str, int] = {name: i + 1 for i, name in enumerate(WATCHED_CALLS
 #: progress (an acknowledgement, a record read), 0 before any. ``stall`` is the run's
 #: request that a consumer's poll loop stop (1) or go on (0) (a ``poll-stall`` fault,
 #: contract.faults); ``stalled_ns`` is the consumer's answer: when its last consume()
-#: returned before it stopped, 0 while it polls. Shared memory rather than a signal: a
-#: signal that reached a process before it set its handler would end it.
+#: returned before it stopped, 0 while it polls. ``stall`` :data:`DOWN` asks a consumer to
+#: close instead (committing its offsets) and stay closed until the request ends (a
+#: ``consumer-down`` fault); ``stalled_ns`` is then when its close returned. Shared memory
+#: rather than a signal: a signal that reached a process before it set its handler would
+#: end it.
 SLOT_FIELDS: tuple[str, ...] = ("gen", "call", "start_ns", "timeout_ms", "progress_ns",
                                 "stall", "stalled_ns")
 GEN, CALL, START_NS, TIMEOUT_MS, PROGRESS_NS, STALL, STALLED_NS = range(len(SLOT_FIELDS))
+#: The values of ``stall``: poll on, stop polling (poll-stall), closed (consumer-down).
+POLLING, STALLED, DOWN = 0, 1, 2
 
 
 @dataclass(frozen=True)
@@ -84,9 +89,10 @@ def read_slot(arr: Any) -> tuple[CallInProgress | None, int]:
                            None if timeout_ms < 0 else timeout_ms / 1000), progress)
 
 
-def request_stall(arr: Any, on: bool) -> None:
-    """The run asks the slot's consumer to stop polling (``on``) or to go on."""
-    arr[STALL] = 1 if on else 0
+def request_stall(arr: Any, on: bool, what: int = STALLED) -> None:
+    """The run asks the slot's consumer to stop polling (``on``; ``what`` DOWN: to close
+    and stay closed) or to go on."""
+    arr[STALL] = what if on else POLLING
 
 
 def stalled_since(arr: Any) -> int:

@@ -25,6 +25,7 @@ from scenarios.liveness import BROKERS_FENCED
 from scenarios.operations import ALL_REPLICAS_POWER_LOSS, STALE_TXN_REQUESTS
 from scenarios.poll_stall import MAX_POLL_STALL
 from scenarios.replication import LAST_REPLICA_STANDING
+from scenarios.stale_commit import STALE_COMMITTED_OFFSET
 
 Side = Literal["affected", "fixed"]
 SIDES: tuple[Side, ...] = ("affected", "fixed")
@@ -415,6 +416,18 @@ BUGS: tuple[BugEntry, ...] = (
                     "after; stuck, tagged); fixed 6/6 clean (read again 2.2 s after the "
                     "stall)"),
 )
+
+# stale-committed-offset holds its consumer down across a KIP-966 truncation below the
+# offset it committed, until the log is written past it again; the Java client validates
+# the committed offset against its leader epoch (KIP-320), which is the fix.
+BUGS += (BugEntry(id="librdkafka#5158", axis="client", affected="confluent-kafka",
+                  fixed="java:4.1.1", kind="poll-skip", scenario=STALE_COMMITTED_OFFSET,
+                  status="reproduces: 5/5 stale-committed-offset runs on Kafka 3.9.1 (the "
+                         "restarted consumer resumed at its committed offset, 109-682 records "
+                         "past the truncation point, the skip tagged); the Java client 4.1.1 "
+                         "resumed at the truncation point, valid, in each of the 5 runs "
+                         "that reached the situation (4 ended unknown in its setup, fixed "
+                         "since: 2/2 valid)"),)
 
 BUG_BY_ID: dict[str, BugEntry] = {b.id: b for b in BUGS}
 

@@ -27,11 +27,13 @@ from contract.liveness import (
     CALL,
     CALL_CODES,
     DEFAULT_BOUND_S,
+    DOWN,
     GEN,
     HUNG_CALL,
     PROGRESS_NS,
     SLOT_FIELDS,
     STALL,
+    STALLED,
     STALLED_NS,
     START_NS,
     TIMEOUT_MS,
@@ -104,7 +106,11 @@ class CallSlot:
 
     def stall_requested(self) -> bool:
         """Whether the run asks this consumer's poll loop to stop (a poll-stall fault)."""
-        return self.arr is not None and bool(self.arr[STALL])
+        return self.arr is not None and int(self.arr[STALL]) == STALLED
+
+    def down_requested(self) -> bool:
+        """Whether the run asks this consumer to close and stay closed (consumer-down)."""
+        return self.arr is not None and int(self.arr[STALL]) == DOWN
 
     def stalled(self, since_ns: int) -> None:
         """The loop stopped polling for a stall; its last consume() returned at

@@ -152,9 +152,11 @@ class ConsumerProcess:
         self.client.subscribe([self.topic], on_assign=self._on_assign,
                               on_revoke=self._on_revoke, on_lost=self._on_lost)
 
-    def _restart(self) -> None:
+    def _restart(self, down: bool = False) -> None:
         """Close (the final commit of the stored offsets) and join again as a new consumer.
-        The step is recorded as a rebalance ``what: "restart"`` of the partitions it held."""
+        The step is recorded as a rebalance ``what: "restart"`` of the partitions it held.
+        ``down`` (a consumer-down fault): answer once closed, and stay closed until the
+        run lets go instead of for ``restart_pause_s``."""
         parts = self.client.assignment()
         self._rebalance("restart", parts)
         try:
@@ -165,10 +167,16 @@ class ConsumerProcess:
         self.restarts += 1
         self.at_eof = False
         # A restart takes time (a process or a pod comes back): the producers write on.
-        # (The stop flag has no wait(): workloads.processes.StopFlag.)
+        # (The stop flag has no wait(): workloads.processes.StopFlag.) Held down, the
+        # request lives in shared memory that has nothing to block on: it is polled.
         until = time.monotonic() + self.cfg.restart_pause_s
-        while time.monotonic() < until and not self.stop_event.is_set():
+        if down:
+            self.calls.stalled(time.time_ns())
+        while ((self.calls.down_requested() if down else time.monotonic() < until)
+               and not self.terminating and not self.stop_event.is_set()):
             time.sleep(0.05)
+        if down:
+            self.calls.stalled(0)
         self.client = consumer_client(self.bootstrap, self.conf, f"kc-consumer-{self.spec.id}",
                                       self.signatures)
         self._subscribe()
@@ -239,6 +247,9 @@ class ConsumerProcess:
             while not self.terminating and not self.stop_event.is_set():
                 if self.calls.stall_requested():
                     self._stall()
+                    continue
+                if self.calls.down_requested():
+                    self._restart(down=True)
                     continue
                 self.reads.polls += 1
                 msgs = self._consume(n, timeout)

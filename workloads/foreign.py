@@ -156,6 +156,8 @@ class _Recorder:
             self.calls.begin(f[0], None if timeout_ms < 0 else timeout_ms / 1000)
         elif kind == "done":
             self.calls.end()
+        elif kind == "down":  # closed for a consumer-down: the fault's answer
+            self.calls.stalled(int(f[0]))
         elif kind == "hello":
             self.version = f[1]
         elif kind == "end":
@@ -221,9 +223,15 @@ def driver_main(run_dir: Path, spec: DriverSpec, stop_event: Any, stats_queue: A
         reader = threading.Thread(target=_feed, args=(proc.stdout.fileno(), rec, lock),
                                   daemon=True, name="kc-driver-lines")
         reader.start()
+        assert proc.stdin is not None
+        down = False
         while reader.is_alive() and not stop_event.is_set() and not terminating.is_set():
             reader.join(0.1)
-        assert proc.stdin is not None
+            if rec.calls.down_requested() != down:  # a consumer-down began or ended
+                down = not down
+                _tell(proc, "down" if down else "up")
+                if not down:
+                    rec.calls.stalled(0)
         proc.stdin.close()  # the driver's stop signal
         deadline = time.monotonic() + spec.close_timeout_s + EXIT_GRACE_S
         while reader.is_alive() and time.monotonic() < deadline:
@@ -251,6 +259,15 @@ def driver_main(run_dir: Path, spec: DriverSpec, stop_event: Any, stats_queue: A
                 closer.close()
         if stats_queue is not None:
             stats_queue.put(_stats(rec, role, exitcode))
+
+
+def _tell(proc: subprocess.Popen[bytes], command: str) -> None:
+    """One command line on the driver's stdin (contract.driver_protocol.COMMANDS)."""
+    assert proc.stdin is not None
+    try:
+        proc.stdin.write(f"{command}\n".encode())
+    except OSError as e:  # the driver is gone: its end is recorded elsewhere
+        log.info("driver: %s not delivered: %s", command, e)
 
 
 def _stats(rec: _Recorder, role: str, exitcode: int | None) -> dict[str, Any]:

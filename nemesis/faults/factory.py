@@ -19,7 +19,7 @@ from nemesis.faults.network import Partition, Slow
 from nemesis.faults.power import PowerLoss
 from nemesis.faults.process import Kill, Pause, Stop
 from nemesis.faults.quorum import VOTER_SHAPES, VoterPartition
-from nemesis.faults.stall import PollStall
+from nemesis.faults.stall import ConsumerDown, PollStall
 
 
 def _partition(target: str, params: dict[str, Any]) -> Fault:
@@ -45,6 +45,7 @@ BUILDERS: dict[str, Callable[[str, dict[str, Any]], Fault]] = {
     "cpu-throttle": lambda target, params: CpuThrottle(target, float(params.get("share", 0.05))),
     "voter-partition": lambda _, params: VoterPartition(str(params.get("shape", "voter-minority"))),
     "poll-stall": lambda target, _: PollStall(target),
+    "consumer-down": lambda target, _: ConsumerDown(target),
 }
 # Every registered kind can be built, and nothing is built that the registry does not know.
 assert set(BUILDERS) == set(FAULTS), sorted(set(BUILDERS) ^ set(FAULTS))

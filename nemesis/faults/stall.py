@@ -1,4 +1,5 @@
-"""The poll-stall fault: the run's group consumers stop calling consume() for a while.
+"""The poll-stall fault: the run's group consumers stop calling consume() for a while; and
+the consumer-down fault: they close and a new consumer joins only when it ends.
 
 Not a SIGSTOP: a stopped process stops librdkafka's threads too, so its heartbeats stop and
 the *session* times out. Here only the application's loop stops, as when it spends too long
@@ -10,7 +11,9 @@ the consumer's loop reads between two consume() calls; the consumer answers with
 its last consume() returned (``stalled_ns``), and the start event records it. The end event
 is written before the loops are let go, so the window it closes is a lower bound of the time
 each loop did not poll. Targets: ``all`` (every group consumer), ``random`` (one), or
-reader ids ``c0,c1``.
+reader ids ``c0,c1``. A consumer-down asks the same slot for a close instead
+(contract.liveness ``DOWN``); the consumer answers once its close (the commit of its
+offsets) returned, and joins again as a new consumer when the request ends.
 """
 
 from __future__ import annotations
@@ -19,8 +22,8 @@ from typing import Any
 
 from tenacity import RetryError, Retrying, retry_if_result, stop_after_delay, wait_fixed
 
-from contract.faults import POLL_STALL
-from contract.liveness import request_stall, stalled_since
+from contract.faults import CONSUMER_DOWN, POLL_STALL
+from contract.liveness import DOWN, STALLED, request_stall, stalled_since
 from nemesis.faults.base import BaseFault, FaultContext, FaultError
 
 #: How long a consumer may take to stop: its consume() in progress returns first (the
@@ -61,6 +64,10 @@ class PollStall(BaseFault):
     """Stops the poll loops of the target consumers; ``stop`` lets them poll again."""
 
     kind = POLL_STALL
+    #: what the slot is asked for (contract.liveness)
+    request = STALLED
+    #: how long the consumers may take to answer (None: STOP_WITHIN_S)
+    answer_within_s: float | None = None
 
     def __init__(self, target: str = "all") -> None:
         super().__init__()
@@ -74,23 +81,24 @@ class PollStall(BaseFault):
         names, slots = resolve(self.target, ctx)
         self._slots = slots
         for arr in slots.values():
-            request_stall(arr, True)
+            request_stall(arr, True, self.request)
         try:
-            since = self._wait_stopped(slots)
+            since = self._wait_stopped(slots, self.answer_within_s or STOP_WITHIN_S)
         except RetryError:
             late = sorted(n for n, arr in slots.items() if not stalled_since(arr))
             self._release()
-            raise FaultError(f"poll-stall: {', '.join(late)} did not stop polling within "
-                             f"{STOP_WITHIN_S:g} s (a client that cannot stall, or a "
-                             f"consume() that does not return)") from None
+            within = self.answer_within_s or STOP_WITHIN_S
+            raise FaultError(f"{self.kind}: {', '.join(late)} did not stop polling within "
+                             f"{within:g} s (a client that cannot stall, or a consume() that "
+                             f"does not return)") from None
         self.targets = names  # type: ignore[assignment]  # reader ids, not node ids
         self._started(ctx, target=self.target, consumers=names, stalled_since_ns=since)
 
     @staticmethod
-    def _wait_stopped(slots: dict[str, Any]) -> dict[str, int]:
+    def _wait_stopped(slots: dict[str, Any], within_s: float) -> dict[str, int]:
         """Each consumer's answer (when its last consume() returned), once all answered;
-        RetryError when one has not within STOP_WITHIN_S."""
-        retrying = Retrying(stop=stop_after_delay(STOP_WITHIN_S), wait=wait_fixed(0.05),
+        RetryError when one has not within ``within_s``."""
+        retrying = Retrying(stop=stop_after_delay(within_s), wait=wait_fixed(0.05),
                             retry=retry_if_result(lambda got: not all(got.values())))
         answers: dict[str, int] = retrying(
             lambda: {n: stalled_since(arr) for n, arr in slots.items()})
@@ -107,3 +115,15 @@ class PollStall(BaseFault):
     def _release(self) -> None:
         for arr in self._slots.values():
             request_stall(arr, False)
+
+
+class ConsumerDown(PollStall):
+    """Closes the target consumers (each commits its offsets); ``stop`` lets each start a
+    new consumer in its group, which resumes at the committed offsets. The start event's
+    ``stalled_since_ns`` is when each close returned."""
+
+    kind = CONSUMER_DOWN
+    request = DOWN
+    #: a close commits and leaves the group: the Java client's takes up to its 30 s default
+    #: close timeout (over 10 s on a loaded host)
+    answer_within_s = 45.0

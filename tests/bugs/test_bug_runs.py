@@ -95,3 +95,27 @@ def test_kip_966_last_replica_standing(tmp_path, side) -> None:  # type: ignore[
         assert ids <= {"KIP-966", *LEADER_MOVE_CLIENT_BUGS}, ids
         assert all(e["acked_offset"] is None for e in tagged
                    if e["known_bug"]["id"] == FRESH_ID_IMPLICIT_ACK), tagged
+
+
+@pytest.mark.parametrize("side", [pytest.param("affected", id="confluent-kafka"),
+                                  pytest.param("fixed", id="java-4.1.1",
+                                               marks=pytest.mark.nightly)])
+def test_librdkafka_5158_resumes_past_a_truncation(tmp_path, side) -> None:  # type: ignore[no-untyped-def]
+    entry = BUG_BY_ID["librdkafka#5158"]
+    res = run_bug(entry, side, tmp_path)
+    assert res["mechanism"]["observed"], res["mechanism"]
+    assert judge(entry, side, res) == [], summary(entry, side, res)
+    came_back = next(e for e in res["_events"] if e["kind"] == "situation"
+                     and "committed" in e["detail"] and "high_watermark_after" in e["detail"])
+    committed = came_back["detail"]["committed"]
+    skips = res["anomalies"]["poll-skip"]["examples"]
+    if side == "affected":
+        # the restarted consumer's first read is at its committed offset, above the
+        # truncation point: the step from the record the truncation replaced, named
+        assert skips and all(ex["known_bug"]["id"] == "librdkafka#5158" for ex in skips)
+        assert any(ex["reader"] == "c0" and ex["offset"] == committed
+                   and ex["prev_offset"] == committed - 1 and ex.get("replaced")
+                   for ex in skips), skips
+    else:  # the Java client went back to the truncation point: a step back, excused
+        back = res["anomalies"]["nonmonotonic-poll"]
+        assert back["count"] >= 1 and back["excused"] == back["count"], back

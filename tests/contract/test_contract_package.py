@@ -50,9 +50,11 @@ def test_every_anomaly_kind_has_a_definition_unit_meaning_and_place() -> None:
 
 def test_fault_registry_closers_and_css() -> None:
     assert FAULT_KINDS == ("kill", "stop", "pause", "partition", "slow", "hold", "power-loss",
-                           "cpu-throttle", "voter-partition", "poll-stall")
-    # poll-stall aims at the run's consumers, never drawn at random; it touches no node
-    assert "poll-stall" not in RANDOM_FAULT_KINDS and "poll-stall" in EXISTING_CLUSTER_FAULTS
+                           "cpu-throttle", "voter-partition", "poll-stall", "consumer-down")
+    # poll-stall and consumer-down aim at the run's consumers, never drawn at random; they
+    # touch no node
+    for kind in ("poll-stall", "consumer-down"):
+        assert kind not in RANDOM_FAULT_KINDS and kind in EXISTING_CLUSTER_FAULTS
     # hold is scripted only (stale-txn-requests); the random nemesis never draws it
     assert "hold" not in RANDOM_FAULT_KINDS and FAULTS["hold"].params == ("hold_s",)
     assert CLOSERS == {"start": ("kill", "stop", "power-loss"), "resume": ("pause",),

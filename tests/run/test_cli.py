@@ -48,7 +48,7 @@ from tests.run.cli import CLI, start
     (["run", "--bootstrap-servers", "b1:9092", "--nodes", "NODES", "--scenario",
       "stale-txn-requests"], "scenario stale-txn-requests starts hold, which "
      "needs a cluster kafka-chaos starts (on --nodes: kill, stop, pause, partition, slow, "
-     "power-loss, poll-stall)"),
+     "power-loss, poll-stall, consumer-down)"),
     (["run", "--bootstrap-servers", "b1:9092", "--nodes", "NODES", "--scenario",
       "all-replicas-power-loss"], "broker properties are set when kafka-chaos starts the "
      "cluster; with --bootstrap-servers the cluster's own apply (drop "

@@ -46,6 +46,8 @@ public final class KcDriver {
     private final BufferedWriter out = new BufferedWriter(
             new OutputStreamWriter(System.out, StandardCharsets.UTF_8), 1 << 16);
     private volatile boolean stop;
+    /** A consumer told ``down`` (and not yet ``up``) on stdin: closed until then. */
+    private volatile boolean down;
     // The thread inside send(): a callback it runs itself means the record was never queued.
     private volatile Thread sending;
 
@@ -159,8 +161,15 @@ public final class KcDriver {
         Thread stdin = new Thread(() -> {
             try (BufferedReader in = new BufferedReader(
                     new InputStreamReader(System.in, StandardCharsets.UTF_8))) {
-                while (in.readLine() != null) {
-                    // any line is ignored: only the end of input means stop
+                String cmd;
+                while ((cmd = in.readLine()) != null) {
+                    // the end of input means stop; down/up hold a consumer closed; other
+                    // lines are ignored
+                    if (cmd.equals("down")) {
+                        down = true;
+                    } else if (cmd.equals("up")) {
+                        down = false;
+                    }
                 }
             } catch (IOException e) {
                 // as good as the end
@@ -576,12 +585,16 @@ public final class KcDriver {
                     line("read", polls[0], now, r.partition(), r.offset(),
                             v == null ? "" : b64.encodeToString(v));
                 }
-                if (restart && System.nanoTime() - started >= intervalNs
-                        && caughtUp(client, records.isEmpty())) {
+                boolean held = !assign && down;
+                if (held || (restart && System.nanoTime() - started >= intervalNs
+                        && caughtUp(client, records.isEmpty()))) {
                     rebalanceLine("restart", polls[0], client.assignment());
                     closeConsumer(client);
                     long until = System.currentTimeMillis() + pauseMs;
-                    while (!stop && System.currentTimeMillis() < until) {
+                    if (held) {
+                        line("down", nowNs());
+                    }
+                    while (!stop && (held ? down : System.currentTimeMillis() < until)) {
                         sleepQuietly(50); // a restart takes time; the producers write on
                     }
                     client = new KafkaConsumer<>(props);
