@@ -43,6 +43,7 @@ from .power_proof import (
     proof_terms,
 )
 from .runfiles import RunDir
+from .stalled import held_writes, stalls
 from .stats import ReadSummary, WriteSummary, read_summary, timeseries, write_summary
 from .together import together
 
@@ -212,15 +213,18 @@ def load_context(spark: SparkSession, run: RunDir) -> CheckContext:
         starts = client_starts(events) if implicit else {}
         cuts = state_cuts(events, history) if implicit else {}
         firsts = first_offset_acks(writes, starts, cuts)
+        found = stalls(writes, events, history) if settings.transactional else []
         inputs = IdentityInputs(settings, drain.complete, parts_n, topics,
-                                sorted(rs.per_reader), bumps)
+                                sorted(rs.per_reader), bumps, held_writes(writes, found))
         return CheckContext(spark, run, bool(text), run_cfg, settings, events, bad_lines, writes,
                             reads, ws, rs, drain, history, n_changes, power, inputs,
                             KnownInputs(settings, crash_isr_terms(crash_list, history),
                                         elected_lost_terms(crash_list, history),
                                         starts, firsts, cuts,
                                         leader_moves(history) if implicit else {},
-                                        held_end_txns(events), restart_polls(events)),
+                                        held_end_txns(events), restart_polls(events),
+                                        unclean_stalls=[x.key for x in found
+                                                        if x.unclean_ns is not None]),
                             proof_terms(crash_list, history))
     except BaseException:
         for df in persisted:

@@ -126,6 +126,10 @@ NEVER: dict[str, str] = {
     "aborted-read": "forbidden: read_committed readers must not see aborted transactions",
     "torn-transaction": "forbidden: a transaction is committed or aborted as a whole, so a "
     "read_committed reader sees all of its records or none",
+    "stalled-lso": "forbidden: the last stable offset stops only at a transaction still "
+    "open; one its producer saw decided holds it only where a replica without the "
+    "transaction's marker leads (no unclean election or power loss allows it: the records "
+    "are in the log, unreadable)",
     "read-before-write": "forbidden: a record cannot be read before it is produced; the "
     "history attributes it to the wrong write (e.g. two writers sharing a producer id)",
     "divergence": "forbidden: after catch-up, replicas of a partition hold identical logs",

@@ -3,7 +3,8 @@ hash aggregations on that partitioning (no further exchange).
 
 Level 1 groups by (identity, topic, partition, offset): a write and the reads at its
 acknowledged offset meet in one group. Level 2 groups by (identity, topic, partition), and
-level 3 by identity. From the last level come lost/unseen, duplicate, offset-mismatch,
+level 3 by identity. From the last level come lost/unseen (stalled-lso: stalled.py),
+duplicate, offset-mismatch,
 failed-visible, unexpected (records with no attempt), aborted-read, read-before-write; and
 the input of the reorder check (where the log stores each acknowledged write: the drain's
 read in its own partition, a live reader's only where the drain did not read it fully).
@@ -25,6 +26,7 @@ from contract.settings import READ_COMMITTED, Settings
 from .append_bound import with_append_bound
 from .epochs import with_bump
 from .rows import anomaly_rows, flag_kinds
+from .stalled import as_stalled
 
 # Outcome ranks: when one identity has several attempts, the strongest outcome wins.
 _RANK = {"fail": 0, "info": 1, "ok": 2}
@@ -59,6 +61,8 @@ class IdentityInputs:
     readers: list[str] = field(default_factory=list)  # every reader in the history
     # the producers' epoch bumps (checkers/epochs.py), None when there are none
     epoch_bumps: DataFrame | None = None
+    # (producer, seq, held) of the writes behind a stuck last stable offset (stalled.py)
+    held: DataFrame | None = None
 
 
 def _tp_key(topic: Column, partition: Column) -> Column:
@@ -262,7 +266,7 @@ def identity_anomalies(ident: DataFrame, inp: IdentityInputs, acks: DataFrame) -
     kind = F.col("kind")
     no_write = kind == "unexpected"
     outcome = outcome_name(F.col("w_rank"))
-    return anomaly_rows(
+    return as_stalled(anomaly_rows(
         flagged, kind,
         producer=F.col("producer"), seq=F.col("seq"),
         topic=F.when(no_write, topic_name(inp.topics, F.col("r_tid"))).otherwise(topic),
@@ -278,7 +282,7 @@ def identity_anomalies(ident: DataFrame, inp: IdentityInputs, acks: DataFrame) -
         # the write's first attempt: read-before-write's evidence, and lost's (a leader
         # change while it was in flight, confluent-kafka-go#921)
         invoke_ns=F.when(kind.isin("read-before-write", "lost"), F.col("invoke_ns")),
-    )
+    ), inp.held)
 
 
 def _bumps(inp: IdentityInputs) -> DataFrame | None:

@@ -52,6 +52,9 @@ class KnownInputs:
     # "reader:topic:partition" -> the polls of that reader's recorded restarts of it
     # (restart_polls)
     restarts: dict[str, list[int]] = field(default_factory=dict)
+    # "topic:partition" keys whose stuck last stable offset (stalled.py) an unclean election
+    # of the partition followed the decided transaction there
+    unclean_stalls: list[str] = field(default_factory=list)
 
 
 def applicable(settings: Settings) -> list[KnownBug]:
@@ -90,6 +93,9 @@ def fact_columns(inp: KnownInputs) -> dict[str, Column]:
         "end_txn_held": _end_txn_held(inp.held_end_txn),
         "restart_past_truncation": (kind == "poll-skip") & F.col("other_seq").isNotNull()
         & _across_restart(inp.restarts, s.reader_modes),
+        "unclean_election_after_stalled_txn": (kind == "stalled-lso")
+        & F.concat_ws(":", F.col("topic"), F.col("partition").cast("string"))
+        .isin(inp.unclean_stalls),
     }
 
 

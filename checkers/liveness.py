@@ -5,7 +5,9 @@ window is ``[start, min(end, start + bound)]``. The facts are read from the hist
 from the run's own bookkeeping:
 
 - a producer is stuck when no write of it was acknowledged (``complete_ns``) in the window
-  and the phase lasted the whole bound; a producer that made no progress but whose process
+  and the phase lasted the whole bound (one that attempted all the records the run's
+  ``max_records`` asked of it had stopped by itself, with nothing left to send: not
+  stuck); a producer that made no progress but whose process
   did not end cleanly (its unwritten rows may hold the acknowledgements), or a phase cut
   short before the bound, cannot tell: ``unknown`` for that producer;
 - a consumer (an assign- or restart-mode reader; the readers of one subscribe-mode group
@@ -243,6 +245,15 @@ def consumer_units(modes: dict[str, str], groups: dict[str, str | None]) -> dict
     return units
 
 
+def _finished(writes: DataFrame, max_records: int) -> set[str]:
+    """The producers that attempted every record ``max_records`` asked of them (seqs count
+    from 0): they stopped by themselves."""
+    if max_records <= 0:
+        return set()
+    return {str(r["producer"]) for r in writes.groupBy("producer").agg(
+        F.max("seq").alias("last")).where(F.col("last") >= max_records - 1).collect()}
+
+
 def judge(events: list[Event], writes: DataFrame, reads: DataFrame, bound_s: float | None,
           modes: dict[str, str], groups: dict[str, str | None], brokers: int | None = None,
           known: Sequence[KnownBug] = (), session_timeout_s: float = 9.0,
@@ -271,8 +282,9 @@ def judge(events: list[Event], writes: DataFrame, reads: DataFrame, bound_s: flo
     p_exits, c_exits = _exit_codes(events)
     acks = _counts(writes.where((F.col("outcome") == "ok") & F.col("complete_ns").between(lo, hi)),
                    "producer")
+    finished = _finished(writes, settings.max_records if settings else 0)
     for name in sorted(set(p_exits) | {f"p{p}" for p in acks}):
-        if acks.get(name[1:], 0):
+        if acks.get(name[1:], 0) or name[1:] in finished:
             continue
         if cannot := _cannot_tell(name, p_exits.get(name), window):
             out.unknown.append(cannot)

@@ -118,6 +118,17 @@ ANOMALIES: dict[str, AnomalyKind] = {a.kind: a for a in (
         "writes of partly visible transactions that readers saw",
         "part of a transaction is visible, part is not (decided without its producer)"),
     AnomalyKind(
+        "stalled-lso",
+        "an acknowledged write of a committed transaction at or above its partition's last "
+        "stable offset, which the read_committed final drain found below the partition's "
+        "high watermark while a record of a transaction its producer saw decided (committed "
+        "or aborted) lies at that offset: no transaction the run's producers have open holds "
+        "the offset there, so read_committed readers can never read the write (the replica "
+        "that leads lacks that transaction's marker)",
+        "acknowledged writes held behind a stuck last stable offset",
+        "a committed write read_committed readers can never reach: the last stable offset "
+        "is stuck at a decided transaction"),
+    AnomalyKind(
         "reused-offset",
         "a live reader saw a record at an offset that, after a truncation of that partition, "
         "now holds another record (the vanished tail's offsets were reused)",
@@ -171,7 +182,8 @@ ANOMALY_KINDS: tuple[str, ...] = tuple(ANOMALIES)
 REPORT_ORDER: tuple[str, ...] = (
     "lost", "vanished", "unseen", "divergence", "reused-offset", "inconsistent-offset",
     "offset-mismatch",
-    "failed-visible", "aborted-read", "torn-transaction", "unexpected", "read-before-write",
+    "failed-visible", "aborted-read", "torn-transaction", "stalled-lso", "unexpected",
+    "read-before-write",
     "duplicate", "reorder", "poll-skip", "nonmonotonic-poll",
     "stuck-producer", "stuck-consumer", "hung-call",
 )

@@ -92,6 +92,11 @@ FACTS: dict[str, str] = {
     "version the event names, where it names one, must be affected as the run's must), "
     "and read nothing "
     "after it",
+    "unclean_election_after_stalled_txn": "(a stalled-lso write) the observer saw a replica "
+    "outside the partition's last ISR become its leader (an unclean election) after the "
+    "first attempt of the decided transaction whose record lies at the stalled last stable "
+    "offset, and before the drain: the elected replica may hold that transaction's records "
+    "without its marker",
     "end_txn_held": "the record is a torn transaction's, and a hold fault held an EndTxn "
     "request of the record's producer (its transactional id, named in the hold's end event "
     "``held_end_txn``, contract/held_requests.py) on a connection opened before the hold, "
@@ -127,6 +132,9 @@ KIP_966 = "KIP-966"
 #: Kafka's missing unclean recovery: after every in-sync replica restarted uncleanly the
 #: controller elects the last known leader, not the replica with the longest log.
 UNCLEAN_RECOVERY = "KAFKA-15580"
+#: A transaction marker missing on a replica elected uncleanly: the last stable offset stays
+#: at that transaction's first offset (open, documented upstream instead of fixed).
+KAFKA_20716 = "KAFKA-20716"
 #: librdkafka's partition left on no broker by a metadata update with leader -1 (open).
 LEADER_UNKNOWN = "librdkafka#5430"
 #: librdkafka dropping every broker on a metadata response that lists none (open).
@@ -299,6 +307,26 @@ KNOWN_BUGS: tuple[KnownBug, ...] = (
         "implement (its issue #5423 is open)",
     ),
     KnownBug(
+        id=KAFKA_20716,
+        title="Transaction marker lost by an unclean election: the last stable offset stays "
+        "at the transaction's first offset",
+        link="https://issues.apache.org/jira/browse/KAFKA-20716",
+        status=OPEN,
+        component="kafka",
+        affected_from=None,
+        fixed_in=None,
+        kinds=("stalled-lso",),
+        facts=frozenset({"transactional_producer", "unclean_election_after_stalled_txn"}),
+        note="a replica that holds a transaction's records but not its COMMIT/ABORT marker, "
+        "elected uncleanly (or, without ELR, re-elected after a power loss whose recovery "
+        "point lies between the records and the marker), rebuilds the producer as having a "
+        "transaction open; the coordinator counts it complete, so no marker comes unless the "
+        "same producer writes to the partition again, and read_committed readers stall at "
+        "its first offset. Upstream documents it (PR #22937) rather than fixing it. The "
+        "entry names only writes held behind a stable offset an unclean election of their "
+        "partition may have stripped of its marker; the power-loss variant is not tagged",
+    ),
+    KnownBug(
         id="librdkafka#5088",
         title="Re-bootstrap loop in case of ALL_BROKERS_DOWN",
         link="https://github.com/confluentinc/librdkafka/issues/5088",
@@ -455,7 +483,8 @@ def unknown_ids(ids: list[str] | tuple[str, ...]) -> list[str]:
     return [i for i in ids if i not in BY_ID]
 
 
-__all__ = ["BY_ID", "EPOCH_BUMP_RESEND", "FACTS", "FIXED", "FRESH_ID_IMPLICIT_ACK", "KIP_966",
+__all__ = ["BY_ID", "EPOCH_BUMP_RESEND", "FACTS", "FIXED", "FRESH_ID_IMPLICIT_ACK",
+           "KAFKA_20716", "KIP_966",
            "KNOWN_BUGS", "LEADER_MOVE_CLIENT_BUGS", "LEADER_UNKNOWN", "LOG_SIGNATURES",
            "MAX_POLL_REJOIN_FATAL", "NO_BROKERS_METADATA",
            "OFFSETS_COORDINATOR_DOWN", "OFFSETS_COORDINATOR_FENCED", "OPEN",

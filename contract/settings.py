@@ -60,6 +60,12 @@ def _float(value: Any) -> float | None:
         return None
 
 
+def _count(value: Any) -> int:
+    """A non-negative whole number from run.json, 0 when absent or not one."""
+    v = _float(value)
+    return int(v) if v is not None and 0 < v < 2**63 else 0
+
+
 @dataclass(frozen=True)
 class Settings:
     """What the checker reads from run.json."""
@@ -99,6 +105,9 @@ class Settings:
     # workload.liveness_s: the liveness bound after the final heal (0: the run had no
     # liveness phase; None: recorded before liveness was checked)
     liveness_s: float | None = None
+    # workload.max_records: the records each producer writes before it stops by itself
+    # (0: no limit); a producer that wrote them all has nothing left to acknowledge
+    max_records: int = 0
     # broker.session.timeout.ms of broker_config, in seconds (Kafka's default 9 s): a broker
     # down longer is fenced and leaves the metadata
     broker_session_timeout_s: float = 9.0
@@ -315,6 +324,7 @@ def settings_from_run(run: dict[str, Any]) -> Settings:
         consumer_group=default_group,
         per_producer=per_producer,
         liveness_s=_float(workload.get("liveness_s")),
+        max_records=_count(workload.get("max_records")),
         broker_session_timeout_s=(_float(broker.get("broker.session.timeout.ms")) or 9000.0)
         / 1000,
         group_session_timeout_s=(_float(broker.get("group.consumer.session.timeout.ms"))

@@ -141,6 +141,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--rate", type=float, help="records/s per producer (0: flat out)")
     r.add_argument("--duration", type=float, help="seconds of workload")
     r.add_argument("--record-size", type=int)
+    r.add_argument("--max-records", type=int,
+                   help="records each producer writes before it stops (0: no limit)")
     r.add_argument("--faults", help=f"comma list of {','.join(RANDOM_FAULT_KINDS)}, or none")
     r.add_argument("--fault-interval", type=float, help="seconds between fault starts")
     r.add_argument("--targets", help="comma list: random,leader,follower,controller,...")

@@ -88,6 +88,8 @@ class RunConfig:
     rate: float = 200.0
     duration: float = 60.0
     record_size: int = 100
+    # records each producer writes before it stops (0: no limit, it writes for the duration)
+    max_records: int = 0
     faults: list[str] = field(default_factory=lambda: ["kill", "pause", "partition"])
     fault_interval: float = 10.0
     targets: list[str] = field(default_factory=lambda: ["random", "leader", "follower"])
@@ -216,6 +218,8 @@ class RunConfig:
             raise bad(f"--duration must be 1..86400 s, got {self.duration}")
         if not 16 <= self.record_size <= 1_000_000:
             raise bad(f"--record-size must be 16..1000000 bytes, got {self.record_size}")
+        if self.max_records < 0:
+            raise bad(f"--max-records must be >= 0 (0: no limit), got {self.max_records}")
         unknown = [f for f in self.faults if f not in RANDOM_FAULT_KINDS]
         if unknown:
             known = ", ".join(RANDOM_FAULT_KINDS)

@@ -86,7 +86,7 @@ def _producer_config(cfg: RunConfig) -> ProducerConfig:
         # the run stops them (its stop flag) after the liveness phase, which follows the
         # duration and the final heal; their own deadline only backs that up
         duration_s=cfg.duration + (cfg.liveness + _HEAL_WAIT_S + 60 if cfg.liveness else 0),
-        transactional=cfg.transactions, seed=cfg.seed,
+        transactional=cfg.transactions, seed=cfg.seed, max_records=cfg.max_records,
         extra=dict(cfg.producer_config))
 
 
@@ -168,6 +168,7 @@ class Run:
         workload = {
             "topic": self.topic, "partitions": cfg.partitions, "producers": cfg.producers,
             "rate": cfg.rate, "duration_s": cfg.duration, "record_size": cfg.record_size,
+            "max_records": cfg.max_records,
             "liveness_s": cfg.liveness,
             "consumers": [{"id": f"c{i}", "mode": cfg.consumer_mode,
                            "isolation_level": cfg.isolation_level,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from contract.known_bugs import LEADER_MOVE_CLIENT_BUGS
-from scenarios import groups, liveness, poll_stall, replication, stale_commit
+from scenarios import groups, liveness, lost_marker, poll_stall, replication, stale_commit
 from scenarios.base import Scenario
 from scenarios.bugs import EOF_CONSUMER_RESTART
 from scenarios.operations import OPERATIONS, no_loss_expect
@@ -39,4 +39,5 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in [SAFE_CONFIG_CHAOS, *OPERAT
                                                     *liveness.SCENARIOS,
                                                     *poll_stall.SCENARIOS,
                                                     *groups.SCENARIOS,
-                                                    *stale_commit.SCENARIOS]}
+                                                    *stale_commit.SCENARIOS,
+                                                    *lost_marker.SCENARIOS]}

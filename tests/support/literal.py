@@ -82,9 +82,11 @@ class History:
         return self
 
     def drain_end(self, complete: bool = True, end_offsets: dict[str, int] | None = None,
-                  at_ms: int = 100_000) -> History:
+                  at_ms: int = 100_000, **detail: Any) -> History:
+        """The drain's end event; ``detail`` as the drain writes it beyond the contract
+        (``isolation_level``, ``high_watermarks``, ``last_stable_offsets``, ...)."""
         return self.event(PHASE, END, at_ms, name="drain", complete=complete,
-                          end_offsets=end_offsets or {})
+                          end_offsets=end_offsets or {}, **detail)
 
     def observe(self, at_ms: int, partition: int, leader: int, isr: list[int],
                 epoch: int | None = None, topic: str | None = None) -> History:
