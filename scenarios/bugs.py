@@ -22,6 +22,7 @@ from contract.known_bugs import BY_ID, KnownBug
 from runner.config import RunConfig
 from scenarios.base import Expect, Scenario
 from scenarios.liveness import BROKERS_FENCED
+from scenarios.lost_marker import LOST_TXN_MARKER
 from scenarios.operations import ALL_REPLICAS_POWER_LOSS, STALE_TXN_REQUESTS
 from scenarios.poll_stall import MAX_POLL_STALL
 from scenarios.replication import LAST_REPLICA_STANDING
@@ -347,6 +348,11 @@ BUGS: tuple[BugEntry, ...] = (
                     "records visible), 7/7 on 4.3.1 (17, 29; 41, 21, 13, 28, 36); fixed "
                     "with the Java client 4.1.1 (transaction version 2) on 4.3.1: 5/5 runs "
                     "clean though 3-6 of its EndTxn requests were held in each"),
+    # lost-txn-marker (which accepts the bug): a follower with a transaction's first records
+    # but not its marker is elected uncleanly after the producer stopped for good.
+    BugEntry(id="KAFKA-20716", axis="kafka_version", affected="4.3.1", fixed="none",
+             kind="stalled-lso", scenario=LOST_TXN_MARKER, affected_valid=True, timing=True,
+             status=NOT_ATTEMPTED),
     # Described as a TV2 hang of Kafka 4.0/4.1; the git history says otherwise: the strict
     # marker-epoch check that rejects a retried marker (KAFKA-19446, 2025-11-20) and its fix
     # (apache/kafka#21176, 2025-12-28) both landed on the 4.2 branch before 4.2.0 was cut.
