@@ -377,3 +377,18 @@ def test_a_stuck_client_without_its_no_broker_line_names_no_bug(check, case) -> 
     for kind in ("stuck-producer", "stuck-consumer"):
         stuck = res["anomalies"][kind]
         assert stuck["count"] == 1 and stuck["known_bugs"] == {}, (case, kind)
+
+@pytest.mark.parametrize(("max_records", "stuck"), [(4, 0), (5, 1), (0, 1)])
+def test_a_producer_that_wrote_its_max_records_is_not_stuck(check, max_records: int,
+                                                           stuck: int) -> None:  # type: ignore[no-untyped-def]
+    # p1 wrote seqs 0..3 before the phase and nothing in it, p2 acknowledged in it: with
+    # max_records 4 p1 had stopped by itself (was stuck-producer before); with 5 it had one
+    # record left to send, and without a limit it writes for the whole run: stuck
+    h = _run({})
+    h.write(2, 0, offset=4, at_ms=LO + 600).drain(0, 4, 2, 0, at_ms=60_011)
+    if max_records:
+        h.run["workload"]["max_records"] = max_records
+    res = check(h)
+    assert _kinds(res)["stuck-producer"] == stuck
+    assert [e["client"] for e in res["anomalies"]["stuck-producer"]["examples"]] == \
+        ["p1"] * stuck
