@@ -132,7 +132,9 @@ def _stall_body(nem: Any) -> None:
         st.wait_state(nem, "the ISR shrunk to the leader alone", st.led_alone_by(leader), 20)
         # The producer writes its last records alone and stops: every transaction of it is
         # decided on the leader, none is open anywhere, and it never writes again.
-        done = _wait_settled(nem, admin, _RECORDS, 3.0, 60)
+        # 200 records at 10/s, blocked while the paused brokers are fenced and their
+        # transaction coordinators move: over 60 s on a loaded machine
+        done = _wait_settled(nem, admin, _RECORDS, 3.0, 120)
         s = st.wait_state(nem, "the ISR still the leader alone", st.led_alone_by(leader), 1)
     except st.SetupFailed:
         for p in pauses:
@@ -223,7 +225,8 @@ LOST_TXN_MARKER = Scenario(
         "stalled-lso, tagged KAFKA-20716 (no fix: upstream documents it). What the lone "
         "leader alone had is lost, which unclean election allows."
     ),
-    config={**_COMMON, "producers": 1, "rate": 10.0, "max_records": _RECORDS, "duration": 60.0,
+    config={**_COMMON, "producers": 1, "rate": 10.0, "max_records": _RECORDS,
+            "duration": 120.0,
             "accept_known": [KAFKA_20716]},
     script=_stall_script,
     script_faults=("pause", "kill"),
