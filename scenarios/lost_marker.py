@@ -160,6 +160,9 @@ def _body(nem: Any) -> None:
     followers = [r for r in s.replicas if r != leader]
     epoch = st.wait_offsets(nem, "the leader's epoch", lambda o: o.epoch is not None, 10,
                             admin).epoch
+    # as in lost-txn-marker: a transaction open with its first records on every follower
+    _wait_stable(nem, admin, "an open transaction below the high watermark",
+                 lambda h, o: o < h, 20)
     pauses = _pause_followers(nem, followers)
     try:
         st.wait_state(nem, "the ISR shrunk to the leader alone", st.led_alone_by(leader), 20)
@@ -247,7 +250,8 @@ LOST_TXN_MARKER_CONTINUED = Scenario(
         "open then, and the controller fences them and drops them from the ISR. The leader "
         "alone appends the rest of those transactions and their markers and acknowledges "
         "100 records more; then it is killed, the followers resume and one is elected "
-        "uncleanly. It holds the data of the transactions open at the pause without their "
+        "uncleanly. It holds the data of the transactions open at the pause (the script "
+        "pauses while one is open with its first records below the high watermark) without their "
         "markers and rebuilds their producers as having transactions open; the producers go "
         "on, and each one's next marker closes the open transaction with its own outcome: "
         "a committed transaction's records vanish for read_committed readers when the next "
