@@ -171,7 +171,7 @@ def _body(nem: Any) -> None:
         nem.wait(3)
         then = st.wait_offsets(nem, f"{_ALONE_TAIL} records acknowledged by the lone leader",
                                lambda o: o.epoch != epoch or o.hw >= first.hw + _ALONE_TAIL,
-                               10, admin)
+                               30, admin)
         if not first.epoch == then.epoch == epoch:
             raise st.SetupFailed(f"leader {leader} was re-elected: leader epoch "
                                  f"{first.epoch}/{then.epoch}, the pause began in {epoch}")
