@@ -43,7 +43,7 @@ from .power_proof import (
     proof_terms,
 )
 from .runfiles import RunDir
-from .stalled import held_writes, stalls
+from .stalled import held_writes, stalls, unclean_elections
 from .stats import ReadSummary, WriteSummary, read_summary, timeseries, write_summary
 from .together import together
 
@@ -224,7 +224,9 @@ def load_context(spark: SparkSession, run: RunDir) -> CheckContext:
                                         leader_moves(history) if implicit else {},
                                         held_end_txns(events), restart_polls(events),
                                         unclean_stalls=[x.key for x in found
-                                                        if x.unclean_ns is not None]),
+                                                        if x.unclean_ns is not None],
+                                        unclean=unclean_elections(history)
+                                        if settings.transactional else {}),
                             proof_terms(crash_list, history))
     except BaseException:
         for df in persisted:

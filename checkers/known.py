@@ -22,6 +22,7 @@ from contract.windows import fault_windows
 from .batch_ids import same_ids
 from .fresh_ids import fresh_head, moved_during
 from .power_proof import Term, covered
+from .stalled import elected_between
 
 #: Known-bug id -> the anomaly kinds it explains.
 EXPLAINS: dict[str, tuple[str, ...]] = {b.id: b.kinds for b in KNOWN_BUGS}
@@ -55,6 +56,9 @@ class KnownInputs:
     # "topic:partition" keys whose stuck last stable offset (stalled.py) an unclean election
     # of the partition followed the decided transaction there
     unclean_stalls: list[str] = field(default_factory=list)
+    # stalled.unclean_elections: "topic:partition" -> when a replica outside the last ISR
+    # was first seen leading it
+    unclean: dict[str, list[int]] = field(default_factory=dict)
 
 
 def applicable(settings: Settings) -> list[KnownBug]:
@@ -93,6 +97,10 @@ def fact_columns(inp: KnownInputs) -> dict[str, Column]:
         "end_txn_held": _end_txn_held(inp.held_end_txn),
         "restart_past_truncation": (kind == "poll-skip") & F.col("other_seq").isNotNull()
         & _across_restart(inp.restarts, s.reader_modes),
+        # a torn transaction's first attempt (invoke_ns), then an unclean election of its
+        # partition, then a read_committed reader's read of it (event_ns)
+        "unclean_election_in_txn": (kind == "torn-transaction")
+        & elected_between(inp.unclean, F.col("invoke_ns"), F.col("event_ns")),
         "unclean_election_after_stalled_txn": (kind == "stalled-lso")
         & F.concat_ws(":", F.col("topic"), F.col("partition").cast("string"))
         .isin(inp.unclean_stalls),

@@ -118,6 +118,29 @@ def stalls(writes: DataFrame, events: list[Event], history: PartitionHistory) ->
     return out
 
 
+def unclean_elections(history: PartitionHistory) -> dict[str, list[int]]:
+    """``"topic:partition"`` -> when the observer first saw a replica outside the partition's
+    last ISR become its leader (few: one per unclean election)."""
+    out: dict[str, list[int]] = {}
+    for key, changes in history.by_tp.items():
+        for c in changes:
+            if (c.leader >= 0 and c.prev_isr is not None and c.leader != c.prev_leader
+                    and c.leader not in c.prev_isr):
+                out.setdefault(key, []).append(c.ts_ns)
+    return out
+
+
+def elected_between(elections: dict[str, list[int]], lo: Any, hi: Any) -> Any:
+    """True on rows of a partition with an unclean election after ``lo`` and before
+    ``hi`` (columns)."""
+    tp = F.concat_ws(":", F.col("topic"), F.col("partition").cast("string"))
+    out = F.lit(False)
+    for key, times in sorted(elections.items()):
+        for ts in times:
+            out = out | ((tp == key) & (lo < F.lit(ts)) & (hi > F.lit(ts)))
+    return F.coalesce(out, F.lit(False))
+
+
 def _unclean_after(history: PartitionHistory, key: str, after_ns: int) -> int | None:
     """When the observer first saw a replica outside the partition's last ISR become its
     leader after ``after_ns``."""

@@ -97,6 +97,11 @@ FACTS: dict[str, str] = {
     "first attempt of the decided transaction whose record lies at the stalled last stable "
     "offset, and before the drain: the elected replica may hold that transaction's records "
     "without its marker",
+    "unclean_election_in_txn": "(a torn transaction) the observer saw a replica outside the "
+    "partition's last ISR become its leader (an unclean election) after the transaction's "
+    "first attempt and before a read_committed reader read the record: the elected replica "
+    "may hold the transaction's records without its marker, and a later marker of the same "
+    "producer then closes them with its own outcome",
     "end_txn_held": "the record is a torn transaction's, and a hold fault held an EndTxn "
     "request of the record's producer (its transactional id, named in the hold's end event "
     "``held_end_txn``, contract/held_requests.py) on a connection opened before the hold, "
@@ -135,6 +140,9 @@ UNCLEAN_RECOVERY = "KAFKA-15580"
 #: A transaction marker missing on a replica elected uncleanly: the last stable offset stays
 #: at that transaction's first offset (open, documented upstream instead of fixed).
 KAFKA_20716 = "KAFKA-20716"
+#: The same lost marker while its producer goes on: the producer's next marker closes the
+#: unmarked transaction too (not filed upstream yet: docs/findings/lost-txn-marker-continued.md).
+LOST_MARKER_NEXT_TXN = "lost-marker-next-txn"
 #: librdkafka's partition left on no broker by a metadata update with leader -1 (open).
 LEADER_UNKNOWN = "librdkafka#5430"
 #: librdkafka dropping every broker on a metadata response that lists none (open).
@@ -327,6 +335,26 @@ KNOWN_BUGS: tuple[KnownBug, ...] = (
         "partition may have stripped of its marker; the power-loss variant is not tagged",
     ),
     KnownBug(
+        id=LOST_MARKER_NEXT_TXN,
+        title="Transaction marker lost by an unclean election: the producer's next marker "
+        "decides the unmarked transaction too",
+        link="https://issues.apache.org/jira/browse/KAFKA-20716",
+        status=OPEN,
+        component="kafka",
+        affected_from=None,
+        fixed_in=None,
+        kinds=("torn-transaction",),
+        facts=frozenset({"transactional_producer", "unclean_election_in_txn"}),
+        note="not filed upstream yet (a draft report: docs/findings/lost-txn-marker-continued.md; "
+        "KAFKA-20716 is the same lost marker with a producer that stops). A replica elected "
+        "uncleanly that holds a transaction's records without its marker keeps the "
+        "transaction open; when the same producer writes its next transaction there, that "
+        "transaction's marker closes both: a transaction the coordinator aborted becomes "
+        "visible (in part, where the election truncated the rest) with the next one's "
+        "commit. The entry names only torn transactions with an unclean election of their "
+        "partition between their first attempt and their read",
+    ),
+    KnownBug(
         id="librdkafka#5088",
         title="Re-bootstrap loop in case of ALL_BROKERS_DOWN",
         link="https://github.com/confluentinc/librdkafka/issues/5088",
@@ -484,7 +512,7 @@ def unknown_ids(ids: list[str] | tuple[str, ...]) -> list[str]:
 
 
 __all__ = ["BY_ID", "EPOCH_BUMP_RESEND", "FACTS", "FIXED", "FRESH_ID_IMPLICIT_ACK",
-           "KAFKA_20716", "KIP_966",
+           "KAFKA_20716", "KIP_966", "LOST_MARKER_NEXT_TXN",
            "KNOWN_BUGS", "LEADER_MOVE_CLIENT_BUGS", "LEADER_UNKNOWN", "LOG_SIGNATURES",
            "MAX_POLL_REJOIN_FATAL", "NO_BROKERS_METADATA",
            "OFFSETS_COORDINATOR_DOWN", "OFFSETS_COORDINATOR_FENCED", "OPEN",
