@@ -378,6 +378,7 @@ def test_a_stuck_client_without_its_no_broker_line_names_no_bug(check, case) -> 
         stuck = res["anomalies"][kind]
         assert stuck["count"] == 1 and stuck["known_bugs"] == {}, (case, kind)
 
+
 @pytest.mark.parametrize(("max_records", "stuck"), [(4, 0), (5, 1), (0, 1)])
 def test_a_producer_that_wrote_its_max_records_is_not_stuck(check, max_records: int,
                                                            stuck: int) -> None:  # type: ignore[no-untyped-def]
