@@ -62,26 +62,20 @@ ALL_BROKERS_DOWN = Scenario(
     mechanism=[{"kind": "fault", "fault": "partition"}],
 )
 
-#: How long every broker is cut from the controllers: well past broker.session.timeout.ms
-#: (3 s on clusters kafka-chaos starts), so the controllers fence every broker.
-FENCE_CUT_S = 15.0
-#: How long the active controller stays cut from the other voters after the brokers' heal.
-QUORUM_CUT_S = 6.0
+#: How long every broker is cut from the controllers: far past broker.session.timeout.ms, so
+#: the controllers fence every broker, and long enough that each broker's retries to reach
+#: the controller have backed off: after the heal it catches up on the metadata (and learns
+#: it is fenced) seconds before its next heartbeat unfences it. Cuts of 12-25 s showed no
+#: metadata without a broker to any client in 6 of 7 runs; one of about 75 s, to every client.
+FENCE_CUT_S = 75.0
 
 
 def brokers_fenced_script(nem: Any) -> None:
-    """Produce normally, cut every broker from the controllers for FENCE_CUT_S (the
-    controllers fence them all), then heal the brokers while the active controller is cut
-    from the other voters for QUORUM_CUT_S: the brokers learn they are fenced, but no
-    unfence can be committed until a new active controller is elected, so for that long
-    the metadata they serve lists no live broker."""
+    """Produce normally, cut every broker from the controllers for FENCE_CUT_S, heal."""
     nem.wait(8)
     cut = nem.start_fault(VoterPartition("brokers-from-controllers"))
     nem.wait(FENCE_CUT_S)
-    quorum = nem.start_fault(VoterPartition("leader-from-voters"))
     nem.end_fault(cut)
-    nem.wait(QUORUM_CUT_S)
-    nem.end_fault(quorum)
 
 
 #: Every client recovers, or one that did not is named by an open librdkafka bug the
@@ -90,18 +84,18 @@ RECOVERS_OR_NAMED: Expect = {"valid": True, "anomalies": {"hung-call": "==0"}}
 
 BROKERS_FENCED = Scenario(
     name="brokers-fenced",
-    summary="every broker cut from the dedicated controllers until all are fenced, then "
-            "healed while the quorum elects: every client must recover (librdkafka#5301: "
-            "a metadata response listing no broker, and the client never re-bootstraps)",
+    summary="every broker cut from the dedicated controllers for 75 s (all fenced), then "
+            "healed: every client must recover (librdkafka#5301: a metadata response "
+            "listing no broker, and the client never re-bootstraps)",
     doc=(
         "Dedicated controllers (three voters) and three brokers. Two producers and a "
         "consumer run normally; then every broker is cut from every controller (the "
-        "clients still reach the brokers, the quorum stays whole) for 15 s, past the "
+        "clients still reach the brokers, the quorum stays whole) for 75 s, far past the "
         "brokers' session timeout, so the controllers fence every broker and take every "
-        "partition's leader away. The brokers are healed while the active controller is "
-        "cut from the other voters for 6 s: the brokers learn they are all fenced, but "
-        "none can be unfenced until a new active controller is elected, so for those "
-        "seconds the metadata they serve lists no broker and no leader. After the heal "
+        "partition's leader away. The brokers learn it only at the heal, and by then their "
+        "retries to reach the controller have backed off: each catches up on the metadata "
+        "seconds before its next heartbeat unfences it, and until the first is unfenced "
+        "the metadata they serve lists no broker and no leader. After the heal "
         "every client must be acknowledged and read again within the liveness bound. "
         "librdkafka from 2.12 (reported on 2.13.0; not in 2.11.1) takes a metadata "
         "response with no broker and some topics as valid, drops every broker and "
@@ -111,7 +105,7 @@ BROKERS_FENCED = Scenario(
         "without a broker that way is named and accepted, as is one left on no broker by "
         "a leader -1 update (librdkafka#5430)."
     ),
-    config={"acks": "all", "idempotence": True, "faults": [], "duration": 75.0,
+    config={"acks": "all", "idempotence": True, "faults": [], "duration": 100.0,
             "controllers": 3, "producers": 2, "consumers": 1, "rate": 50.0,
             "liveness": 45.0,
             "accept_known": [*LEADER_MOVE_CLIENT_BUGS, NO_BROKERS_METADATA, LEADER_UNKNOWN],

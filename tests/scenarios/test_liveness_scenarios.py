@@ -1,9 +1,9 @@
 """all-brokers-down and brokers-fenced (scenarios/liveness.py) on a real cluster. The client
 host cut from every broker for 30 s, healed: every client is live again within the bound, on
 the release that fixed librdkafka#5088 and on 2.10.0, where this recipe did not reproduce it.
-Every broker cut from the controllers until all are fenced, healed while the quorum elects:
+Every broker cut from the controllers for 75 s, healed:
 the controllers did fence every broker, and every client recovered or is named by the open
-bug that left it without a broker. Nightly: three runs of 1.5-3 min, each building a client
+bug that left it without a broker. Nightly: three runs of 1.5-4 min, each building a client
 venv on first use."""
 
 from __future__ import annotations
@@ -34,9 +34,9 @@ def test_every_client_recovers_after_all_brokers_were_down(client, tmp_path, doc
 
 def test_every_broker_fenced_then_healed(tmp_path, docker_client):  # type: ignore[no-untyped-def]
     res = run_scenario("brokers-fenced", tmp_path, client_version="2.16.2")
+    assert not [e for e in res["_events"] if e["kind"] == "fault-error"]
     cuts = [e for e in res["_events"] if e["kind"] == "voter-partition" and e["phase"] == "start"]
-    assert [c["detail"]["shape"] for c in cuts] == ["brokers-from-controllers",
-                                                   "leader-from-voters"], cuts
+    assert [c["detail"]["shape"] for c in cuts] == ["brokers-from-controllers"], cuts
     first = {(a, b) for a, b in cuts[0]["detail"]["cuts"]}
     brokers, voters = {"n1", "n2", "n3"}, {"n101", "n102", "n103"}
     assert first == {(b, c) for b in brokers for c in voters} | {
