@@ -75,3 +75,13 @@ class Scenario:
         if callable(self.mechanism):
             return self.mechanism(cfg, kafka_version)
         return list(self.mechanism)
+
+
+def installed_client_version() -> str | None:
+    """The confluent-kafka release installed with kafka-chaos (the workload's default)."""
+    try:
+        from importlib.metadata import version
+
+        return version("confluent-kafka")
+    except Exception:  # noqa: BLE001 - unknown: the registry counts it as affected
+        return None

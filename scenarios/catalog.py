@@ -5,7 +5,7 @@ from __future__ import annotations
 from contract.known_bugs import LEADER_MOVE_CLIENT_BUGS
 from scenarios import groups, liveness, lost_marker, poll_stall, replication, stale_commit
 from scenarios.base import Scenario
-from scenarios.bugs import EOF_CONSUMER_RESTART
+from scenarios.eof_restart import EOF_CONSUMER_RESTART
 from scenarios.operations import OPERATIONS, no_loss_expect
 
 SAFE_CONFIG_CHAOS = Scenario(

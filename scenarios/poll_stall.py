@@ -12,7 +12,7 @@ from contract.events import REBALANCE, parse_events
 from contract.known_bugs import MAX_POLL_REJOIN_FATAL, known_bug
 from nemesis.faults.stall import PollStall
 from runner.config import RunConfig
-from scenarios.base import Expect, Scenario
+from scenarios.base import Expect, Scenario, installed_client_version
 from scenarios.replication_steps import SITUATION_MECHANISM, situation
 
 #: The consumer's max.poll.interval.ms (KIP-848 lets it be below the session timeout).
@@ -68,8 +68,6 @@ def poll_stall_script(nem: Any) -> None:
 
 def _expect(cfg: RunConfig, kafka_version: str) -> Expect:
     """Affected confluent-kafka: the consumer is stuck (INVALID); else it rejoins (VALID)."""
-    from scenarios.bugs import installed_client_version
-
     bug = known_bug(MAX_POLL_REJOIN_FATAL)
     assert bug is not None
     if bug.affects(cfg.client_version or installed_client_version()):

@@ -18,15 +18,14 @@ from scenarios import SCENARIOS
 from scenarios.bugs import (
     BUG_BY_ID,
     BUGS,
-    EOF_RESTARTS,
     NOT_ATTEMPTED,
     BugEntry,
-    eof_restarts_done,
     find,
     judge,
     summary,
     tally,
 )
+from scenarios.eof_restart import EOF_RESTARTS, eof_restarts_done
 from tests.run.cli import CLI
 
 

@@ -18,7 +18,8 @@ import pytest
 from contract.events import Event
 from contract.known_bugs import FRESH_ID_IMPLICIT_ACK, LEADER_MOVE_CLIENT_BUGS
 from runner.orchestrator import run
-from scenarios.bugs import BUG_BY_ID, BugEntry, Side, eof_restarts_done, judge, summary
+from scenarios.bugs import BUG_BY_ID, BugEntry, Side, judge, summary
+from scenarios.eof_restart import eof_restarts_done
 
 pytestmark = pytest.mark.cluster
 
