@@ -173,6 +173,19 @@ def reference(writes: list[dict[str, Any]], reads: list[dict[str, Any]], complet
     for r in reads:
         if r["reader"] != "drain" and r["mode"] != "drain":
             seqs[(r["reader"], r["topic"], r["partition"])].append(r)
+    def rec_of(r: dict[str, Any]) -> tuple[Any, ...]:
+        ok = bool(r["valid"]) and r["producer"] is not None and r["seq"] is not None
+        return (True, r["producer"], r["seq"]) if ok else (False,)
+
+    def past_truncation(prev: dict[str, Any], cur: dict[str, Any]) -> bool:
+        """A forward step of a reader not in subscribe mode from a record the log no longer
+        holds at its offset (the drain read one other record there) onto the one record the
+        drain read at the new offset (checkers/positions.past_truncation)."""
+        was = drained_at.get((prev["topic"], prev["partition"], prev["offset"]), set())
+        now = drained_at.get((cur["topic"], cur["partition"], cur["offset"]), set())
+        return (cur["mode"] != "subscribe" and rec_of(prev) != (False,) and len(was) == 1
+                and rec_of(prev) not in was and now == {rec_of(cur)})
+
     for (_, t, p), rs in seqs.items():
         rs.sort(key=lambda r: (r["poll"], r["read_ns"], r["offset"]))
         for prev, cur in zip(rs, rs[1:], strict=False):
@@ -182,7 +195,8 @@ def reference(writes: list[dict[str, Any]], reads: list[dict[str, Any]], complet
                 # a reset to a truncation point lands on an offset that was reused
                 add("nonmonotonic-poll",
                     excused=excused or (t, p, cur["offset"]) in reused)
-            elif ranks[(t, p)][cur["offset"]] - ranks[(t, p)][prev["offset"]] > 1:
+            elif (ranks[(t, p)][cur["offset"]] - ranks[(t, p)][prev["offset"]] > 1
+                  or past_truncation(prev, cur)):
                 add("poll-skip", excused=excused and group_read(
                     cur["reader"], t, p, prev["offset"], cur["offset"]))
     return {k: (v[0], v[1]) for k, v in counts.items() if v[0]}

@@ -36,8 +36,15 @@ def test_cells_local_and_full() -> None:
                                        # fixed by another client (the Java client's TV2)
                                        "bug:KAFKA-17754[affected]",
                                        "bug:KAFKA-17754[fixed]",
+                                       # open bugs and a finding: affected sides only
+                                       "bug:KAFKA-20716[affected]",
+                                       "bug:lost-marker-next-txn[affected]",
+                                       "bug:librdkafka#5301[affected]",
                                        "bug:librdkafka#5541[affected]",
-                                       "bug:librdkafka#5541[fixed]"]
+                                       "bug:librdkafka#5541[fixed]",
+                                       # the Java consumer, which validates, as its fixed side
+                                       "bug:librdkafka#5158[affected]",
+                                       "bug:librdkafka#5158[fixed]"]
     assert local[2].config["min_insync"] == 1 and local[0].config == {"duration": 30}
     full = nightly.full_cells(60)
     grid = [c for c in full if c.scenario is None]
