@@ -27,7 +27,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.window import Window
 
-from contract.events import END, Event
+from contract.events import END, PHASE, Event
 
 from .observations import PartitionHistory
 
@@ -64,7 +64,7 @@ def held_ranges(events: list[Event]) -> dict[str, tuple[int, int]]:
     out: dict[str, tuple[int, int]] = {}
     for e in events:
         d = e.detail
-        if e.kind != "phase" or e.phase != END or d.get("name") != "drain":
+        if e.kind != PHASE or e.phase != END or d.get("name") != "drain":
             continue
         if d.get("isolation_level") != "read_committed":
             continue
