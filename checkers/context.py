@@ -33,6 +33,7 @@ from .history import (
 )
 from .identity import IdentityInputs, identity_table, topic_id
 from .known import KnownInputs, held_end_txns, known_bug_column, restart_polls
+from .marker_resume import resumed_after_marker
 from .observations import PartitionHistory, collect_changes, power_loss_coverage
 from .power_proof import (
     Term,
@@ -226,7 +227,10 @@ def load_context(spark: SparkSession, run: RunDir) -> CheckContext:
                                         unclean_stalls=[x.key for x in found
                                                         if x.unclean_ns is not None],
                                         unclean=unclean_elections(history)
-                                        if settings.transactional else {}),
+                                        if settings.transactional else {},
+                                        marker_resumptions=resumed_after_marker(
+                                            spark, reads, writes, restart_polls(events),
+                                            settings)),
                             proof_terms(crash_list, history))
     except BaseException:
         for df in persisted:

@@ -59,6 +59,9 @@ class KnownInputs:
     # stalled.unclean_elections: "topic:partition" -> when a replica outside the last ISR
     # was first seen leading it
     unclean: dict[str, list[int]] = field(default_factory=dict)
+    # marker_resume.resumed_after_marker: "reader:topic:partition:offset" of a restart-mode
+    # reader's first read after a restart, right after an offset holding no record
+    marker_resumptions: list[str] = field(default_factory=list)
 
 
 def applicable(settings: Settings) -> list[KnownBug]:
@@ -97,6 +100,9 @@ def fact_columns(inp: KnownInputs) -> dict[str, Column]:
         "end_txn_held": _end_txn_held(inp.held_end_txn),
         "restart_past_truncation": (kind == "poll-skip") & F.col("other_seq").isNotNull()
         & _across_restart(inp.restarts, s.reader_modes),
+        "resumed_after_marker": (kind == "poll-skip") & F.concat_ws(
+            ":", F.col("reader"), F.col("topic"), F.col("partition").cast("string"),
+            F.col("offset").cast("string")).isin(inp.marker_resumptions),
         # a torn transaction's first attempt (invoke_ns), then an unclean election of its
         # partition, then a read_committed reader's read of it (event_ns)
         "unclean_election_in_txn": (kind == "torn-transaction")

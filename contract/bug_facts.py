@@ -99,4 +99,10 @@ FACTS: dict[str, str] = {
     "truncation reused the offset after the reader read it) onto the record the log holds "
     "at a higher offset: its first position after the restart lay above the partition's "
     "truncation point, past the records written since at the reused offsets",
+    "resumed_after_marker": "(a poll-skip) the reader ran in restart mode (alone in its "
+    "group: it resumes at the offset it committed) in a run with transactional producers, "
+    "the record is its first read of the partition after one of its recorded restarts, and "
+    "the offset just below it holds no record (no reader, the drain included, read one "
+    "there and no write was acknowledged there: a transaction marker): the close committed "
+    "the marker's offset + 1, past the records before the marker it never returned",
 }

@@ -44,8 +44,10 @@ SPEC_KEYS: dict[str, tuple[str, ...]] = {
     # restart mode (a member alone in its group, the spec's group.id): once caught up (a
     # poll returned nothing, or no partition lags) and restart_interval_s has passed,
     # close (committing; a ``rebalance restart`` line first), after restart_pause_s join
-    # again
-    "consumer": ("mode", "poll_timeout_ms", "restart_interval_s", "restart_pause_s"),
+    # again; restart_close_delay_s: the time between the caught-up poll and the close (no
+    # poll meanwhile)
+    "consumer": ("mode", "poll_timeout_ms", "restart_interval_s", "restart_pause_s",
+                 "restart_close_delay_s"),
 }
 
 

@@ -63,6 +63,10 @@ OFFSETS_COORDINATOR_FENCED = "librdkafka#5511"
 #: without a full request, answered INVALID_REQUEST and dead of it (fixed in 2.15.0).
 MAX_POLL_REJOIN_FATAL = "librdkafka#5541"
 
+#: librdkafka's close committing a control record's offset + 1 past fetched records it never
+#: returned: the group's next consumer resumes after them (closed upstream unfixed; open).
+CLOSE_PAST_MARKER = "librdkafka#3400"
+
 #: librdkafka's committed offset used without validating it against its leader epoch: a
 #: consumer that starts after a truncation below it resumes past the truncation point.
 STALE_COMMITTED_OFFSET = "librdkafka#5158"
@@ -392,6 +396,23 @@ KNOWN_BUGS += (
         "the fix (PR #4931) was reverted (PR #5207), its second version (PR #5209) is open. "
         "The Java client validates the committed offset and resumes at the truncation point",
     ),
+    KnownBug(
+        id=CLOSE_PAST_MARKER,
+        title="Consumer advances consumer group offset too far if topic contains transactions",
+        link="https://github.com/confluentinc/librdkafka/issues/3400",
+        status=OPEN,
+        component="librdkafka",
+        affected_from=None,
+        fixed_in=None,
+        kinds=("poll-skip",),
+        facts=frozenset({"resumed_after_marker"}),
+        note="a control record's offset + 1 is stored when the record is handled; during "
+        "close() the consumer handles the control records already in its fetch queue while "
+        "it drops the data records queued before them, and the final commit stores the "
+        "marker's offset + 1: the group's next consumer skips records nobody returned. "
+        "Closed upstream in 2021 without a fix; reproduced here on 2.12.0-2.16.2 (control "
+        "records have been stored since 1.4.0)",
+    ),
 )
 
 BY_ID: dict[str, KnownBug] = {b.id: b for b in KNOWN_BUGS}
@@ -417,7 +438,8 @@ def unknown_ids(ids: list[str] | tuple[str, ...]) -> list[str]:
     return [i for i in ids if i not in BY_ID]
 
 
-__all__ = ["BY_ID", "EPOCH_BUMP_RESEND", "FACTS", "FIXED", "FRESH_ID_IMPLICIT_ACK",
+__all__ = ["BY_ID", "CLOSE_PAST_MARKER", "EPOCH_BUMP_RESEND", "FACTS", "FIXED",
+           "FRESH_ID_IMPLICIT_ACK",
            "KAFKA_20716", "KIP_966", "LOST_MARKER_NEXT_TXN",
            "KNOWN_BUGS", "LEADER_MOVE_CLIENT_BUGS", "LEADER_UNKNOWN", "LOG_SIGNATURES",
            "MAX_POLL_REJOIN_FATAL", "NO_BROKERS_METADATA",

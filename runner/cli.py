@@ -143,6 +143,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--record-size", type=int)
     r.add_argument("--max-records", type=int,
                    help="records each producer writes before it stops (0: no limit)")
+    r.add_argument("--restart-close-delay", type=float, metavar="S",
+                   help="restart mode: seconds a caught-up consumer goes without a poll "
+                   "before it closes (0: at once)")
     r.add_argument("--faults", help=f"comma list of {','.join(RANDOM_FAULT_KINDS)}, or none")
     r.add_argument("--fault-interval", type=float, help="seconds between fault starts")
     r.add_argument("--targets", help="comma list: random,leader,follower,controller,...")

@@ -90,6 +90,9 @@ class RunConfig:
     record_size: int = 100
     # records each producer writes before it stops (0: no limit, it writes for the duration)
     max_records: int = 0
+    # restart mode: seconds the caught-up consumer goes without a poll before it closes (an
+    # application finishing its work before it shuts down; 0: at once)
+    restart_close_delay: float = 0.0
     faults: list[str] = field(default_factory=lambda: ["kill", "pause", "partition"])
     fault_interval: float = 10.0
     targets: list[str] = field(default_factory=lambda: ["random", "leader", "follower"])
@@ -220,6 +223,8 @@ class RunConfig:
             raise bad(f"--record-size must be 16..1000000 bytes, got {self.record_size}")
         if self.max_records < 0:
             raise bad(f"--max-records must be >= 0 (0: no limit), got {self.max_records}")
+        if not 0 <= self.restart_close_delay <= 60:
+            raise bad(f"--restart-close-delay must be 0..60 s, got {self.restart_close_delay}")
         unknown = [f for f in self.faults if f not in RANDOM_FAULT_KINDS]
         if unknown:
             known = ", ".join(RANDOM_FAULT_KINDS)

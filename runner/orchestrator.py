@@ -93,6 +93,7 @@ def _producer_config(cfg: RunConfig) -> ProducerConfig:
 def _consumer_config(cfg: RunConfig) -> ConsumerConfig:
     return ConsumerConfig(isolation_level=cfg.isolation_level,  # type: ignore[arg-type]
                           group_protocol=cfg.group_protocol,  # type: ignore[arg-type]
+                          restart_close_delay_s=cfg.restart_close_delay,
                           extra=dict(cfg.consumer_config))
 
 
@@ -169,6 +170,7 @@ class Run:
             "topic": self.topic, "partitions": cfg.partitions, "producers": cfg.producers,
             "rate": cfg.rate, "duration_s": cfg.duration, "record_size": cfg.record_size,
             "max_records": cfg.max_records,
+            "restart_close_delay_s": cfg.restart_close_delay,
             "liveness_s": cfg.liveness,
             "consumers": [{"id": f"c{i}", "mode": cfg.consumer_mode,
                            "isolation_level": cfg.isolation_level,

@@ -5,6 +5,7 @@ from __future__ import annotations
 from contract.known_bugs import LEADER_MOVE_CLIENT_BUGS
 from scenarios import groups, liveness, lost_marker, poll_stall, replication, stale_commit
 from scenarios.base import Scenario
+from scenarios.close_skip import CLOSE_PAST_MARKER
 from scenarios.eof_restart import EOF_CONSUMER_RESTART
 from scenarios.operations import OPERATIONS, no_loss_expect
 
@@ -35,7 +36,7 @@ SAFE_CONFIG_CHAOS = Scenario(
 
 SCENARIOS: dict[str, Scenario] = {s.name: s for s in [SAFE_CONFIG_CHAOS, *OPERATIONS,
                                                     *replication.SCENARIOS,
-                                                    EOF_CONSUMER_RESTART,
+                                                    EOF_CONSUMER_RESTART, CLOSE_PAST_MARKER,
                                                     *liveness.SCENARIOS,
                                                     *poll_stall.SCENARIOS,
                                                     *groups.SCENARIOS,

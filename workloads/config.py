@@ -135,6 +135,10 @@ class ConsumerConfig:
     # it has caught up, so the close commits the position right after a partition's end)
     restart_interval_s: float = 3.0
     restart_pause_s: float = 1.0  # restart mode: from the close to the new consumer
+    # restart mode: how long the caught-up consumer goes without consume() before its close
+    # (an application finishing its work before it shuts down); librdkafka's fetcher fills
+    # its queue meanwhile (librdkafka#3400)
+    restart_close_delay_s: float = 0.0
     history_chunk_rows: int = 50_000
     history_flush_interval_s: float = 2.0
     extra: dict[str, str] = field(default_factory=dict)

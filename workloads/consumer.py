@@ -159,6 +159,11 @@ class ConsumerProcess:
         run lets go instead of for ``restart_pause_s``."""
         parts = self.client.assignment()
         self._rebalance("restart", parts)
+        # The application's last work before it closes: no consume() meanwhile. (The stop
+        # flag has no wait(): polled, as below.)
+        linger = time.monotonic() + (0.0 if down else self.cfg.restart_close_delay_s)
+        while time.monotonic() < linger and not self.terminating and not self.stop_event.is_set():
+            time.sleep(0.05)
         try:
             with self.calls.call("close", None):
                 self.client.close()

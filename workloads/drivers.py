@@ -152,7 +152,8 @@ class ForeignDriver:
                       "topic": topic, "partitions": parts, "mode": c.mode,
                       "poll_timeout_ms": int(cfg.poll_timeout_s * 1000),
                       "restart_interval_s": cfg.restart_interval_s,
-                      "restart_pause_s": cfg.restart_pause_s}
+                      "restart_pause_s": cfg.restart_pause_s,
+                      "restart_close_delay_s": cfg.restart_close_delay_s}
             conf = {**cfg.kafka_config(), "max.poll.records": str(cfg.max_poll_records)}
             if c.mode == "restart":  # alone in its group, as the librdkafka workload's
                 conf["group.id"] = f"{cfg.group_id}-{c.id}"

@@ -512,6 +512,9 @@ public final class KcDriver {
                 * 1e9);
         long pauseMs = (long) (Double.parseDouble(spec.getOrDefault("restart_pause_s", "0"))
                 * 1000);
+        // restart_close_delay_s: the application's last work before it closes (no poll)
+        long closeDelayMs = (long) (Double.parseDouble(
+                spec.getOrDefault("restart_close_delay_s", "0")) * 1000);
         long pollMs = Long.parseLong(spec.get("poll_timeout_ms"));
         Properties props = new Properties();
         props.putAll(config);
@@ -589,6 +592,10 @@ public final class KcDriver {
                 if (held || (restart && System.nanoTime() - started >= intervalNs
                         && caughtUp(client, records.isEmpty()))) {
                     rebalanceLine("restart", polls[0], client.assignment());
+                    long lingerUntil = System.currentTimeMillis() + (held ? 0 : closeDelayMs);
+                    while (!stop && System.currentTimeMillis() < lingerUntil) {
+                        sleepQuietly(50);
+                    }
                     closeConsumer(client);
                     long until = System.currentTimeMillis() + pauseMs;
                     if (held) {
