@@ -379,7 +379,10 @@ BUGS += (BugEntry(id="librdkafka#5158", axis="client", affected="confluent-kafka
 # producer writing on; the Java client's close commits the position the application reached.
 BUGS += (BugEntry(id="librdkafka#3400", axis="client", affected="confluent-kafka",
                   fixed="java:4.1.1", kind="poll-skip", scenario=CLOSE_PAST_MARKER,
-                  status=NOT_ATTEMPTED),)
+                  status="reproduces: 5/5 close-past-marker runs (15 of 26 restarts resumed "
+                         "after a marker, 34-155 offsets past the last record returned, "
+                         "every skip tagged); the Java client 4.1.1 5/5 valid (27 "
+                         "restarts, none skipped or re-read)"),)
 
 BUG_BY_ID: dict[str, BugEntry] = {b.id: b for b in BUGS}
 

@@ -120,3 +120,21 @@ def test_librdkafka_5158_resumes_past_a_truncation(tmp_path, side) -> None:  # t
     else:  # the Java client went back to the truncation point: a step back, excused
         back = res["anomalies"]["nonmonotonic-poll"]
         assert back["count"] >= 1 and back["excused"] == back["count"], back
+
+
+@pytest.mark.nightly
+@pytest.mark.parametrize("side", [pytest.param("affected", id="confluent-kafka"),
+                                  pytest.param("fixed", id="java-4.1.1")])
+def test_librdkafka_3400_close_commits_past_a_marker(tmp_path, side) -> None:  # type: ignore[no-untyped-def]
+    entry = BUG_BY_ID["librdkafka#3400"]
+    res = run_bug(entry, side, tmp_path)
+    assert res["mechanism"]["observed"], res["mechanism"]
+    assert judge(entry, side, res) == [], summary(entry, side, res)
+    skips = res["anomalies"]["poll-skip"]
+    if side == "affected":
+        # each skip is the restarted consumer's first read, right after a marker, named
+        assert skips["examples"] and all(ex["known_bug"]["id"] == "librdkafka#3400"
+                                         for ex in skips["examples"]), skips
+        assert skips["known_bugs"] == {"librdkafka#3400": skips["count"]}, skips
+    else:  # the Java client's close committed what its application was given
+        assert skips["count"] == 0 and res["anomalies"]["nonmonotonic-poll"]["count"] == 0
