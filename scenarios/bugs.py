@@ -235,7 +235,7 @@ BUGS: tuple[BugEntry, ...] = (
         overrides={"consumers": 0},
         # 4.0 has ELR but leaves it off (feature eligible.leader.replicas.version 0);
         # clusters created on 4.1+ turn it on
-        also=(("affected", "4.0.2"), ("fixed", "4.1.2")),
+        also=(("affected", "4.0.2"), ("fixed", "4.1.2"), ("fixed", "4.2.2")),
         status="reproduces: 6/6 runs (1935-2235 lost, all tagged); fixed 5/5 clean. "
                "Kafka 4.0.2 defaults (ELR feature level 0): 10/10 runs (1809-2491 lost, all "
                "tagged); a fresh 4.1.2 cluster (level 1): 10/10 clean",

@@ -72,6 +72,7 @@ def test_kip966_runs_on_its_further_versions(tmp_path: Path) -> None:
     assert picks == [Pick("affected", "4.0.2"), Pick("fixed", "4.1.2")]
     assert kip.pin("affected", "4.0.2") == {"consumers": 0, "kafka_version": "4.0.2"}
     assert kip.labels("affected") == "Kafka 3.9.1, 4.0.2"
+    assert kip.labels("fixed") == "Kafka 4.3.1, 4.1.2, 4.2.2"
     assert figure_id(kip, picks) == ("KIP-966:4.0.2:4.1.2", "KIP-966 on 4.0.2, 4.1.2")
     assert figure_id(kip, kip.picks("both")) == ("KIP-966", "KIP-966")
     # the section is one the figure file can hold, next to the entry's own
@@ -86,7 +87,7 @@ def test_kip966_runs_on_its_further_versions(tmp_path: Path) -> None:
     assert kip.picks("fixed") == [Pick("fixed", "4.3.1")]
     assert summary(kip, "affected", None, "4.0.2").startswith(
         "KIP-966 on affected (Kafka 4.0.2): lost ?")
-    with pytest.raises(ValueError, match=r"versions of KIP-966 \(3.9.1, 4.0.2, 4.3.1, 4.1.2\)"):
+    with pytest.raises(ValueError, match=r"versions of KIP-966 \(3.9.1, 4.0.2, 4.3.1, 4.1.2, 4.2.2\)"):
         kip.picks("4.0.2,4.0.9")
 
 
