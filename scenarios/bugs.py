@@ -238,7 +238,8 @@ BUGS: tuple[BugEntry, ...] = (
         also=(("affected", "4.0.2"), ("fixed", "4.1.2"), ("fixed", "4.2.2")),
         status="reproduces: 6/6 runs (1935-2235 lost, all tagged); fixed 5/5 clean. "
                "Kafka 4.0.2 defaults (ELR feature level 0): 10/10 runs (1809-2491 lost, all "
-               "tagged); a fresh 4.1.2 cluster (level 1): 10/10 clean",
+               "tagged); a fresh 4.1.2 cluster (level 1): 10/10 clean; a fresh 4.2.2 cluster: "
+               "5/5 clean",
     ),
     # all-replicas-power-loss (which accepts the bug) times out in-flight batches; in some
     # runs the producer then bumps its epoch and resends batches the log already holds.
