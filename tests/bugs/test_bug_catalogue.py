@@ -87,7 +87,8 @@ def test_kip966_runs_on_its_further_versions(tmp_path: Path) -> None:
     assert kip.picks("fixed") == [Pick("fixed", "4.3.1")]
     assert summary(kip, "affected", None, "4.0.2").startswith(
         "KIP-966 on affected (Kafka 4.0.2): lost ?")
-    with pytest.raises(ValueError, match=r"versions of KIP-966 \(3.9.1, 4.0.2, 4.3.1, 4.1.2, 4.2.2\)"):
+    with pytest.raises(ValueError,
+                       match=r"versions of KIP-966 \(3.9.1, 4.0.2, 4.3.1, 4.1.2, 4.2.2\)"):
         kip.picks("4.0.2,4.0.9")
 
 
