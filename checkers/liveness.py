@@ -16,6 +16,9 @@ from the run's own bookkeeping:
   one the drain read (still in the log, and visible to the drain's isolation level) whose
   write was acknowledged at least the slack before the window's end. A consumer at the log
   end is not stuck;
+- a stuck consumer each of whose waiting partitions came in an assignment whose committed
+  offsets were answered NOT_COORDINATOR as a whole, and was never read after, names
+  librdkafka#5586 (checkers/offset_fetch.py);
 - a stuck consumer that a poll-stall kept from polling past its max.poll.interval.ms and
   that then recorded a fatal INVALID_REQUEST names librdkafka#5541 (checkers/poll_stall.py);
 - a hung call is one ``hung-call`` start event (the run wrote it while the call blocked);
@@ -44,6 +47,7 @@ from contract.windows import fault_windows
 from .history import Event
 from .hung_calls import tagged_hung_calls
 from .known import tag_known
+from .offset_fetch import fetch_evidence, offset_fetch_fact
 from .poll_stall import evidence, stall_facts
 
 STUCK_PRODUCER, STUCK_CONSUMER, HUNG = LIVENESS_KINDS
@@ -133,7 +137,8 @@ def _tag_stuck_clients(out: Judged, writes: DataFrame, reads: DataFrame, events:
     leader, and nothing after that was acknowledged. ``logged_no_brokers`` (a producer or
     consumer): the client (a consumer: one of its readers) logged librdkafka#5301's
     metadata line after its last progress before the window (its last acknowledgement;
-    its readers' last read) and by the window's end. A stuck consumer's poll-stall facts
+    its readers' last read) and by the window's end. ``offset_fetch_not_coordinator`` (a
+    consumer): checkers/offset_fetch.py. A stuck consumer's poll-stall facts
     (checkers/poll_stall.py, librdkafka#5541) are its own readers'; an entry names it only
     when it affects the librdkafka its fatal errors name, too."""
     stalls = (evidence(events, settings)
@@ -156,6 +161,12 @@ def _tag_stuck_clients(out: Judged, writes: DataFrame, reads: DataFrame, events:
         bug = e.detail.get("bug") if e.kind == CLIENT_LOG else None
         if bug in logged:
             logged[str(bug)].setdefault(str(e.detail.get("client")), []).append(e.ts_ns)
+    fetches = fetch_evidence(events)
+    last_read_tp = {(str(r["reader"]), f"{r['topic']}:{r['partition']}"): int(r["t"])
+                    for r in reads.where(F.col("reader") != DRAIN_READER).groupBy(
+                        "reader", "topic", "partition").agg(
+                        F.max("read_ns").alias("t")).collect()} if (
+        fetches.failed and out.examples[STUCK_CONSUMER]) else {}
     read_before = {str(r["reader"]): int(r["t"]) for r in reads.where(
         (F.col("reader") != DRAIN_READER) & (F.col("read_ns") < lo)).groupBy("reader").agg(
         F.max("read_ns").alias("t")).collect()} if logged[NO_BROKERS_METADATA] else {}
@@ -180,6 +191,8 @@ def _tag_stuck_clients(out: Judged, writes: DataFrame, reads: DataFrame, events:
             else:
                 facts["logged_no_brokers"] = logged_since(
                     NO_BROKERS_METADATA, [str(r) for r in ex["readers"]], read_before)
+                facts["offset_fetch_not_coordinator"] = offset_fetch_fact(
+                    fetches, ex, hi, last_read_tp)
             if kind == STUCK_CONSUMER and stalls and settings is not None:
                 stall, versions = stall_facts(list(ex["readers"]), settings, stalls,
                                               last_read, hi)

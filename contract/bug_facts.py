@@ -105,4 +105,11 @@ FACTS: dict[str, str] = {
     "the offset just below it holds no record (no reader, the drain included, read one "
     "there and no write was acknowledged there: a transaction marker): the close committed "
     "the marker's offset + 1, past the records before the marker it never returned",
+    "offset_fetch_not_coordinator": "(a stuck consumer) every partition it is behind on "
+    "was given to one of its readers by that reader's last rebalance event naming it (an "
+    "``assigned`` event, by the window's end); after that assignment and by the window's "
+    "end the reader logged librdkafka's \"Offset fetch error for 0 partition(s): Broker: "
+    "Not coordinator\" (a ``client-log`` event; librdkafka writes it with ``debug=cgrp``): "
+    "the OffsetFetch of the assignment's committed offsets was answered NOT_COORDINATOR as a "
+    "whole; and the reader read nothing of the partition after that line",
 }

@@ -71,6 +71,10 @@ CLOSE_PAST_MARKER = "librdkafka#3400"
 #: consumer that starts after a truncation below it resumes past the truncation point.
 STALE_COMMITTED_OFFSET = "librdkafka#5158"
 
+#: librdkafka's assigned partitions left waiting for their committed offsets for good once
+#: the OffsetFetch asking for them was answered NOT_COORDINATOR as a whole (open).
+OFFSET_FETCH_NOT_COORDINATOR = "librdkafka#5586"
+
 #: The client bugs a scenario that moves leaders under an idempotent, non-transactional
 #: librdkafka producer accepts (records they explain stay counted and named).
 LEADER_MOVE_CLIENT_BUGS: tuple[str, ...] = (EPOCH_BUMP_RESEND, FRESH_ID_IMPLICIT_ACK)
@@ -415,6 +419,30 @@ KNOWN_BUGS += (
     ),
 )
 
+# librdkafka#5586: its own block (the liveness kinds' open client bugs above are others').
+KNOWN_BUGS += (
+    KnownBug(
+        id=OFFSET_FETCH_NOT_COORDINATOR,
+        title="OffsetFetch request-level NOT_COORDINATOR leaves partition in .queried; "
+        "fetcher never starts and never retries",
+        link="https://github.com/confluentinc/librdkafka/issues/5586",
+        status=OPEN,
+        component="librdkafka",
+        affected_from=None,
+        fixed_in=None,
+        kinds=("stuck-consumer",),
+        facts=frozenset({"offset_fetch_not_coordinator"}),
+        note="a group consumer asks the group's coordinator for its new assignment's "
+        "committed offsets (OffsetFetch) before it fetches; when a broker that no longer "
+        "coordinates the group (the coordinator moved, the client has not noticed yet) "
+        "answers NOT_COORDINATOR for the request as a whole, librdkafka re-queries the "
+        "coordinator but neither retries the request nor asks again: the partitions stay "
+        "queried, never fetched, until the next assignment or a restart (issue reported "
+        "2026-09, open). The entry names only a consumer that logged that answer "
+        "(debug=cgrp) after the assignment of every partition it waits on",
+    ),
+)
+
 BY_ID: dict[str, KnownBug] = {b.id: b for b in KNOWN_BUGS}
 
 #: Lines a client logs that are a known bug's evidence: bug id -> the text the line holds. A
@@ -425,6 +453,10 @@ LOG_SIGNATURES: dict[str, str] = {
     LEADER_UNKNOWN: "new leader-1 not found in cache",
     # rd_kafka_parse_Metadata's summary line (debug=metadata): "<broker>: 0 brokers, 1 topics"
     NO_BROKERS_METADATA: ": 0 brokers, ",
+    # rd_kafka_assignment_handle_OffsetFetch (debug=cgrp) on an error of the whole request
+    # (no partition in the answer): the assignment's partitions are never asked for again
+    OFFSET_FETCH_NOT_COORDINATOR: "Offset fetch error for 0 partition(s): Broker: Not "
+                                  "coordinator",
 }
 
 
@@ -442,7 +474,7 @@ __all__ = ["BY_ID", "CLOSE_PAST_MARKER", "EPOCH_BUMP_RESEND", "FACTS", "FIXED",
            "FRESH_ID_IMPLICIT_ACK",
            "KAFKA_20716", "KIP_966", "LOST_MARKER_NEXT_TXN",
            "KNOWN_BUGS", "LEADER_MOVE_CLIENT_BUGS", "LEADER_UNKNOWN", "LOG_SIGNATURES",
-           "MAX_POLL_REJOIN_FATAL", "NO_BROKERS_METADATA",
+           "MAX_POLL_REJOIN_FATAL", "NO_BROKERS_METADATA", "OFFSET_FETCH_NOT_COORDINATOR",
            "OFFSETS_COORDINATOR_DOWN", "OFFSETS_COORDINATOR_FENCED", "OPEN",
            "STALE_COMMITTED_OFFSET",
            "UNCLEAN_RECOVERY", "KnownBug",

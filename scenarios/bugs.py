@@ -20,6 +20,7 @@ from typing import Any, Literal
 from contract.known_bugs import BY_ID, KnownBug
 from scenarios.base import Scenario
 from scenarios.close_skip import CLOSE_PAST_MARKER
+from scenarios.coordinator_move import COORDINATOR_MOVED_ON_ASSIGN
 from scenarios.eof_restart import EOF_CONSUMER_RESTART
 from scenarios.liveness import BROKERS_FENCED
 from scenarios.lost_marker import LOST_TXN_MARKER, LOST_TXN_MARKER_CONTINUED
@@ -384,6 +385,13 @@ BUGS += (BugEntry(id="librdkafka#3400", axis="client", affected="confluent-kafka
                          "after a marker, 34-155 offsets past the last record returned, "
                          "every skip tagged); the Java client 4.1.1 5/5 valid (27 "
                          "restarts, none skipped or re-read)"),)
+
+# coordinator-moved-on-assign lets a restarted consumer's first poll (its assignment's
+# OffsetFetch) go to the group's old coordinator right after its controlled shutdown handed
+# the group on; open upstream, so only the affected side runs.
+BUGS += (BugEntry(id="librdkafka#5586", axis="client_version", affected="2.16.2",
+                  fixed="none", kind="stuck-consumer", scenario=COORDINATOR_MOVED_ON_ASSIGN,
+                  affected_valid=True, timing=True, status=NOT_ATTEMPTED),)
 
 BUG_BY_ID: dict[str, BugEntry] = {b.id: b for b in BUGS}
 

@@ -6,6 +6,7 @@ from contract.known_bugs import LEADER_MOVE_CLIENT_BUGS
 from scenarios import groups, liveness, lost_marker, poll_stall, replication, stale_commit
 from scenarios.base import Scenario
 from scenarios.close_skip import CLOSE_PAST_MARKER
+from scenarios.coordinator_move import COORDINATOR_MOVED_ON_ASSIGN
 from scenarios.eof_restart import EOF_CONSUMER_RESTART
 from scenarios.operations import OPERATIONS, no_loss_expect
 
@@ -41,4 +42,5 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in [SAFE_CONFIG_CHAOS, *OPERAT
                                                     *poll_stall.SCENARIOS,
                                                     *groups.SCENARIOS,
                                                     *stale_commit.SCENARIOS,
-                                                    *lost_marker.SCENARIOS]}
+                                                    *lost_marker.SCENARIOS,
+                                                    COORDINATOR_MOVED_ON_ASSIGN]}

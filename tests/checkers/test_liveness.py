@@ -12,7 +12,15 @@ from typing import Any
 
 import pytest
 
-from contract.events import CLIENT_LOG, CONSUMERS_STOPPED, END, INSTANT, PHASE, START
+from contract.events import (
+    CLIENT_LOG,
+    CONSUMERS_STOPPED,
+    END,
+    INSTANT,
+    PHASE,
+    REBALANCE,
+    START,
+)
 from contract.liveness import HUNG_CALL, LIVENESS_PHASE
 from tests.support.literal import BASE_NS, MS, History
 
@@ -393,3 +401,56 @@ def test_a_producer_that_wrote_its_max_records_is_not_stuck(check, max_records: 
     assert _kinds(res)["stuck-producer"] == stuck
     assert [e["client"] for e in res["anomalies"]["stuck-producer"]["examples"]] == \
         ["p1"] * stuck
+
+
+def _coordinator_moved_run(logged_ms: int | None, read_ms: int | None = None,
+                           revoked_ms: int | None = None) -> History:
+    """p1 and p2 live in the phase; c0 (subscribe, alone in group g) read offset 0 of t:0 at
+    8 s, restarted at 8.5 s and was assigned t:0 at 9 s, and read nothing after (or offset
+    1 at ``read_ms``); ``logged_ms``: when it logged librdkafka's request-level
+    NOT_COORDINATOR answer to its OffsetFetch (a coordinator-moved-on-assign run's shape)."""
+    h = _live_producers(_run({"c0": "subscribe"}))
+    h.run["versions"] = {"librdkafka": "2.16.0"}
+    h.read("c0", 0, 0, 1, 0, mode="subscribe", at_ms=8_000)
+    h.event(REBALANCE, INSTANT, 8_500, reader="c0", what="restart", poll=2, partitions=["t:0"])
+    h.event(REBALANCE, INSTANT, 9_000, reader="c0", what="assigned", poll=3,
+            partitions=["t:0"])
+    if logged_ms is not None:
+        h.event(CLIENT_LOG, INSTANT, logged_ms, client="c0", bug="librdkafka#5586",
+                line="[thrd:main]: Offset fetch error for 0 partition(s): Broker: Not "
+                     "coordinator")
+    if revoked_ms is not None:
+        h.event(REBALANCE, INSTANT, revoked_ms, reader="c0", what="revoked", poll=4,
+                partitions=["t:0"])
+    if read_ms is not None:
+        h.read("c0", 0, 1, 1, 1, mode="subscribe", at_ms=read_ms)
+    return h
+
+
+def test_a_consumer_whose_offset_fetch_got_not_coordinator_names_librdkafka_5586(check) -> None:  # type: ignore[no-untyped-def]
+    """c0's assignment's OffsetFetch was answered NOT_COORDINATOR as a whole and c0 never
+    read the partition again: named (the checker without the fact named nothing)."""
+    res = check(_coordinator_moved_run(9_200))
+    stuck = res["anomalies"]["stuck-consumer"]
+    assert stuck["count"] == 1 and stuck["known_bugs"] == {"librdkafka#5586": 1}
+    assert res["valid"] is False
+    h = _coordinator_moved_run(9_200)
+    h.run["accept_known"] = ["librdkafka#5586"]
+    res = check(h)
+    assert res["valid"] is True and res["anomalies"]["stuck-consumer"]["accepted"] == 1
+
+
+@pytest.mark.parametrize("case", [
+    "no-line", "line-before-the-assignment", "read-after-the-line", "after-the-window",
+    "revoked-after"])
+def test_a_stuck_consumer_without_its_failed_offset_fetch_names_no_bug(check, case) -> None:  # type: ignore[no-untyped-def]
+    """No line; the line before the assignment (another assignment's fetch); a read of the
+    partition after the line (its fetch started after all); the line after the window's
+    end; the partition revoked after the assignment: stuck, and not by this bug."""
+    h = {"no-line": lambda: _coordinator_moved_run(None),
+         "line-before-the-assignment": lambda: _coordinator_moved_run(8_700),
+         "read-after-the-line": lambda: _coordinator_moved_run(9_200, read_ms=12_000),
+         "after-the-window": lambda: _coordinator_moved_run(HI + 1_000),
+         "revoked-after": lambda: _coordinator_moved_run(9_200, revoked_ms=9_500)}[case]()
+    stuck = check(h)["anomalies"]["stuck-consumer"]
+    assert stuck["count"] == 1 and stuck["known_bugs"] == {}, case
