@@ -19,7 +19,7 @@ import threading
 import time
 from typing import Any
 
-from contract.events import CLIENT_LOG, parse_events
+from contract.events import CLIENT_LOG, REBALANCE, parse_events
 from contract.known_bugs import LEADER_MOVE_CLIENT_BUGS, OFFSET_FETCH_NOT_COORDINATOR
 from contract.settings import DEFAULT_GROUP_ID
 from nemesis.faults.process import Stop
@@ -44,6 +44,10 @@ MOVE_WITHIN_S = 20.0
 #: would tell the member of the move before its OffsetFetch (librdkafka heartbeats while
 #: the assignment waits for the application), so the heartbeats are rare.
 HEARTBEAT_MS = 10_000
+#: How long the script waits for the reader's first assignment, and how long it lets it
+#: read then: a reader stranded before it read anything would prove nothing.
+ASSIGNED_WITHIN_S = 30.0
+READ_S = 5.0
 #: What a cycle takes at most (the broker's stop and start included): none begins later
 #: than this before the workload ends.
 CYCLE_S = 30.0
@@ -56,6 +60,16 @@ def offsets_partition(group: str) -> int:
     for ch in group:
         h = (31 * h + ord(ch)) & 0xFFFFFFFF
     return (h & 0x7FFFFFFF) % OFFSETS_PARTITIONS
+
+
+def _assigned(nem: Any) -> bool:
+    """Whether the reader recorded an assignment of partitions (its first ``assigned``
+    event): it must read before it is stranded, or its silence proves nothing
+    (checkers/proof.py)."""
+    events, _ = parse_events(nem.ctx.events.path.read_text(encoding="utf-8"))
+    return any(e.kind == REBALANCE and e.detail.get("reader") == READER
+               and e.detail.get("what") == "assigned" and e.detail.get("partitions")
+               for e in events)
 
 
 def _logged_failed_fetch(nem: Any, since_ns: int) -> bool:
@@ -91,7 +105,12 @@ def coordinator_move_script(nem: Any) -> None:
     reader held before its first poll, stop the group's coordinator, let the reader poll
     right after the move, start the broker again."""
     cycle = 0
-    if nem.wait(5):
+    waited = 0.0
+    while not _assigned(nem) and waited < ASSIGNED_WITHIN_S:
+        if nem.wait(0.5):
+            return
+        waited += 0.5
+    if nem.wait(READ_S):
         return
     while time.monotonic() < nem.deadline - CYCLE_S:
         began = time.time_ns()

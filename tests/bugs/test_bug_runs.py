@@ -18,7 +18,7 @@ import pytest
 from contract.events import Event
 from contract.known_bugs import FRESH_ID_IMPLICIT_ACK, LEADER_MOVE_CLIENT_BUGS
 from runner.orchestrator import run
-from scenarios.bugs import BUG_BY_ID, BugEntry, Side, judge, summary
+from scenarios.bugs import BUG_BY_ID, BugEntry, Side, judge, run_misses, summary
 from scenarios.eof_restart import eof_restarts_done
 
 pytestmark = pytest.mark.cluster
@@ -138,3 +138,17 @@ def test_librdkafka_3400_close_commits_past_a_marker(tmp_path, side) -> None:  #
         assert skips["known_bugs"] == {"librdkafka#3400": skips["count"]}, skips
     else:  # the Java client's close committed what its application was given
         assert skips["count"] == 0 and res["anomalies"]["nonmonotonic-poll"]["count"] == 0
+
+
+@pytest.mark.nightly
+def test_librdkafka_5586_offset_fetch_answered_not_coordinator(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """coordinator-moved-on-assign: a stuck consumer may only be #5586's (its reader logged
+    the request-level NOT_COORDINATOR answer to its assignment's OffsetFetch), and when the
+    script saw that line the consumer must be stuck and named. Nightly: ~4 minutes."""
+    entry = BUG_BY_ID["librdkafka#5586"]
+    res = run_bug(entry, "affected", tmp_path)
+    assert run_misses(entry, "affected", res) == [], summary(entry, "affected", res)
+    hit = [e for e in res["_events"] if e["kind"] == "situation"]
+    stuck = res["anomalies"]["stuck-consumer"]
+    if hit:
+        assert stuck["known_bugs"] == {"librdkafka#5586": 1}, summary(entry, "affected", res)

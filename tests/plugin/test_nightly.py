@@ -47,7 +47,9 @@ def test_cells_local_and_full() -> None:
                                        "bug:librdkafka#5158[fixed]",
                                        # the Java consumer's close as its fixed side
                                        "bug:librdkafka#3400[affected]",
-                                       "bug:librdkafka#3400[fixed]"]
+                                       "bug:librdkafka#3400[fixed]",
+                                       # open: its affected side only
+                                       "bug:librdkafka#5586[affected]"]
     assert local[2].config["min_insync"] == 1 and local[0].config == {"duration": 30}
     full = nightly.full_cells(60)
     grid = [c for c in full if c.scenario is None]
