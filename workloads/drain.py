@@ -22,9 +22,9 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Literal
 
-from confluent_kafka import OFFSET_BEGINNING, IsolationLevel, KafkaError, KafkaException
+from confluent_kafka import OFFSET_BEGINNING, KafkaError, KafkaException
 from confluent_kafka import TopicPartition as TP
-from confluent_kafka.admin import AdminClient, OffsetSpec
+from confluent_kafka.admin import AdminClient
 from tenacity import Retrying, retry_if_exception_type, stop_after_delay, wait_fixed
 
 from contract.events import EventLog
@@ -91,6 +91,12 @@ def end_offsets(admin: AdminClient, topic: str, partitions: int, isolation: Isol
     every broker agreed on the new leader a moment later; it then read until its timeout).
     A new client reads the metadata anew.
     """
+    # Imported here: the drain runs on the orchestrator's client, but the workload processes
+    # import this package too, and a --client-version venv before confluent-kafka 2.3
+    # (2.1.0 for librdkafka#4261) has neither name.
+    from confluent_kafka import IsolationLevel
+    from confluent_kafka.admin import OffsetSpec
+
     level = (IsolationLevel.READ_COMMITTED if isolation == "read_committed"
              else IsolationLevel.READ_UNCOMMITTED)
     out: dict[int, int | None] = {p: None for p in range(partitions)}

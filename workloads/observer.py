@@ -22,7 +22,7 @@ from typing import Any
 
 from confluent_kafka import KafkaException
 from confluent_kafka import TopicPartition as TP
-from confluent_kafka.admin import AdminClient, OffsetSpec
+from confluent_kafka.admin import AdminClient
 
 from contract.schemas import OBSERVATIONS_SCHEMA
 from workloads.history import ChunkedParquetWriter, history_dir, now_ns
@@ -133,6 +133,9 @@ class Observer:
 
     def _ask_offsets(self, keys: list[tuple[str, int]]) -> None:
         """One ListOffsets request per partition whose previous answer has arrived."""
+        # the orchestrator's client only (see drain.end_offsets: older workload venvs lack it)
+        from confluent_kafka.admin import OffsetSpec
+
         for key in keys:
             if key in self._offsets:
                 continue
