@@ -43,6 +43,7 @@ from .power_proof import (
     elected_lost_terms,
     proof_terms,
 )
+from .rereads import epoch_rises, reread_applies
 from .runfiles import RunDir
 from .stalled import held_writes, stalls, unclean_elections
 from .stats import ReadSummary, WriteSummary, read_summary, timeseries, write_summary
@@ -230,7 +231,9 @@ def load_context(spark: SparkSession, run: RunDir) -> CheckContext:
                                         if settings.transactional else {},
                                         marker_resumptions=resumed_after_marker(
                                             spark, reads, writes, restart_polls(events),
-                                            settings)),
+                                            settings),
+                                        epoch_rises=epoch_rises(history)
+                                        if reread_applies(settings) else {}),
                             proof_terms(crash_list, history))
     except BaseException:
         for df in persisted:

@@ -22,6 +22,7 @@ from contract.windows import fault_windows
 from .batch_ids import same_ids
 from .fresh_ids import fresh_head, moved_during
 from .power_proof import Term, covered
+from .rereads import rise_before_reread
 from .stalled import elected_between
 
 #: Known-bug id -> the anomaly kinds it explains.
@@ -62,6 +63,9 @@ class KnownInputs:
     # marker_resume.resumed_after_marker: "reader:topic:partition:offset" of a restart-mode
     # reader's first read after a restart, right after an offset holding no record
     marker_resumptions: list[str] = field(default_factory=list)
+    # rereads.epoch_rises: "topic:partition" -> when a higher leader epoch was first
+    # observed (only where librdkafka#4261 applies)
+    epoch_rises: dict[str, list[int]] = field(default_factory=dict)
 
 
 def applicable(settings: Settings) -> list[KnownBug]:
@@ -107,6 +111,7 @@ def fact_columns(inp: KnownInputs) -> dict[str, Column]:
         # partition, then a read_committed reader's read of it (event_ns)
         "unclean_election_in_txn": (kind == "torn-transaction")
         & elected_between(inp.unclean, F.col("invoke_ns"), F.col("event_ns")),
+        "epoch_rise_before_reread": rise_before_reread(inp.epoch_rises),
         "unclean_election_after_stalled_txn": (kind == "stalled-lso")
         & F.concat_ws(":", F.col("topic"), F.col("partition").cast("string"))
         .isin(inp.unclean_stalls),

@@ -75,6 +75,10 @@ STALE_COMMITTED_OFFSET = "librdkafka#5158"
 #: the OffsetFetch asking for them was answered NOT_COORDINATOR as a whole (open).
 OFFSET_FETCH_NOT_COORDINATOR = "librdkafka#5586"
 
+#: librdkafka 2.1.0's KIP-320 validation after a leader epoch change: it fetches again from
+#: the application's position while the records it had fetched past it stay queued.
+EPOCH_VALIDATION_REREAD = "librdkafka#4261"
+
 #: The client bugs a scenario that moves leaders under an idempotent, non-transactional
 #: librdkafka producer accepts (records they explain stay counted and named).
 LEADER_MOVE_CLIENT_BUGS: tuple[str, ...] = (EPOCH_BUMP_RESEND, FRESH_ID_IMPLICIT_ACK)
@@ -443,6 +447,26 @@ KNOWN_BUGS += (
     ),
 )
 
+KNOWN_BUGS += (
+    KnownBug(
+        id=EPOCH_VALIDATION_REREAD,
+        title="Duplicate messages when a fetch response is received during offset validation",
+        link="https://github.com/confluentinc/librdkafka/pull/4261",
+        status=FIXED,
+        component="librdkafka",
+        affected_from="2.1.0",
+        fixed_in="2.1.1",
+        kinds=("nonmonotonic-poll",),
+        facts=frozenset({"epoch_rise_before_reread"}),
+        note="2.1.0 (KIP-320) validates the position when metadata shows a new leader epoch, "
+        "setting the next fetch start to the application's position; once validated it "
+        "fetches from there again while the records fetched past it stay queued (and a "
+        "fetch answered during the validation is kept): the application reads those "
+        "offsets twice. 2.1.1 validates the fetch position and drops such a response "
+        "(PR #4261, fixing #4249; CHANGELOG 2.1.1)",
+    ),
+)
+
 BY_ID: dict[str, KnownBug] = {b.id: b for b in KNOWN_BUGS}
 
 #: Lines a client logs that are a known bug's evidence: bug id -> the text the line holds. A
@@ -470,7 +494,8 @@ def unknown_ids(ids: list[str] | tuple[str, ...]) -> list[str]:
     return [i for i in ids if i not in BY_ID]
 
 
-__all__ = ["BY_ID", "CLOSE_PAST_MARKER", "EPOCH_BUMP_RESEND", "FACTS", "FIXED",
+__all__ = ["BY_ID", "CLOSE_PAST_MARKER", "EPOCH_BUMP_RESEND", "EPOCH_VALIDATION_REREAD",
+           "FACTS", "FIXED",
            "FRESH_ID_IMPLICIT_ACK",
            "KAFKA_20716", "KIP_966", "LOST_MARKER_NEXT_TXN",
            "KNOWN_BUGS", "LEADER_MOVE_CLIENT_BUGS", "LEADER_UNKNOWN", "LOG_SIGNATURES",

@@ -22,6 +22,7 @@ from scenarios.base import Scenario
 from scenarios.close_skip import CLOSE_PAST_MARKER
 from scenarios.coordinator_move import COORDINATOR_MOVED_ON_ASSIGN
 from scenarios.eof_restart import EOF_CONSUMER_RESTART
+from scenarios.epoch_reread import STALLED_READER_LEADER_MOVE
 from scenarios.liveness import BROKERS_FENCED
 from scenarios.lost_marker import LOST_TXN_MARKER, LOST_TXN_MARKER_CONTINUED
 from scenarios.operations import ALL_REPLICAS_POWER_LOSS, STALE_TXN_REQUESTS
@@ -397,6 +398,12 @@ BUGS += (BugEntry(id="librdkafka#5586", axis="client_version", affected="2.16.2"
                          "stopping coordinator in the first cycle in 4 runs, the second in 1: "
                          "6 of 7 cycles; the client found the new coordinator and never "
                          "fetched; stuck 30 s after the heal, tagged, accepted: valid)"),)
+
+# stalled-reader-leader-move moves the partition's leader twice while its consumer's loop is
+# stopped (the client holds fetched, unread records); 2.1.0 fetches them again.
+BUGS += (BugEntry(id="librdkafka#4261", axis="client_version", affected="2.1.0",
+                  fixed="2.1.1", kind="nonmonotonic-poll", scenario=STALLED_READER_LEADER_MOVE,
+                  status=NOT_ATTEMPTED),)
 
 BUG_BY_ID: dict[str, BugEntry] = {b.id: b for b in BUGS}
 

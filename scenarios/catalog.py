@@ -3,7 +3,15 @@
 from __future__ import annotations
 
 from contract.known_bugs import LEADER_MOVE_CLIENT_BUGS
-from scenarios import groups, liveness, lost_marker, poll_stall, replication, stale_commit
+from scenarios import (
+    epoch_reread,
+    groups,
+    liveness,
+    lost_marker,
+    poll_stall,
+    replication,
+    stale_commit,
+)
 from scenarios.base import Scenario
 from scenarios.close_skip import CLOSE_PAST_MARKER
 from scenarios.coordinator_move import COORDINATOR_MOVED_ON_ASSIGN
@@ -43,4 +51,5 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in [SAFE_CONFIG_CHAOS, *OPERAT
                                                     *groups.SCENARIOS,
                                                     *stale_commit.SCENARIOS,
                                                     *lost_marker.SCENARIOS,
-                                                    COORDINATOR_MOVED_ON_ASSIGN]}
+                                                    COORDINATOR_MOVED_ON_ASSIGN,
+                                                    *epoch_reread.SCENARIOS]}

@@ -33,7 +33,7 @@ ASSIGNED_WITHIN_S = 30.0
 GROW_AFTER_S = 1.0
 
 
-def _assigned(nem: Any) -> bool:
+def consumer_assigned(nem: Any) -> bool:
     """Whether a consumer of the run recorded an assignment of at least one partition."""
     text = nem.ctx.events.path.read_text(encoding="utf-8")
     events, _ = parse_events(text)
@@ -47,7 +47,7 @@ def poll_stall_script(nem: Any) -> None:
     changes while the consumer cannot take it. Then let it go; the run heals (nothing else
     to heal) and the liveness phase asks the consumer to read again."""
     waited = 0.0
-    while not _assigned(nem) and waited < ASSIGNED_WITHIN_S:
+    while not consumer_assigned(nem) and waited < ASSIGNED_WITHIN_S:
         if nem.wait(0.5):  # the run is stopping
             return
         waited += 0.5

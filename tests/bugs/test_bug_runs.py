@@ -152,3 +152,20 @@ def test_librdkafka_5586_offset_fetch_answered_not_coordinator(tmp_path) -> None
     stuck = res["anomalies"]["stuck-consumer"]
     if hit:
         assert stuck["known_bugs"] == {"librdkafka#5586": 1}, summary(entry, "affected", res)
+
+
+@pytest.mark.nightly
+@pytest.mark.parametrize("side", ["affected", "fixed"])
+def test_librdkafka_4261_rereads_after_an_epoch_change(tmp_path, side) -> None:  # type: ignore[no-untyped-def]
+    entry = BUG_BY_ID["librdkafka#4261"]
+    res = run_bug(entry, side, tmp_path)
+    assert res["mechanism"]["observed"], res["mechanism"]
+    assert judge(entry, side, res) == [], summary(entry, side, res)
+    if side == "affected":
+        # each step back came within one session (no rebalance between), after the leader
+        # moved during a poll stall, and is named by the bug
+        backs = res["anomalies"]["nonmonotonic-poll"]["examples"]
+        assert backs and all(ex["known_bug"]["id"] == "librdkafka#4261"
+                             and not ex["excused"] for ex in backs), backs
+        moved = min(e["ts_ns"] for e in res["_events"] if e["kind"] == "situation")
+        assert all(ex["event_ns"] > moved for ex in backs), backs

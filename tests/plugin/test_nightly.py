@@ -49,7 +49,10 @@ def test_cells_local_and_full() -> None:
                                        "bug:librdkafka#3400[affected]",
                                        "bug:librdkafka#3400[fixed]",
                                        # open: its affected side only
-                                       "bug:librdkafka#5586[affected]"]
+                                       "bug:librdkafka#5586[affected]",
+                                       # fixed in 2.1.1: both sides
+                                       "bug:librdkafka#4261[affected]",
+                                       "bug:librdkafka#4261[fixed]"]
     assert local[2].config["min_insync"] == 1 and local[0].config == {"duration": 30}
     full = nightly.full_cells(60)
     grid = [c for c in full if c.scenario is None]
