@@ -403,7 +403,10 @@ BUGS += (BugEntry(id="librdkafka#5586", axis="client_version", affected="2.16.2"
 # stopped (the client holds fetched, unread records); 2.1.0 fetches them again.
 BUGS += (BugEntry(id="librdkafka#4261", axis="client_version", affected="2.1.0",
                   fixed="2.1.1", kind="nonmonotonic-poll", scenario=STALLED_READER_LEADER_MOVE,
-                  status=NOT_ATTEMPTED),)
+                  status="reproduces: 5/5 stalled-reader-leader-move runs on Kafka 3.9.1 "
+                         "(4, 49, 66, 2, 34 reads went back, steps of up to 499 offsets, each "
+                         "within one session after a leader move; all tagged); fixed 5/5 "
+                         "clean. 4 runs before the tally went back too (88, 161, 4, 176)"),)
 
 BUG_BY_ID: dict[str, BugEntry] = {b.id: b for b in BUGS}
 
