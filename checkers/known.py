@@ -63,7 +63,7 @@ class KnownInputs:
     # marker_resume.resumed_after_marker: "reader:topic:partition:offset" of a restart-mode
     # reader's first read after a restart, right after an offset holding no record
     marker_resumptions: list[str] = field(default_factory=list)
-    # rereads.epoch_rises: "topic:partition" -> when a higher leader epoch was first
+    # rereads.epoch_rises: "topic:partition" -> when a new leader epoch was first
     # observed (only where librdkafka#4261 applies)
     epoch_rises: dict[str, list[int]] = field(default_factory=dict)
 
