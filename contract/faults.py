@@ -81,8 +81,9 @@ FAULTS: dict[str, FaultKind] = {f.kind: f for f in (
               ("share",), css="f-cpu", colour="#65a30d",
               label_colour="#3f6212"),
     FaultKind("voter-partition", "a partition of the KRaft controller quorum (3+ dedicated "
-              "controllers): the active controller cut from its voters, or a minority or a "
-              "majority of the voters cut from every node", ("shape",), closed_by="heal",
+              "controllers): the active controller cut from its voters, a minority or a "
+              "majority of the voters cut from every node, or the brokers (all, or one) "
+              "cut from the controllers", ("shape",), closed_by="heal",
               css="f-quorum", colour="#b45309", label_colour="#78350f"),
     # Not drawn at random (its targets are consumers, the random nemesis aims at nodes);
     # "existing": it touches no node, only our own consumer processes.

@@ -36,7 +36,8 @@ The format (``examples/scenarios.toml`` is a complete example)::
     # partition: shape = "isolate" (and peer = "2" for one-way);
     # slow: delay_ms, jitter_ms, loss (0..1), rate_kbit;
     # voter-partition: shape = "voter-minority" | "voter-majority" | "leader-from-voters"
-    #                  | "brokers-from-controllers"
+    #                  | "brokers-from-controllers" | "broker-from-controllers"
+    #                  (the last cuts the target broker only, e.g. "coordinator")
 
     [[scenario.steps]]
     action = "wait-until"                # polls the cluster every 0.5 s

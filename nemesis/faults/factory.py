@@ -43,7 +43,8 @@ BUILDERS: dict[str, Callable[[str, dict[str, Any]], Fault]] = {
     "partition": _partition,
     "slow": _slow,
     "cpu-throttle": lambda target, params: CpuThrottle(target, float(params.get("share", 0.05))),
-    "voter-partition": lambda _, params: VoterPartition(str(params.get("shape", "voter-minority"))),
+    "voter-partition": lambda target, params: VoterPartition(
+        str(params.get("shape", "voter-minority")), target),
     "poll-stall": lambda target, _: PollStall(target),
     "consumer-down": lambda target, _: ConsumerDown(target),
 }

@@ -3,13 +3,14 @@ from scripted scenarios, TOML steps and ``--faults`` alike through ``nemesis.fau
 
 from __future__ import annotations
 
+from nemesis.faults import targets as tg
 from nemesis.faults.base import FaultContext, FaultError
 from nemesis.faults.network import CLIENT, Partition, cluster_nodes, node_name
 from nemesis.net import PartitionSpec
 
 #: The cuts of the quorum a voter partition can make (the class docstring says what each is).
 VOTER_SHAPES = ("leader-from-voters", "voter-minority", "voter-majority",
-                "brokers-from-controllers")
+                "brokers-from-controllers", "broker-from-controllers")
 
 
 class VoterPartition(Partition):
@@ -25,15 +26,21 @@ class VoterPartition(Partition):
     ``broker.session.timeout.ms`` the controllers fence every broker, which the brokers
     learn only at the heal (their metadata then lists no live broker until each is
     unfenced again: librdkafka#5301's trigger).
+    ``broker-from-controllers``: one broker (``target``, e.g. ``coordinator``: the run's
+    group's coordinator) cut from every controller, both ways; the clients and the other
+    brokers still reach it. Held past the session timeout it alone is fenced and its
+    leaderships move, while it learns nothing of that until the heal.
     """
 
     kind = "voter-partition"
     VOTER_SHAPES = VOTER_SHAPES
 
-    def __init__(self, shape: str) -> None:
+    def __init__(self, shape: str, target: str = "random") -> None:
         if shape not in self.VOTER_SHAPES:
             raise ValueError(f"unknown voter partition {shape!r}")
-        super().__init__("isolate", "controller")
+        # only the one-broker cut aims at a node the caller names
+        super().__init__("isolate", target if shape == "broker-from-controllers"
+                         else "controller")
         self.shape = shape
 
     def spec(self, ctx: FaultContext) -> PartitionSpec:
@@ -58,6 +65,17 @@ class VoterPartition(Partition):
             return PartitionSpec.custom(
                 nodes, {(b, c) for b in brokers for c in ctl}
                 | {(c, b) for b in brokers for c in ctl}, shape=self.shape)
+        if self.shape == "broker-from-controllers":
+            ctl = [node_name(v) for v in voters]
+            chosen = tg.resolve(self.target, ctx)
+            if (len(chosen) != 1 or node_name(chosen[0]) in ctl
+                    or node_name(chosen[0]) not in names):
+                raise FaultError(f"broker-from-controllers needs one broker that is not a "
+                                 f"controller; {self.target!r} named {chosen}")
+            self.targets = chosen
+            b = node_name(chosen[0])
+            return PartitionSpec.custom(
+                nodes, {(b, c) for c in ctl} | {(c, b) for c in ctl}, shape=self.shape)
         if self.shape == "voter-minority":
             chosen = [ctx.rng.choice(others)]
         else:
