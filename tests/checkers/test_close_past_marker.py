@@ -79,8 +79,3 @@ def test_look_alikes_name_nothing(check) -> None:  # type: ignore[no-untyped-def
     plain = _skip(check(_history(resume=12, transactional=False)))
     assert plain["count"] == 1 and plain["known_bugs"] == {}
 
-
-@pytest.mark.spark
-def test_a_restart_that_resumes_where_it_stopped_is_no_skip(check) -> None:  # type: ignore[no-untyped-def]
-    # resumed at 6, the first record after A's marker: nothing skipped
-    assert _skip(check(_history(resume=6)))["count"] == 0

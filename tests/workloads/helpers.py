@@ -138,7 +138,13 @@ def round_trip(driver: ForeignDriver, boot: str, topic: str, run_dir: Path) -> N
     pstats = producers.stop()
     writes = rows(read_table(run_dir, "writes"))
     acked = acked_identities(writes)
-    assert len(acked) == len(writes) > 1500, pstats  # nothing failed without faults
+    # Nothing failed without faults. A producer that fell behind its rate (a loaded machine)
+    # may find its client's input queue full when its time is up: the record it was handing
+    # over then was never sent (sarama's driver says NotQueued), one a producer at most.
+    unsent = [w for w in writes if w["outcome"] != "ok"]
+    assert all(w["error"] == "NotQueued" for w in unsent), unsent
+    assert len({w["producer"] for w in unsent}) == len(unsent), unsent
+    assert len(acked) + len(unsent) == len(writes) and len(acked) > 1500, pstats
     assert {(w["producer"], w["partition"]) for w in writes} == {
         (p, q) for p in (0, 1) for q in range(3)}
     assert all(offset is not None for _, offset in acked.values())  # acks=all: offsets
