@@ -256,8 +256,10 @@ def _by_windows(reads: DataFrame, partitions: int, topics: list[str], readers: l
     # of the reads would hold all of it in memory).
     reused = one_drained & ((F.col("moved") == 0)
                             | F.coalesce(F.col("old_ns") <= F.col("trunc_ns"), F.lit(False)))
+    # rec last: a reader's two records at one offset in one poll (one read_ns) need an
+    # order, or which one a step starts from (past_truncation's prev_rec) is the engine's
     by_reader = Window.partitionBy("rid", "tid", "partition").orderBy(
-        "poll", "read_ns", "offset"
+        "poll", "read_ns", "offset", "rec"
     )
     r3 = r2.select(
         "*",

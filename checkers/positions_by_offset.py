@@ -58,8 +58,9 @@ def position_anomalies_by_offset(reads: DataFrame, partitions: int, topics: list
         (F.col("lo") == UNDECODABLE, "unexpected"),
     ])
     # the consumers' steps: the previous read of every read by a reader but the drain
+    # rec last, as positions._by_windows orders them (a tie's order is no engine's choice)
     by_reader = Window.partitionBy("rid", "tid", "partition").orderBy(
-        "poll", "read_ns", "offset")
+        "poll", "read_ns", "offset", "rec")
     steps = r.where(F.col("stepping")).select(
         "*",
         F.lag("offset").over(by_reader).alias("prev_offset"),

@@ -187,7 +187,9 @@ def reference(writes: list[dict[str, Any]], reads: list[dict[str, Any]], complet
                 and rec_of(prev) not in was and now == {rec_of(cur)})
 
     for (_, t, p), rs in seqs.items():
-        rs.sort(key=lambda r: (r["poll"], r["read_ns"], r["offset"]))
+        # the checker's order: the record key last (an undecodable read first)
+        rs.sort(key=lambda r: (r["poll"], r["read_ns"], r["offset"],
+                               rec_of(r)[1:] if rec_of(r)[0] else (-1,)))
         for prev, cur in zip(rs, rs[1:], strict=False):
             excused = cur["mode"] == "subscribe" and any(
                 prev["poll"] <= q <= cur["poll"] for q in moved.get((cur["reader"], t, p), []))

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from checker_reference import random_history, reference
 from checker_strategies import GROUP, Drawn, histories
-from hypothesis import HealthCheck, Phase, find, given, settings
+from hypothesis import HealthCheck, Phase, example, find, given, settings
 from hypothesis import strategies as st
 
 from checkers.check import find_anomalies
@@ -65,6 +65,9 @@ def test_reader_isolation_agrees(spark, seed: int) -> None:  # type: ignore[no-u
 @pytest.mark.spark
 @settings(max_examples=2, database=None, deadline=None, suppress_health_check=list(HealthCheck))
 @given(seed=st.integers(0, 2**31 - 1))
+# seed 152: a reader's two records at one offset in one poll; which one its next step started
+# from was the engine's choice, and Spark and the reference differed (a suite saw it)
+@example(seed=152)
 def test_torn_transactions_agree(spark, seed: int) -> None:  # type: ignore[no-untyped-def]
     # transactional producers, a read_uncommitted live reader (c0): torn-transaction counts
     # only read_committed reads (c1, the drain)
