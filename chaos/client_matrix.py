@@ -38,9 +38,13 @@ def client_cells(clients: list[str], only: list[str]) -> tuple[list[Cell], Skipp
             continue
         for client in clients:
             try:
-                sc.run_config(client=client).validate()
+                cfg = sc.run_config(client=client)
+                cfg.validate()
             except RunConfigError as e:
                 skipped[(name, client)] = str(e).split(": ", 1)[-1]
+                continue
+            if (why := sc.refusal(cfg)) is not None:
+                skipped[(name, client)] = why.split(": ", 2)[-1]
                 continue
             todo.append(Cell(name, {"client": client}))
     return todo, skipped

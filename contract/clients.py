@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from contract.faults import POLL_STALL
 from contract.known_bugs import version_tuple
 
 #: The librdkafka client (the confluent-kafka Python package); the default.
@@ -188,4 +189,14 @@ def unsupported(spec: ClientSpec, *, transactional: bool, partitioner: str,
     if "restart" in consumer_modes and spec.kind != JAVA:
         return (f"--client {spec}: consumer mode restart is driven with confluent-kafka "
                 f"and java only, so far (assign or subscribe)")
+    return None
+
+
+def fault_unsupported(spec: ClientSpec, kinds: tuple[str, ...] | list[str]) -> str | None:
+    """Why a run of this client cannot take these fault kinds (one line), or None: a
+    poll-stall needs a driver that stops its poll loop on request and says when its last
+    poll returned, which only the confluent-kafka workload does so far (the drivers in
+    other languages answer consumer-down only)."""
+    if spec.kind != CONFLUENT_KAFKA and POLL_STALL in kinds:
+        return f"--client {spec}: the poll-stall fault is driven with confluent-kafka only, so far"
     return None

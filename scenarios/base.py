@@ -8,6 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from contract.clients import fault_unsupported
 from contract.events import Event
 from contract.faults import EXISTING_CLUSTER_FAULTS
 from runner.config import RunConfig
@@ -58,9 +59,14 @@ class Scenario:
         return base.replace(**merged)
 
     def refusal(self, cfg: RunConfig) -> str | None:
-        """Why this scenario cannot run as ``cfg`` says (one line), or None: on a cluster
-        kafka-chaos did not start, a script may start only the kinds that cluster allows."""
-        if cfg.bootstrap_servers is None or self.script is None:
+        """Why this scenario cannot run as ``cfg`` says (one line), or None: its script's
+        faults must be ones the run's client can take, and on a cluster kafka-chaos did not
+        start, ones that cluster allows."""
+        if self.script is None:
+            return None
+        if (why := fault_unsupported(cfg.client_spec, self.script_faults)) is not None:
+            return f"scenario {self.name}: {why}"
+        if cfg.bootstrap_servers is None:
             return None
         cannot = [k for k in self.script_faults if k not in EXISTING_CLUSTER_FAULTS]
         if cannot:

@@ -57,6 +57,9 @@ from tests.run.cli import CLI, start
     (["run", "--group-protocol", "consumer", "--kafka-version", "3.9.1"],
      "--group-protocol consumer needs Kafka 4.0 or later"),
     (["run", "--group-protocol", "eager"], "--group-protocol"),
+    (["run", "--scenario", "max-poll-stall", "--client", "java:4.1.1"],
+     "scenario max-poll-stall: --client java:4.1.1: the poll-stall fault is driven with "
+     "confluent-kafka only"),
     (["check", "/nonexistent/run"], "not a run directory"),
     (["report", "/nonexistent/run"], "neither a run directory"),
     (["cluster", "up", "--brokers", "0"], "--brokers must be between 1 and 9, got 0"),
