@@ -15,6 +15,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -141,6 +142,39 @@ def built_from(folder: Path, digest: str) -> bool:
     except (OSError, ValueError):
         return False
     return isinstance(info, dict) and info.get("source") == digest
+
+
+#: A driver build no run has used for this long goes when its client version is next used.
+STALE_BUILD_S = 7 * 86400
+
+
+def build_dir(name: str, digest: str) -> Path:
+    """Where the driver build ``name`` (``java-4.1.1``, ``franz-go-1.22.3``) from sources of
+    ``digest`` lives: a folder per digest, so two checkouts of kafka-chaos with different
+    drivers on one machine never rebuild the folder the other's running drivers use."""
+    return cache_root() / f"{name}-{digest}"
+
+
+def keep_used(final: Path, name: str) -> None:
+    """Marks the build ``final`` used now and removes the other builds of ``name`` no run
+    used for STALE_BUILD_S (older kafka-chaos versions' drivers; the folder without a
+    digest is the layout before one)."""
+    info = final / INFO_FILE
+    try:
+        os.utime(info)
+    except OSError:
+        return
+    for other in [cache_root() / name, *cache_root().glob(f"{name}-*")]:
+        if other == final or not re.fullmatch(rf"{re.escape(name)}(-[0-9a-f]{{16}})?",
+                                              other.name):
+            continue
+        try:
+            unused_s = time.time() - (other / INFO_FILE).stat().st_mtime
+        except OSError:
+            continue  # no build of ours
+        if unused_s > STALE_BUILD_S:
+            shutil.rmtree(other, ignore_errors=True)
+            (other.parent / f".{other.name}.lock").unlink(missing_ok=True)
 
 
 def build_cached(final: Path, what: str, ready: Callable[[Path], bool],

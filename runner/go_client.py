@@ -3,12 +3,13 @@
 ``--client franz-go:1.22.3`` (or ``sarama:1.61.1``) runs the workload's producers and
 consumers as processes of workloads/go: the client's ``main.go`` beside the shared
 ``common/driver.go``, one Go program. Each kind and version gets one folder under the client
-cache (runner/clients.py's ``cache_root()``, then ``<kind>-<version>``), made on first use:
-a generated ``go.mod`` requiring that module version, the sources in ``src/``, and
+cache (runner/clients.py's ``cache_root()``, then ``<kind>-<version>-<source digest>``),
+made on first use: a generated ``go.mod`` requiring that module version, the sources in
+``src/``, and
 ``go build`` (``-mod=mod``: the module and its dependencies come from the Go module proxy
 into the default module cache) of the binary ``kc-driver``. Built in a temporary folder and
 renamed into place under a file lock, like the Java driver; the info file, written last,
-says the folder is complete, and its source digest rebuilds it when the driver changes. A
+says the folder is complete; a changed driver is built into a folder of its own. A
 version the proxy does not have is one line (ClientVenvError: exit 2 before the cluster
 starts).
 """
@@ -26,7 +27,7 @@ from pathlib import Path
 
 from contract.clients import FRANZ_GO, SARAMA
 from contract.known_bugs import version_tuple
-from runner.clients import ClientVenvError, build_cached, built_from, cache_root
+from runner.clients import ClientVenvError, build_cached, build_dir, built_from, keep_used
 
 SOURCE_DIR = Path(__file__).resolve().parent.parent / "workloads" / "go"
 BINARY = "kc-driver"
@@ -59,8 +60,9 @@ class GoClient:
 
 
 def go_dir(kind: str, version: str) -> Path:
-    """Where the Go driver of client ``kind`` at ``version`` lives."""
-    return cache_root() / f"{kind}-{version}"
+    """Where the Go driver of client ``kind`` at ``version``, built from this checkout's
+    sources, lives."""
+    return build_dir(f"{kind}-{version}", _source_digest(kind, version))
 
 
 def go_mod(kind: str, version: str) -> str:
@@ -152,6 +154,7 @@ def ensure_go(kind: str, version: str, say: Callable[[str], None] = print,
 
     build_cached(final, f"the {kind} {version} driver", lambda f: _complete(f, digest),
                  build, say)
+    keep_used(final, f"{kind}-{version}")
     return GoClient(final, kind, version)
 
 

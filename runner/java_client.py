@@ -2,12 +2,12 @@
 
 ``--client java:4.1.1`` runs the workload's producers and consumers as Java processes of
 workloads/java/KcDriver.java. Each version gets one folder under the client cache
-(runner/clients.py's ``cache_root()``, then ``java-<version>``), made on first use: Maven
-copies kafka-clients and its dependencies (and slf4j-simple, for its logs) into ``lib/``,
-javac compiles the driver into ``classes/``. Built in a temporary folder and renamed into
-place under a file lock, like the confluent-kafka venvs; the info file, written last, says
-the folder is complete. A version Maven cannot fetch is one line (ClientVenvError: exit 2
-before the cluster starts).
+(runner/clients.py's ``cache_root()``, then ``java-<version>-<source digest>``), made on
+first use: Maven copies kafka-clients and its dependencies (and slf4j-simple, for its logs)
+into ``lib/``, javac compiles the driver into ``classes/``. Built in a temporary folder and
+renamed into place under a file lock, like the confluent-kafka venvs; the info file,
+written last, says the folder is complete. A version Maven cannot fetch is one line
+(ClientVenvError: exit 2 before the cluster starts).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from runner.clients import ClientVenvError, build_cached, built_from, cache_root
+from runner.clients import ClientVenvError, build_cached, build_dir, built_from, keep_used
 
 SOURCE_DIR = Path(__file__).resolve().parent.parent / "workloads" / "java"
 DRIVER = "KcDriver"
@@ -45,8 +45,9 @@ class JavaClient:
 
 
 def java_dir(version: str) -> Path:
-    """Where the Java driver for kafka-clients ``version`` lives."""
-    return cache_root() / f"java-{version}"
+    """Where the Java driver for kafka-clients ``version``, built from this checkout's
+    sources, lives."""
+    return build_dir(f"java-{version}", _source_digest())
 
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -97,6 +98,7 @@ def ensure_java(version: str, say: Callable[[str], None] = print,
 
     build_cached(final, f"the Java client {version} driver",
                  lambda f: built_from(f, digest), build, say)
+    keep_used(final, f"java-{version}")
     return JavaClient(final, version)
 
 

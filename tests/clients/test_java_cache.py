@@ -1,5 +1,5 @@
-"""The Java client's build cache (runner/java_client.py): one build per version, redone when
-the driver's source changes, never half-used; a version Maven cannot fetch is one line and
+"""The Java client's build cache (runner/java_client.py): one build per version and driver
+source, never half-used, pruned once unused for a week; a version Maven cannot fetch is one line and
 exit 2 before any cluster starts."""
 
 from __future__ import annotations
@@ -8,11 +8,12 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
-from runner.clients import INFO_FILE, ClientVenvError
+from runner.clients import INFO_FILE, STALE_BUILD_S, ClientVenvError
 from runner.java_client import ensure_java, java_dir
 
 
@@ -42,8 +43,18 @@ def test_built_once_rebuilt_when_the_driver_changes(cache, monkeypatch, tmp_path
     for name in ("pom.xml", "KcDriver.java"):
         (src / name).write_text((jc.SOURCE_DIR / name).read_text() + "\n// changed\n")
     monkeypatch.setattr(jc, "SOURCE_DIR", src)
-    ensure_java("4.1.1", say=lambda _: None, builder=build)
+    changed = ensure_java("4.1.1", say=lambda _: None, builder=build)
     assert calls == ["4.1.1", "4.1.1"]
+    # into a folder of its own: a driver another checkout runs from the first keeps its files
+    assert changed.folder != first.folder and (first.folder / "classes").is_dir()
+    # the first build, unused for over a week, goes when that version's driver is next used;
+    # one used within the week stays
+    ensure_java("4.1.1", say=lambda _: None, builder=build)
+    assert first.folder.exists()
+    week_ago = time.time() - STALE_BUILD_S - 60
+    os.utime(first.folder / INFO_FILE, (week_ago, week_ago))
+    ensure_java("4.1.1", say=lambda _: None, builder=build)
+    assert calls == ["4.1.1"] * 2 and not first.folder.exists() and changed.folder.exists()
 
 
 def test_a_failed_build_leaves_nothing_to_use(cache):  # type: ignore[no-untyped-def]

@@ -134,8 +134,10 @@ def test_built_once_rebuilt_when_the_driver_changes(tmp_path: Path,
         for path in (gc.SOURCE_DIR / sub).glob("*.go"):
             (src / sub / path.name).write_text(path.read_text() + "\n// changed\n")
     monkeypatch.setattr(gc, "SOURCE_DIR", src)
-    ensure_go(FRANZ_GO, "1.22.3", say=lambda _: None, builder=build)
+    changed = ensure_go(FRANZ_GO, "1.22.3", say=lambda _: None, builder=build)
     assert calls == [(FRANZ_GO, "1.22.3")] * 2
+    # a folder of its own: the binary another checkout's drivers run from is left alone
+    assert changed.folder != first.folder and (first.folder / "kc-driver").is_file()
 
     def broken(target: Path, kind: str, version: str) -> None:
         target.mkdir(parents=True)
