@@ -43,7 +43,7 @@ from .power_proof import (
     elected_lost_terms,
     proof_terms,
 )
-from .rereads import epoch_rises, reread_applies
+from .rereads import epoch_rises, reread_applies, reread_targets
 from .runfiles import RunDir
 from .stalled import held_writes, stalls, unclean_elections
 from .stats import ReadSummary, WriteSummary, read_summary, timeseries, write_summary
@@ -232,8 +232,9 @@ def load_context(spark: SparkSession, run: RunDir) -> CheckContext:
                                         marker_resumptions=resumed_after_marker(
                                             spark, reads, writes, restart_polls(events),
                                             settings),
-                                        epoch_rises=epoch_rises(history)
-                                        if reread_applies(settings) else {}),
+                                        reread_targets=reread_targets(
+                                            spark, reads, epoch_rises(history), settings)
+                                        if reread_applies(settings) else []),
                             proof_terms(crash_list, history))
     except BaseException:
         for df in persisted:

@@ -63,9 +63,10 @@ class KnownInputs:
     # marker_resume.resumed_after_marker: "reader:topic:partition:offset" of a restart-mode
     # reader's first read after a restart, right after an offset holding no record
     marker_resumptions: list[str] = field(default_factory=list)
-    # rereads.epoch_rises: "topic:partition" -> when a new leader epoch was first
-    # observed (only where librdkafka#4261 applies)
-    epoch_rises: dict[str, list[int]] = field(default_factory=dict)
+    # rereads.reread_targets: (reader:topic:partition, lo, hi, rise_ns): the offsets a
+    # reader's position may have held when its client learned of an observed rise of the
+    # partition's leader epoch (only where librdkafka#4261 applies)
+    reread_targets: list[tuple[str, int, int, int]] = field(default_factory=list)
 
 
 def applicable(settings: Settings) -> list[KnownBug]:
@@ -111,7 +112,7 @@ def fact_columns(inp: KnownInputs) -> dict[str, Column]:
         # partition, then a read_committed reader's read of it (event_ns)
         "unclean_election_in_txn": (kind == "torn-transaction")
         & elected_between(inp.unclean, F.col("invoke_ns"), F.col("event_ns")),
-        "epoch_rise_before_reread": rise_before_reread(inp.epoch_rises),
+        "epoch_rise_before_reread": rise_before_reread(inp.reread_targets),
         "unclean_election_after_stalled_txn": (kind == "stalled-lso")
         & F.concat_ws(":", F.col("topic"), F.col("partition").cast("string"))
         .isin(inp.unclean_stalls),

@@ -94,12 +94,15 @@ FACTS: dict[str, str] = {
     "producer's previous transaction reached the coordinator once this one had begun",
     "epoch_rise_before_reread": "(a nonmonotonic-poll) the step back is within one session "
     "of its reader (it is not excused: it crossed no rebalance or restart of the reader and "
-    "did not land on an offset a truncation reused), and the observer first showed a new "
-    "leader epoch of the step's partition (a new leader, or an epoch above the last it "
-    "knew) at most 30 s before the reader's read that went "
-    "back (up to 2 s after it: the observer samples). What the bug leaves: the client "
-    "learned the new epoch while the application's position was the offset it went back "
-    "to, and fetched from there again behind the records it still held",
+    "did not land on an offset a truncation reused), and the observer showed a new leader "
+    "epoch of the step's partition (a new leader, or an epoch above the last it knew) that "
+    "the reader's client may have learned of while its position was the offset o it went "
+    "back to: the reader first read o after the rise (less the observer's 2 s lag) and "
+    "o - 1 before the rise plus its topic.metadata.refresh.interval.ms (by then its client "
+    "had learned of it at the latest), and the read that went back came after the rise. "
+    "What the bug leaves: the client learned the new epoch while the application's "
+    "position was the offset it went back to, and fetched from there again behind the "
+    "records it still held",
     "restart_past_truncation": "(a poll-skip) the reader ran in restart mode (alone in its "
     "group: it resumes at the offset it committed), its step crossed one of its recorded "
     "restarts (a ``restart`` rebalance between the two reads' polls), and it went from a "
