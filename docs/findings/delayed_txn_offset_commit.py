@@ -31,6 +31,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import re
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -63,6 +64,7 @@ class Outcome:
     p1_first_read: int | None = None
     held: dict[str, Any] = field(default_factory=dict)
     dump: list[str] = field(default_factory=list)
+    timeline: list[str] = field(default_factory=list)
 
     @property
     def verdict(self) -> str:
@@ -151,6 +153,33 @@ def dump_offsets_log(cluster: KafkaCluster, gc: int, group: str) -> list[str]:
     return [x for x in keep if x] or text.splitlines()[-20:]
 
 
+def timeline(dump: list[str], group: str) -> list[str]:
+    """The dump as one entry a record: ``offset:p0=15(pid 1/e0,+5.6s)`` for an offset commit
+    of ``group``, ``offset:COMMIT(...)`` for a marker of the same producer; seconds from the
+    first."""
+    rows: list[tuple[int, str, str, str, int]] = []
+    batch: tuple[str, ...] = ()
+    for line in dump:
+        if line.startswith("baseOffset:"):
+            m = re.search(r"producerId: (\S+) producerEpoch: (\S+).*CreateTime: (\d+)", line)
+            batch = m.groups() if m else ()
+        elif line.startswith("| offset:") and batch:
+            at = int(line.split()[2])
+            if marker := re.search(r"endTxnMarker: (\w+)", line):
+                rows.append((at, batch[0], batch[1], marker.group(1), int(batch[2])))
+            elif f'"group":"{group}","topic"' in line:
+                part = re.search(r'"partition":(\d+)', line)
+                value = re.search(r'"offset":(\d+)', line)
+                if part and value:
+                    rows.append((at, batch[0], batch[1], f"p{part.group(1)}={value.group(1)}",
+                                 int(batch[2])))
+    pids = {r[1] for r in rows if "=" in r[3]}
+    rows = [r for r in rows if r[1] in pids]
+    t0 = rows[0][4] if rows else 0
+    return [f"{at}:{what}(pid {pid}/e{epoch},+{(ts - t0) / 1000:.1f}s)"
+            for at, pid, epoch, what, ts in rows]
+
+
 def one_run(cluster: KafkaCluster, run: int, args: argparse.Namespace) -> Outcome:
     bs = cluster.bootstrap_servers
     group, txn_id, gc, tc = pick_ids(cluster, run)
@@ -224,6 +253,7 @@ def one_run(cluster: KafkaCluster, run: int, args: argparse.Namespace) -> Outcom
     out.committed_after = committed(bs, group, topic_in)
     out.p1_first_read = first_read(bs, group, topic_in)
     out.dump = dump_offsets_log(cluster, gc, group)
+    out.timeline = timeline(out.dump, group)
     (run_dir / "outcome.json").write_text(json.dumps(asdict(out) | {"verdict": out.verdict},
                                                      indent=1))
     return out
@@ -271,7 +301,7 @@ def main() -> int:
             print(json.dumps({"run": run, "verdict": o.verdict, "gc": o.group_coordinator,
                               "tc": o.txn_coordinator, "before": o.committed_before,
                               "after": o.committed_after, "p1_first_read": o.p1_first_read,
-                              "calls": o.calls}), flush=True)
+                              "calls": o.calls, "offsets_log": " ".join(o.timeline)}), flush=True)
     hits = sum(o.verdict == "aborted offsets committed" for o in rows)
     print(f"{hits}/{len(rows)} runs committed the aborted transaction's offsets")
     return 0
