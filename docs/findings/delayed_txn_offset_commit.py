@@ -197,7 +197,7 @@ def one_run(cluster: KafkaCluster, run: int, args: argparse.Namespace) -> Outcom
     out_part = next(p.partition for p in parts if p.leader != gc)
     label = (f"{args.kafka}-{'noverify' if args.no_verification else 'verify'}-{args.mode}"
              f"-{args.member}"
-             f"-sock{args.socket_timeout:g}")
+             f"-sock{args.socket_timeout:g}-txn{args.txn_timeout:g}-hold{args.hold:g}")
     run_dir = OUT / label / f"run-{run:02d}"
     run_dir.mkdir(parents=True, exist_ok=True)
     log = logging.getLogger(f"dtoc{run}")
@@ -205,7 +205,7 @@ def one_run(cluster: KafkaCluster, run: int, args: argparse.Namespace) -> Outcom
     log.addHandler(handler)
     log.setLevel(logging.DEBUG)
     p = Producer({"bootstrap.servers": bs, "transactional.id": txn_id, "acks": "all",
-                  "transaction.timeout.ms": 60000,
+                  "transaction.timeout.ms": int(args.txn_timeout * 1000),
                   "socket.timeout.ms": int(args.socket_timeout * 1000),
                   "debug": "eos,protocol,broker"},
                  logger=log)
@@ -283,6 +283,8 @@ def main() -> int:
                     help="the offsets' group metadata: a standalone consumer's (generation "
                          "-1) or a subscribed classic member's (its generation)")
     ap.add_argument("--hold", type=float, default=15.0, help="hold window, seconds")
+    ap.add_argument("--txn-timeout", type=float, default=60.0,
+                    help="the producer's transaction.timeout.ms, seconds (librdkafka's default)")
     ap.add_argument("--socket-timeout", type=float, default=5.0,
                     help="the producer's socket.timeout.ms, seconds: the TxnOffsetCommit's "
                          "own request timeout (librdkafka's default is 60)")
