@@ -191,6 +191,8 @@ def test_bugs_lists_the_catalogue() -> None:
     assert "not fixed" in rows["librdkafka#4953"]
     assert "reproduces sometimes (timing)" in rows["librdkafka#4953"]
     assert "Kafka 3.9.1" in rows["KAFKA-17754"] and "reproduces (timing)" in rows["KAFKA-17754"]
+    assert "confluent-kafka 2.16.2" in rows["txn-offsets-after-abort"]
+    assert "seen (its script" in rows["txn-offsets-after-abort"]
 
 
 @pytest.mark.parametrize("args,reason", [
