@@ -1,9 +1,15 @@
-"""A client driver's stdout read a chunk at a time, its hot lines parsed as columns.
+"""A client driver's stdout read a chunk at a time, its hot events parsed as columns.
 
-A producer driver writes two lines per record (``sent``, then ``ack``; contract/
-driver_protocol.py). Parsed one by one in Python, they held the Java driver to a quarter of
-the rate of Kafka's own ProducerPerformance. Here a chunk of whole lines is
-scanned with NumPy: the lines are found by their newlines, told apart by their first byte
+A producer driver reports two events per record (``sent``, then ``ack``; contract/
+driver_protocol.py). Parsed one by one in Python, their text lines held the Java driver to a
+quarter of the rate of Kafka's own ProducerPerformance; parsed as text with NumPy, to half of
+it (the recorder's share of two cores). So the drivers write these two as fixed-width binary
+**frames** (:data:`FRAME_SIZE` bytes: a tag byte, three little-endian int64), read with
+``numpy.frombuffer`` at a few ns a record, and every other event as its text line; a
+frame's tag (1 or 2) is no byte a text line has. :func:`split_events` cuts a chunk into runs
+of frames and runs of text lines, and keeps a torn trailing frame or line for the next
+chunk. Text ``sent``/``ack`` lines stay valid (a driver may write them as lines): a run of
+text lines is scanned with NumPy: the lines are found by their newlines, told apart by their first byte
 (``s`` is only ``sent``, ``a`` only ``ack``), and each run of hot lines between two other
 lines becomes two integer arrays, parsed in one call. Every other line (and a hot line
 with the wrong number of fields) is handed on as it is, in the driver's order: a run's
@@ -20,6 +26,13 @@ import numpy as np
 
 _NL, _TAB, _MINUS = 10, 9, 45
 _SENT, _ACK = ord("s"), ord("a")
+#: A frame: its tag (:data:`SENT_TAG`: seq, partition, invoke_ns; :data:`ACK_TAG`: seq,
+#: offset, complete_ns), then the three fields as little-endian int64.
+SENT_TAG, ACK_TAG = 1, 2
+FRAME_SIZE = 25
+_TAGS = bytes((SENT_TAG, ACK_TAG))
+#: Frames looked at a time for the end of a run (a bounded look ahead per run).
+_WINDOW = 1 << 14
 #: Tabs in a hot line: kind and three integer fields.
 _HOT_TABS = 3
 
@@ -37,6 +50,56 @@ def split_complete(buf: bytes) -> tuple[bytes, bytes]:
     """(the whole lines of ``buf``, the partial last line after them)."""
     end = buf.rfind(b"\n") + 1
     return buf[:end], buf[end:]
+
+
+def split_events(buf: bytes) -> tuple[list[HotRun | bytes], bytes]:
+    """(the whole events of ``buf`` in order: a :class:`HotRun` per run of frames or of
+    well-formed text hot lines, every other line as its bytes; the partial last frame or
+    line after them, for the next chunk or, at the stream's end, a torn event)."""
+    out: list[HotRun | bytes] = []
+    a = np.frombuffer(buf, dtype=np.uint8)
+    n, p = len(buf), 0
+    while p < n:
+        if buf[p] in _TAGS:
+            k = _frames_at(a, p)
+            if k == 0:  # a frame not whole yet
+                break
+            out.append(_frame_run(a, p, k))
+            p += k * FRAME_SIZE
+            continue
+        # text up to the next frame (whose tag starts a line) or the last newline
+        nxt = min((i for i in (buf.find(b"\x01", p), buf.find(b"\x02", p)) if i >= 0),
+                  default=n)
+        end = buf.rfind(b"\n", p, nxt) + 1
+        if end <= p:  # no whole line before the next frame or the buffer's end
+            if nxt == n:
+                break
+            end = nxt  # a line cut off by a frame (a corrupt stream): a bad line
+        out.extend(pieces(buf[p:end]) if buf[end - 1] == _NL else [buf[p:end]])
+        p = end
+    return out, buf[p:]
+
+
+def _frames_at(a: np.ndarray, p: int) -> int:
+    """How many whole frames follow one another from ``p``."""
+    k = 0
+    while True:
+        whole = min(_WINDOW, (len(a) - p) // FRAME_SIZE - k)
+        if whole <= 0:
+            return k
+        at = p + k * FRAME_SIZE
+        tags = a[at:at + whole * FRAME_SIZE:FRAME_SIZE]
+        bad = np.flatnonzero((tags != SENT_TAG) & (tags != ACK_TAG))
+        if bad.size:
+            return k + int(bad[0])
+        k += whole
+
+
+def _frame_run(a: np.ndarray, p: int, k: int) -> HotRun:
+    block = a[p:p + k * FRAME_SIZE].reshape(k, FRAME_SIZE)
+    rows = np.ascontiguousarray(block[:, 1:]).view("<i8").astype(np.int64, copy=False)
+    is_sent = block[:, 0] == SENT_TAG
+    return HotRun(rows[is_sent], rows[~is_sent])
 
 
 def _ints(data: bytes, prefix: bytes, lines: int) -> np.ndarray | None:

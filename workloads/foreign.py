@@ -35,7 +35,7 @@ from contract.events import EventLog
 from workloads.call_watch import CallSlot
 from workloads.child_logging import configure_logging
 from workloads.consumer import ReadRecorder, rebalance_event
-from workloads.driver_lines import HotRun, pieces, split_complete
+from workloads.driver_lines import HotRun, split_events
 from workloads.history import history_dir
 from workloads.outcomes import OK
 from workloads.write_columns import ColumnRecorder
@@ -79,10 +79,10 @@ class _Recorder:
     bad_lines: int = 0
     topic: str = ""
 
-    def chunk(self, data: bytes) -> None:
-        """Whole lines of the driver's stdout, in its order: runs of ``sent``/``ack`` lines
-        as columns, every other line on its own."""
-        for piece in pieces(data):
+    def chunk(self, events: list[HotRun | bytes]) -> None:
+        """Whole events of the driver's stdout, in its order (driver_lines.split_events):
+        runs of ``sent``/``ack`` frames or lines as columns, every other line on its own."""
+        for piece in events:
             if isinstance(piece, HotRun):
                 self.hot(piece)
             else:
@@ -172,14 +172,14 @@ class _Recorder:
 
 def _feed(fd: int, rec: _Recorder, lock: threading.Lock) -> None:
     """Reads the driver's stdout as it comes (whatever a read returns, up to 1 MiB) and
-    hands its whole lines on; a last line without its newline is torn (a driver that died
+    hands its whole events on; a last frame or line cut short is torn (a driver that died
     while writing it)."""
     rest = b""
     while chunk := os.read(fd, 1 << 20):
-        whole, rest = split_complete(rest + chunk)
-        if whole:
+        events, rest = split_events(rest + chunk if rest else chunk)
+        if events:
             with lock:
-                rec.chunk(whole)
+                rec.chunk(events)
     if rest:
         with lock:
             rec.bad_lines += 1

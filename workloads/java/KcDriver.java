@@ -5,10 +5,11 @@
 // kafka-clients version a run asks for.
 
 import java.io.BufferedReader;
-import java.io.BufferedWriter;
+import java.io.BufferedOutputStream;
+import java.io.FileDescriptor;
+import java.io.FileOutputStream;
 import java.io.IOException;
 import java.io.InputStreamReader;
-import java.io.OutputStreamWriter;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -43,8 +44,9 @@ public final class KcDriver {
 
     private final Map<String, String> spec = new HashMap<>();
     private final Properties config = new Properties();
-    private final BufferedWriter out = new BufferedWriter(
-            new OutputStreamWriter(System.out, StandardCharsets.UTF_8), 1 << 16);
+    // Bytes, not a Writer: the hot events are binary frames (contract/driver_protocol.py).
+    private final BufferedOutputStream out = new BufferedOutputStream(
+            new FileOutputStream(FileDescriptor.out), 1 << 16);
     private volatile boolean stop;
     /** A consumer told ``down`` (and not yet ``up``) on stdin: closed until then. */
     private volatile boolean down;
@@ -84,26 +86,60 @@ public final class KcDriver {
     }
 
     // ------------------------------------------------------------------ the codec
-    /** The value of record seq of producer, padded to size bytes (workloads/record.py). */
+    private static final byte[] HEX = "0123456789abcdef".getBytes(StandardCharsets.US_ASCII);
+    /** The last padding made (its length is the value's size less its header's): one per
+     * record cost as much as the send; it changes only when seq gains a digit. */
+    private static volatile byte[] lastPad = new byte[0];
+
+    /** The value of record seq of producer, padded to size bytes (workloads/record.py).
+     * Written byte by byte (no String.format, no concatenation): it runs once a record. */
     static byte[] encode(int producer, long seq, int size) {
-        byte[] ident = (producer + "|" + seq + "|").getBytes(StandardCharsets.US_ASCII);
-        int headLen = MAGIC.length + ident.length + 9;
-        int n = Math.max(0, size - headLen);
-        byte[] pad = new byte[n];
-        for (int i = 0; i < n; i++) {
-            pad[i] = PAD[i % PAD.length];
+        byte[] ident = new byte[42];
+        int identLen = digits(ident, digits(ident, 0, producer), seq);
+        int n = Math.max(0, size - (MAGIC.length + identLen + 9));
+        byte[] pad = lastPad;
+        if (pad.length != n) {
+            pad = new byte[n];
+            for (int i = 0; i < n; i++) {
+                pad[i] = PAD[i % PAD.length];
+            }
+            lastPad = pad;
         }
         CRC32 crc = new CRC32();
-        crc.update(ident);
+        crc.update(ident, 0, identLen);
         crc.update(pad);
-        byte[] hex = String.format("%08x|", crc.getValue()).getBytes(StandardCharsets.US_ASCII);
-        byte[] v = new byte[MAGIC.length + ident.length + hex.length + n];
-        int at = 0;
-        for (byte[] part : new byte[][] {MAGIC, ident, hex, pad}) {
-            System.arraycopy(part, 0, v, at, part.length);
-            at += part.length;
+        long c = crc.getValue();
+        byte[] v = new byte[MAGIC.length + identLen + 9 + n];
+        System.arraycopy(MAGIC, 0, v, 0, MAGIC.length);
+        int at = MAGIC.length;
+        System.arraycopy(ident, 0, v, at, identLen);
+        at += identLen;
+        for (int shift = 28; shift >= 0; shift -= 4) {
+            v[at++] = HEX[(int) (c >>> shift) & 0xf];
         }
+        v[at++] = '|';
+        System.arraycopy(pad, 0, v, at, n);
         return v;
+    }
+
+    /** Writes n's decimal digits and a '|' at b[at]; returns the index after them. */
+    private static int digits(byte[] b, int at, long n) {
+        if (n < 0) { // the codec's ids are never negative; kept exact all the same
+            byte[] s = Long.toString(n).getBytes(StandardCharsets.US_ASCII);
+            System.arraycopy(s, 0, b, at, s.length);
+            b[at + s.length] = '|';
+            return at + s.length + 1;
+        }
+        int len = 1;
+        for (long x = n; x >= 10; x /= 10) {
+            len++;
+        }
+        for (int i = at + len - 1; i >= at; i--) {
+            b[i] = (byte) ('0' + n % 10);
+            n /= 10;
+        }
+        b[at + len] = '|';
+        return at + len + 1;
     }
 
     // ------------------------------------------------------------------ output
@@ -117,32 +153,41 @@ public final class KcDriver {
         for (Object f : fields) {
             j.add(String.valueOf(f));
         }
+        byte[] b = (j + "\n").getBytes(StandardCharsets.UTF_8);
         synchronized (out) {
             try {
-                out.write(j.toString());
-                out.write('\n');
+                out.write(b);
             } catch (IOException e) {
                 stop = true; // the recorder is gone: nobody records what we do
             }
         }
     }
 
-    private static final ThreadLocal<StringBuilder> HOT =
-            ThreadLocal.withInitial(() -> new StringBuilder(64));
+    /** Frame tags (contract/driver_protocol.py FRAMES). */
+    private static final byte SENT = 1;
+    private static final byte ACK = 2;
+    private static final ThreadLocal<byte[]> FRAME = ThreadLocal.withInitial(() -> new byte[25]);
 
-    /** A ``sent`` or ``ack`` line (two a record, one of them on the client's I/O thread):
-     * built without boxing or a joiner, so the callback holds the client's thread briefly. */
-    private void hot(String kind, long a, long b, long c) {
-        StringBuilder sb = HOT.get();
-        sb.setLength(0);
-        sb.append(kind).append('\t').append(a).append('\t').append(b).append('\t').append(c)
-                .append('\n');
+    /** A ``sent`` or ``ack`` event (two a record, one of them on the client's I/O thread) as
+     * its binary frame: a tag and three little-endian longs, no text to format or parse. */
+    private void hot(byte tag, long a, long b, long c) {
+        byte[] f = FRAME.get();
+        f[0] = tag;
+        putLong(f, 1, a);
+        putLong(f, 9, b);
+        putLong(f, 17, c);
         synchronized (out) {
             try {
-                out.append(sb);
+                out.write(f, 0, f.length);
             } catch (IOException e) {
                 stop = true; // the recorder is gone: nobody records what we do
             }
+        }
+    }
+
+    private static void putLong(byte[] f, int at, long v) {
+        for (int i = 0; i < 8; i++) {
+            f[at + i] = (byte) (v >>> (8 * i));
         }
     }
 
@@ -248,13 +293,13 @@ public final class KcDriver {
         }
         final long s = seq++;
         int part = parts.get((int) (s % parts.size()));
-        hot("sent", s, part, nowNs());
+        hot(SENT, s, part, nowNs());
         sending = Thread.currentThread();
         try {
             client.send(new ProducerRecord<>(topic, part, null, encode(producer, s, size)),
                     (md, e) -> {
                         if (e == null) {
-                            hot("ack", s, md.hasOffset() ? md.offset() : -1, nowNs());
+                            hot(ACK, s, md.hasOffset() ? md.offset() : -1, nowNs());
                         } else if (Thread.currentThread() == sending) {
                             line("refused", s, nowNs(), errorName(e));
                         } else {

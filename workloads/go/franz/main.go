@@ -135,7 +135,7 @@ func (p *franzProducer) send(seq int64, partition int32, value []byte) {
 		if err != nil {
 			out.line("error", seq, nowNs(), errorName(err))
 		} else {
-			out.line("ack", seq, r.Offset, nowNs()) // -1 when unknown (acks=0)
+			out.ack(seq, r.Offset, nowNs()) // -1 when unknown (acks=0)
 		}
 		p.n.Add(-1)
 	})

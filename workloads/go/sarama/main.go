@@ -159,7 +159,7 @@ func newProducer(s *spec) producerClient {
 			// Offset is set only from a produce response without error: -1 (ours) stays
 			// for acks=0 and for a DUPLICATE_SEQUENCE_NUMBER answer, which sarama also
 			// takes for success
-			out.line("ack", m.Metadata.(int64), m.Offset, nowNs())
+			out.ack(m.Metadata.(int64), m.Offset, nowNs())
 			sp.n.Add(-1)
 		}
 	}()
