@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import fcntl
 import logging
 import os
 import signal
@@ -46,6 +47,11 @@ log = logging.getLogger("kafka_chaos.workloads.foreign")
 TXN_OUTCOMES = ("committed", "aborted", "unknown")
 #: How long a stopped driver gets past its own close timeout before it is killed.
 EXIT_GRACE_S = 15.0
+#: The driver's stdout pipe's capacity: ~80,000 records' frames. With Linux's default
+#: (64 KiB, ~1,300 records) a driver blocked in its write whenever the recorder was off the
+#: CPU or writing a Parquet part (10-30 ms on a loaded 2-core machine), and the client's
+#: I/O thread, writing ``ack`` frames, stalled with it.
+PIPE_BYTES = 4 << 20
 
 
 @dataclass
@@ -220,6 +226,7 @@ def driver_main(run_dir: Path, spec: DriverSpec, stop_event: Any, stats_queue: A
                                 start_new_session=True)  # no terminal signals: we stop it
         lock = threading.Lock()
         assert proc.stdout is not None
+        _widen_pipe(proc.stdout.fileno())
         reader = threading.Thread(target=_feed, args=(proc.stdout.fileno(), rec, lock),
                                   daemon=True, name="kc-driver-lines")
         reader.start()
@@ -259,6 +266,27 @@ def driver_main(run_dir: Path, spec: DriverSpec, stop_event: Any, stats_queue: A
                 closer.close()
         if stats_queue is not None:
             stats_queue.put(_stats(rec, role, exitcode))
+
+
+def _widen_pipe(fd: int) -> None:
+    """Gives the pipe :data:`PIPE_BYTES` (or the most an unprivileged process may, the
+    system's ``fs.pipe-max-size``); a system without F_SETPIPE_SZ keeps its default."""
+    setsz = getattr(fcntl, "F_SETPIPE_SZ", None)
+    if setsz is None:
+        return
+    for size in (PIPE_BYTES, _pipe_max()):
+        try:
+            fcntl.fcntl(fd, setsz, size)
+            return
+        except OSError:  # EPERM past pipe-max-size without CAP_SYS_RESOURCE; try less
+            continue
+
+
+def _pipe_max() -> int:
+    try:
+        return int(Path("/proc/sys/fs/pipe-max-size").read_text())
+    except (OSError, ValueError):
+        return 1 << 20
 
 
 def _tell(proc: subprocess.Popen[bytes], command: str) -> None:
