@@ -13,10 +13,16 @@ the recorder decodes what consumers read (values travel base64-encoded), so deco
 defined once. ``<driver> --encode P S N`` prints the value of record S of producer P at size
 N (the codec's shared test vectors, tests/workloads/test_java_driver.py).
 
-The driver writes one **line per event** to stdout, ending in a newline (a last line without
-one is torn, and skipped), fields separated by tabs, times in
-wall-clock nanoseconds since the epoch, as they happen (flushed per line or per batch of
-lines, at least every 100 ms). The first field says what the line is (:data:`LINES`). It
+The driver writes one **event** at a time to stdout, times in wall-clock nanoseconds since
+the epoch, as they happen (flushed per event or per batch of them, at least every 100 ms).
+The two events of every record, ``sent`` and ``ack``, are binary **frames** (:data:`FRAMES`:
+:data:`FRAME_SIZE` bytes, a tag byte and three little-endian signed 64-bit integers, the
+fields of :data:`LINES` of the same name); every other event is a text **line**, ending in
+a newline, fields separated by tabs, whose first field says what it is (:data:`LINES`). A
+line never holds a frame's tag byte (control bytes 1 and 2), so the stream is read one
+event after another: a tag starts a frame, anything else a line. A driver may also write
+``sent`` and ``ack`` as lines. A last frame or line cut short (a killed driver) is torn, and
+skipped; the events before it are whole. It
 stops when its stdin reaches its end (the recorder closes it to stop it, and so does a
 recorder that dies; the lines before it are :data:`COMMANDS`), at its duration or after
 ``max_records``; a producer then closes its client, waiting up to ``close_timeout_s``
@@ -96,6 +102,14 @@ LINES: dict[str, tuple[str, ...]] = {
     # the driver is finished: nothing follows
     "end": (),
 }
+
+
+#: Frame tags: the binary form of the two hot events (fields as in :data:`LINES`, each a
+#: little-endian int64 after the tag). Fixed width, so the recorder reads a run of them
+#: with ``numpy.frombuffer``: as text they cost the recorder more CPU a record than the
+#: client's send (the Java driver reached half of Kafka's own perf tool).
+FRAMES: dict[int, str] = {1: "sent", 2: "ack"}
+FRAME_SIZE = 25
 
 
 #: Lines the recorder writes on a driver's stdin (its end means stop): a group consumer

@@ -4,16 +4,17 @@ A producer driver reports two events per record (``sent``, then ``ack``; contrac
 driver_protocol.py). Parsed one by one in Python, their text lines held the Java driver to a
 quarter of the rate of Kafka's own ProducerPerformance; parsed as text with NumPy, to half of
 it (the recorder's share of two cores). So the drivers write these two as fixed-width binary
-**frames** (:data:`FRAME_SIZE` bytes: a tag byte, three little-endian int64), read with
-``numpy.frombuffer`` at a few ns a record, and every other event as its text line; a
-frame's tag (1 or 2) is no byte a text line has. :func:`split_events` cuts a chunk into runs
-of frames and runs of text lines, and keeps a torn trailing frame or line for the next
-chunk. Text ``sent``/``ack`` lines stay valid (a driver may write them as lines): a run of
-text lines is scanned with NumPy: the lines are found by their newlines, told apart by their first byte
+frames (``FRAME_SIZE`` bytes: a tag byte, three little-endian int64), read with
+``numpy.frombuffer`` at about 0.1 µs a record, and every other event as its text line.
+:func:`split_events` cuts a chunk into runs of frames and runs of text lines, and keeps a
+torn trailing frame or line for the next chunk.
+
+Text ``sent``/``ack`` lines stay valid; a run of text lines is scanned with NumPy
+(:func:`pieces`): the lines are found by their newlines, told apart by their first byte
 (``s`` is only ``sent``, ``a`` only ``ack``), and each run of hot lines between two other
-lines becomes two integer arrays, parsed in one call. Every other line (and a hot line
-with the wrong number of fields) is handed on as it is, in the driver's order: a run's
-records are all sent before any later line is seen, so an ``error`` line always follows its
+lines becomes two integer arrays, parsed in one call. Every other line (and a hot line with
+the wrong number of fields) is handed on as it is, in the driver's order: a run's records
+are all sent before any later event is seen, so an ``error`` line always follows its
 record's ``sent``.
 """
 
@@ -24,12 +25,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from contract.driver_protocol import FRAME_SIZE, FRAMES
+
 _NL, _TAB, _MINUS = 10, 9, 45
 _SENT, _ACK = ord("s"), ord("a")
 #: A frame: its tag (:data:`SENT_TAG`: seq, partition, invoke_ns; :data:`ACK_TAG`: seq,
 #: offset, complete_ns), then the three fields as little-endian int64.
-SENT_TAG, ACK_TAG = 1, 2
-FRAME_SIZE = 25
+SENT_TAG = next(t for t, k in FRAMES.items() if k == "sent")
+ACK_TAG = next(t for t, k in FRAMES.items() if k == "ack")
 _TAGS = bytes((SENT_TAG, ACK_TAG))
 #: Frames looked at a time for the end of a run (a bounded look ahead per run).
 _WINDOW = 1 << 14
@@ -68,8 +71,7 @@ def split_events(buf: bytes) -> tuple[list[HotRun | bytes], bytes]:
             p += k * FRAME_SIZE
             continue
         # text up to the next frame (whose tag starts a line) or the last newline
-        nxt = min((i for i in (buf.find(b"\x01", p), buf.find(b"\x02", p)) if i >= 0),
-                  default=n)
+        nxt = min((i for i in (buf.find(t, p) for t in _TAGS) if i >= 0), default=n)
         end = buf.rfind(b"\n", p, nxt) + 1
         if end <= p:  # no whole line before the next frame or the buffer's end
             if nxt == n:

@@ -1,7 +1,8 @@
-"""A client driver that speaks contract/driver_protocol.py without any client: it prints the
-lines of the file its spec's ``config.fake.lines`` names, then either exits at once with the
-code of ``config.fake.exit`` (a crash: no ``end``) or, without it, waits for its stdin to end
-(the recorder's stop) and writes ``end``. The recorder's tests run it as a real process."""
+"""A client driver that speaks contract/driver_protocol.py without any client: it writes
+the bytes (lines and frames) of the file its spec's ``config.fake.lines`` names, then either
+exits at once with the code of ``config.fake.exit`` (a crash: no ``end``) or, without it,
+waits for its stdin to end (the recorder's stop) and writes ``end``. The recorder's tests
+run it as a real process."""
 
 from __future__ import annotations
 
@@ -11,13 +12,14 @@ import sys
 def main(spec_path: str) -> int:
     with open(spec_path) as fh:
         spec = dict(line.split("=", 1) for line in fh.read().splitlines() if "=" in line)
-    with open(spec["config.fake.lines"]) as fh:
-        sys.stdout.write(fh.read())
-    sys.stdout.flush()
+    with open(spec["config.fake.lines"], "rb") as fh:
+        sys.stdout.buffer.write(fh.read())
+    sys.stdout.buffer.flush()
     if "config.fake.exit" in spec:
         return int(spec["config.fake.exit"])
     sys.stdin.read()  # until the recorder closes it
-    print("end", flush=True)
+    sys.stdout.buffer.write(b"end\n")
+    sys.stdout.buffer.flush()
     return 0
 
 

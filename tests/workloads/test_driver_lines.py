@@ -4,10 +4,12 @@ malformed hot one too) is handed on alone, and a run of attempts must be dense."
 
 from __future__ import annotations
 
+import struct
+
 import numpy as np
 import pytest
 
-from workloads.driver_lines import HotRun, pieces, split_complete
+from workloads.driver_lines import ACK_TAG, SENT_TAG, HotRun, pieces, split_complete, split_events
 from workloads.write_columns import ColumnRecorder
 
 
@@ -36,6 +38,49 @@ def test_hot_runs_and_other_lines_keep_the_drivers_order() -> None:
 def test_only_whole_lines_are_parsed() -> None:
     assert split_complete(b"sent\t0\t0\t1\nack\t0\t5") == (b"sent\t0\t0\t1\n", b"ack\t0\t5")
     assert split_complete(b"ack\t0") == (b"", b"ack\t0")
+
+
+def _frame(tag: int, a: int, b: int, c: int) -> bytes:
+    return struct.pack("<Bqqq", tag, a, b, c)
+
+
+STREAM = (b"hello\tgo\t1\n"
+          + _frame(SENT_TAG, 0, 0, 100) + _frame(SENT_TAG, 1, 1, 101)
+          + _frame(ACK_TAG, 0, 10, 150)      # bytes 10 (a newline) inside a frame
+          + b"error\t1\t160\tTimeoutException\n"
+          + _frame(ACK_TAG, 2, -1, 170)
+          + b"sent\t5\t0\t9\n"              # a text hot line is still one
+          + b"end\n")
+
+
+def _events(chunks: list[bytes]) -> tuple[list[object], bytes]:
+    """The events of the chunks read one after another, each run as its sent rows, then its
+    acknowledgements (a run cut in two by a read is two runs)."""
+    got: list[object] = []
+    rest = b""
+    for c in chunks:
+        events, rest = split_events(rest + c)
+        for e in events:
+            got += ([("sent", r) for r in e.sent.tolist()] + [("ack", r) for r in e.acks.tolist()]
+                    if isinstance(e, HotRun) else [e])
+    return got, rest
+
+
+def test_frames_and_lines_keep_the_drivers_order_wherever_a_read_cuts() -> None:
+    torn = _frame(SENT_TAG, 3, 0, 1)[:7]
+    whole, rest = _events([STREAM + torn])
+    assert whole == [
+        b"hello\tgo\t1\n", ("sent", [0, 0, 100]), ("sent", [1, 1, 101]), ("ack", [0, 10, 150]),
+        b"error\t1\t160\tTimeoutException\n", ("ack", [2, -1, 170]), ("sent", [5, 0, 9]),
+        b"end\n"]
+    assert rest == torn  # a frame cut short waits for its rest (or is torn)
+    for cut in range(len(STREAM) + 1):
+        assert _events([STREAM[:cut], STREAM[cut:] + torn]) == (whole, torn), cut
+
+
+def test_a_line_cut_off_by_a_frame_is_handed_on_alone() -> None:
+    got, rest = _events([b"sent\t1" + _frame(ACK_TAG, 1, 2, 3) + b"end"])
+    assert got == [b"sent\t1", ("ack", [1, 2, 3])] and rest == b"end"
 
 
 def test_a_run_of_attempts_must_be_dense(tmp_path) -> None:  # type: ignore[no-untyped-def]

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import base64
 import json
+import struct
 import subprocess
 import sys
 from pathlib import Path
@@ -22,6 +23,7 @@ from pathlib import Path
 import pytest
 
 from contract.clients import JAVA, ClientSpec
+from contract.driver_protocol import FRAME_SIZE, FRAMES
 from runner.java_client import JavaClient, ensure_java
 from tests.support.clients import JAVA as TEST_JAVA
 from tests.support.clients import version
@@ -51,11 +53,11 @@ def test_java_encodes_as_the_contract(java, producer, seq, size):  # type: ignor
     assert decode(value) == (producer, seq, True)
 
 
-def _fake(lines: list[str], exit_code: int | None = None, tmp: Path | None = None
+def _fake(lines: list[str] | bytes, exit_code: int | None = None, tmp: Path | None = None
           ) -> tuple[ForeignDriver, dict[str, str]]:
     assert tmp is not None
     path = tmp / "lines.txt"
-    path.write_text("".join(lines))
+    path.write_bytes(lines if isinstance(lines, bytes) else "".join(lines).encode())
     extra = {"fake.lines": str(path)}
     if exit_code is not None:
         extra["fake.exit"] = str(exit_code)
@@ -93,6 +95,39 @@ def test_recorder_writes_what_a_dying_driver_reported(tmp_path):  # type: ignore
     assert st["client"] == {"client": "java", "client_version": "9.9.9"}
     assert st["driver_exitcode"] == 1 and st["driver_ended"] is False
     assert st["bad_lines"] == 1
+
+
+def _frame(kind: str, a: int, b: int, c: int) -> bytes:
+    tag = next(t for t, k in FRAMES.items() if k == kind)
+    frame = struct.pack("<Bqqq", tag, a, b, c)
+    assert len(frame) == FRAME_SIZE
+    return frame
+
+
+def test_recorder_reads_frames_and_skips_a_torn_one(tmp_path):  # type: ignore[no-untyped-def]
+    """The drivers' binary sent/ack frames between text lines; a killed driver's last frame
+    cut short is torn: its record stays without an outcome (info)."""
+    n = 3000  # more than one read of the pipe, so frames are cut between chunks
+    stream = b"".join([
+        b"hello\tjava\t9.9.9\n",
+        *(_frame("sent", s, s % 2, 1000 + s) for s in range(n)),
+        *(_frame("ack", s, 10 + s, 5000 + s) for s in range(0, n - 2)),
+        b"error\t%d\t9000\tTimeoutException\n" % (n - 2),
+        _frame("ack", n - 1, -1, 9001)[:-5]])  # torn: the driver died writing it
+    driver, extra = _fake(stream, exit_code=1, tmp=tmp_path)
+    group = driver.start_producers(tmp_path, "unused:9092", "t", 2,
+                                   ProducerConfig(duration_s=30, extra=extra), 1)
+    wait_finished(group)
+    stats = group.stop()
+    got = {r["seq"]: r for r in rows(read_table(tmp_path, "writes"))}
+    assert set(got) == set(range(n))
+    assert all((r["outcome"], r["offset"], r["complete_ns"], r["invoke_ns"], r["partition"])
+               == ("ok", 10 + s, 5000 + s, 1000 + s, s % 2)
+               for s, r in got.items() if s < n - 2)
+    assert (got[n - 2]["outcome"], got[n - 2]["error"]) == ("info", "TimeoutException")
+    assert (got[n - 1]["outcome"], got[n - 1]["complete_ns"]) == ("info", None)
+    st = stats["p0"]
+    assert (st["ok"], st["info"], st["attempts"], st["bad_lines"]) == (n - 2, 2, n, 1)
 
 
 def test_recorder_decodes_a_driver_consumer_and_stops_it(tmp_path):  # type: ignore[no-untyped-def]
