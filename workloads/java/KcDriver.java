@@ -1,6 +1,7 @@
 // kafka-chaos's driver of Kafka's Java client (kafka-clients): one producer or one consumer,
-// reporting every attempt, acknowledgement, error and read as a line on stdout to the Python
-// recorder that writes the run's history. The protocol (spec file, line kinds, record codec)
+// reporting every attempt, acknowledgement, error and read on stdout (attempts and
+// acknowledgements as binary frames, the rest as lines) to the Python recorder that writes
+// the run's history. The protocol (spec file, line kinds, frames, record codec)
 // is contract/driver_protocol.py; runner/java_client.py builds this file against the
 // kafka-clients version a run asks for.
 
