@@ -1,6 +1,6 @@
 // Shared part of kafka-chaos's Go client drivers (franz-go, sarama): the spec, the record
-// codec, the events on stdout (sent/ack as binary frames, the rest as lines), the stop signal (stdin's end) and the producer's and
-// consumer's loops. runner/go_client.py copies this file beside one client's main.go and
+// codec, the events on stdout (sent/ack as binary frames, the rest as lines), the stop
+// signal (stdin's end) and the producer's and consumer's loops. runner/go_client.py copies this file beside one client's main.go and
 // builds them as one program; the client's file supplies clientName, clientModule,
 // newProducer and newConsumer. The protocol is contract/driver_protocol.py.
 package main
