@@ -39,7 +39,7 @@ from workloads.consumer import ReadRecorder, rebalance_event
 from workloads.driver_lines import HotRun, split_events
 from workloads.history import history_dir
 from workloads.outcomes import OK
-from workloads.write_columns import ColumnRecorder
+from workloads.write_columns import ColumnRecorder, warm_up
 from workloads.write_recorder import WriteRecorder, make_recorder
 
 log = logging.getLogger("kafka_chaos.workloads.foreign")
@@ -205,6 +205,7 @@ def driver_main(run_dir: Path, spec: DriverSpec, stop_event: Any, stats_queue: A
                                    transactional="transactional.id" in spec.config,
                                    chunk_rows=spec.history_chunk_rows,
                                    flush_interval_s=spec.history_flush_interval_s)
+        warm_up()  # pyarrow's first-use costs before the driver's first record, not after
     else:
         rec.reads = ReadRecorder(run_dir, name, str(spec.values["mode"]),
                                  spec.history_chunk_rows, spec.history_flush_interval_s)
