@@ -164,4 +164,6 @@ def test_bandwidth_limit_only_towards_chosen_peers(make_lan: MakeLan) -> None:
         handle.heal()
     print(f"rate 4000 kbit towards h1: h1 {limited:.0f} kbit/s, h2 {free:.0f} kbit/s")
     assert 0.8 * 4000 <= limited <= 1.1 * 4000
-    assert free >= 10 * 4000
+    # unshaped: far above the limit. Not 10x: the measuring loop is Python on the host's
+    # CPU, and a loaded 2-core host measured 25 Mbit/s on the free path (6x the limit)
+    assert free >= 4 * 4000
