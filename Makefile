@@ -30,28 +30,33 @@ demo: setup
 
 # The cluster tests in LANES pytest sessions at once, sharing the test files as they go
 # (tests/lanes.py: whole files, claimed in collection order), and beside them the tests that
-# start none, as in make unit: two sessions, the Spark tests and the rest (mostly waits; in
-# one session they queued behind the Spark checks and made it the suite's last to end). The
-# lanes' brokers mostly wait, the Spark tests compute: those sessions run at niceness 10, so
+# start none: the rest (mostly waits) in one session, the Spark tests in SPARK_LANES sessions
+# sharing their files the same way (a check on a small history is mostly one thread planning
+# queries: one JVM alone was the suite's last session to end, ~31 min). The lanes' brokers
+# mostly wait, the Spark tests compute: those sessions run at niceness 10, so
 # their Spark never starves a cluster whose faults are being timed (on a cgroup-v1 host all
 # of Docker's containers weigh as much as one host thread, and controllers stalled 2-8 s,
 # fencing healthy brokers, while that session ran). The first lane's output comes first,
 # then the other lanes' and the other sessions' (kept in .cluster-lane-N.log,
-# .not-cluster-spark-tests.log and .not-cluster-tests.log); the exit status is the first
+# .spark-lane-N.log and .not-cluster-tests.log); the exit status is the first
 # failure's; Ctrl-C stops them all (the trap sends SIGTERM, as background jobs ignore
 # SIGINT).
 # SPLIT= runs everything in one session.
 SPLIT ?= 1
 LANES ?= 2
+SPARK_LANES ?= 2
 test: setup
 ifeq ($(SPLIT),1)
 	@claims=$$(mktemp -d /tmp/kafka-chaos-lanes.XXXXXX); others=; \
+	sparks=$$(mktemp -d /tmp/kafka-chaos-lanes.XXXXXX); \
 	for n in $$(seq 2 $(LANES)); do \
 	  $(BIN)/python -m pytest -m cluster --lane-claims=$$claims $(PYTEST_ARGS) \
 	    > .cluster-lane-$$n.log 2>&1 & others="$$others $$!"; \
 	done; \
-	nice -n 10 $(BIN)/python -m pytest -m "not cluster and spark" $(PYTEST_ARGS) \
-	  > .not-cluster-spark-tests.log 2>&1 & others="$$others $$!"; \
+	for n in $$(seq 1 $(SPARK_LANES)); do \
+	  nice -n 10 $(BIN)/python -m pytest -m "not cluster and spark" --lane-claims=$$sparks \
+	    $(PYTEST_ARGS) > .spark-lane-$$n.log 2>&1 & others="$$others $$!"; \
+	done; \
 	nice -n 10 $(BIN)/python -m pytest -m "not cluster and not spark" $(PYTEST_ARGS) \
 	  > .not-cluster-tests.log 2>&1 & others="$$others $$!"; \
 	trap 'kill -TERM $$others 2>/dev/null' INT TERM; \
@@ -60,15 +65,16 @@ ifeq ($(SPLIT),1)
 	  wait $$pid; s=$$?; [ $$status -ne 0 ] || status=$$s; n=$$((n + 1)); \
 	  if [ $$n -le $(LANES) ]; then \
 	    echo "== cluster lane $$n (run beside the first), exit $$s"; cat .cluster-lane-$$n.log; \
-	  elif [ $$n -eq $$(($(LANES) + 1)) ]; then \
-	    echo "== the tests that start no cluster and use Spark (run beside), exit $$s"; \
-	    cat .not-cluster-spark-tests.log; \
+	  elif [ $$n -le $$(($(LANES) + $(SPARK_LANES))) ]; then \
+	    k=$$((n - $(LANES))); \
+	    echo "== Spark lane $$k: tests that start no cluster and use Spark (run beside), exit $$s"; \
+	    cat .spark-lane-$$k.log; \
 	  else \
 	    echo "== the other tests that start no cluster (run beside), exit $$s"; \
 	    cat .not-cluster-tests.log; \
 	  fi; \
 	done; \
-	rm -rf $$claims; exit $$status
+	rm -rf $$claims $$sparks; exit $$status
 else
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 endif
