@@ -31,8 +31,9 @@ demo: setup
 # The cluster tests in LANES pytest sessions at once, sharing the test files as they go
 # (tests/lanes.py: whole files, claimed in collection order), and beside them the tests that
 # start none: the rest (mostly waits) in one session, the Spark tests in SPARK_LANES sessions
-# sharing their files the same way (a check on a small history is mostly one thread planning
-# queries: one JVM alone was the suite's last session to end, ~31 min). The lanes' brokers
+# sharing their files the same way (one by default: on 2 cores two JVMs ended no sooner, 29
+# min each against one's 31 at a similar load, and starved the cluster tests' clients of
+# CPU; a bigger machine may want 2). The lanes' brokers
 # mostly wait, the Spark tests compute: those sessions run at niceness 10, so
 # their Spark never starves a cluster whose faults are being timed (on a cgroup-v1 host all
 # of Docker's containers weigh as much as one host thread, and controllers stalled 2-8 s,
@@ -44,7 +45,7 @@ demo: setup
 # SPLIT= runs everything in one session.
 SPLIT ?= 1
 LANES ?= 2
-SPARK_LANES ?= 2
+SPARK_LANES ?= 1
 test: setup
 ifeq ($(SPLIT),1)
 	@claims=$$(mktemp -d /tmp/kafka-chaos-lanes.XXXXXX); others=; \
