@@ -132,8 +132,12 @@ def round_trip(driver: ForeignDriver, boot: str, topic: str, run_dir: Path) -> N
     consumers = driver.start_consumers(run_dir, boot, topic, 3, ccfg,
                                        [ConsumerSpec("c0", "assign"),
                                         ConsumerSpec("c1", "subscribe")])
+    # a number of records, not a time: a producer's first request on a fresh topic can take
+    # seconds on a loaded host (one acknowledged 1 record in a 5 s run while the other wrote
+    # all its 1000); the duration is only the bound
     producers = driver.start_producers(run_dir, boot, topic, 3,
-                                       ProducerConfig(rate=200, duration_s=5), 2)
+                                       ProducerConfig(rate=200, duration_s=60, max_records=1000),
+                                       2)
     wait_finished(producers, timeout_s=90)
     pstats = producers.stop()
     writes = rows(read_table(run_dir, "writes"))

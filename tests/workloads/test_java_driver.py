@@ -173,8 +173,12 @@ def test_java_transactions_commit_and_abort_on_a_real_cluster(java, cluster, top
     its transaction and outcome; read_committed sees exactly the committed rows' records."""
     driver = ForeignDriver(ClientSpec(JAVA, java.version), tuple(java.command()))
     boot = cluster.bootstrap_servers
-    cfg = ProducerConfig(rate=300, duration_s=6, transactional=True, records_per_txn=10,
-                         abort_share=0.3, seed=3, transactional_id_prefix=f"kc-{topic}")
+    # a number of records, not a time: the first transactional producer on a fresh cluster
+    # waits for the transaction log's partitions (one spent all of a 6 s run in
+    # init_transactions on a loaded host)
+    cfg = ProducerConfig(rate=300, duration_s=60, max_records=1500, transactional=True,
+                         records_per_txn=10, abort_share=0.3, seed=3,
+                         transactional_id_prefix=f"kc-{topic}")
     producers = driver.start_producers(tmp_path, boot, topic, 3, cfg, 2)
     wait_finished(producers, timeout_s=120)
     stats = producers.stop()
