@@ -135,17 +135,17 @@ def build_go(target: Path, kind: str, version: str) -> None:
 
 def ensure_go(kind: str, version: str, say: Callable[[str], None] = print,
               builder: Callable[[Path, str, str], None] = build_go) -> GoClient:
-    """The Go driver of client ``kind`` (franz-go, sarama) at ``version``: the cached build,
-    made first if absent, and again when the driver's source changed since (its digest is
-    in the info). Raises ClientVenvError (one line) when it cannot be built."""
+    """The Go driver of client ``kind`` (franz-go, sarama) at ``version``: the cached build of
+    this checkout's driver source (a folder per source digest), made first if absent.
+    Raises ClientVenvError (one line) when it cannot be built."""
     if kind not in MODULES:
         raise ClientVenvError(f"--client {kind}: not a Go client ({', '.join(MODULES)})")
     if not _SEMVER.match(version):
         # go would take 1.22 for the query "latest 1.22.x", not for a version
         raise ClientVenvError(f"--client {kind}:{version}: a Go module's version has three "
                               f"parts, e.g. {kind}:{EXAMPLES[kind]}")
-    final = go_dir(kind, version)
-    digest = _source_digest(kind, version)
+    digest = _source_digest(kind, version)  # read once: it names the folder and its info
+    final = build_dir(f"{kind}-{version}", digest)
 
     def build(tmp: Path) -> dict[str, str]:
         builder(tmp, kind, version)

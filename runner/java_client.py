@@ -91,10 +91,10 @@ def build_java(target: Path, version: str) -> None:
 
 def ensure_java(version: str, say: Callable[[str], None] = print,
                 builder: Callable[[Path, str], None] = build_java) -> JavaClient:
-    """The Java driver for kafka-clients ``version``: the cached build, made first if absent.
-    A build is redone when the driver's source changed since (its digest is in the info)."""
-    final = java_dir(version)
-    digest = _source_digest()
+    """The Java driver for kafka-clients ``version``: the cached build of this checkout's
+    driver source (a folder per source digest), made first if absent."""
+    digest = _source_digest()  # read once: it names the folder and goes into its info
+    final = build_dir(f"java-{version}", digest)
 
     def build(tmp: Path) -> dict[str, str]:
         builder(tmp, version)
