@@ -126,6 +126,7 @@ class Chromium:
             f"--window-size={self.width},{self.height}",
             "about:blank",
         ]
+        stderr = self._stderr_file()
         # close_fds=False: fd 3/4 must survive exec; Python's own fds are non-inheritable anyway.
         self.proc = subprocess.Popen(
             args,
@@ -133,8 +134,9 @@ class Chromium:
             close_fds=False,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
+            stderr=stderr,
         )
+        os.close(stderr)
         os.close(to_chrome_r)
         os.close(from_chrome_w)
         targets = self.call("Target.getTargets")["targetInfos"]
@@ -145,7 +147,7 @@ class Chromium:
         self._session = self.call("Target.attachToTarget", targetId=target_id, flatten=True)[
             "sessionId"
         ]
-        for domain in ("Page", "Runtime", "Network", "Log"):
+        for domain in ("Page", "Runtime", "Network", "Log", "Inspector"):
             self.call(f"{domain}.enable", session=True)
         self.call(
             "Emulation.setDeviceMetricsOverride",
@@ -155,6 +157,20 @@ class Chromium:
             deviceScaleFactor=1,
             mobile=False,
         )
+
+    def _stderr_file(self) -> int:
+        # Kept in the profile: a page that never loads is explained by what Chromium said.
+        return os.open(Path(self._profile) / "stderr.log", os.O_WRONLY | os.O_CREAT, 0o600)
+
+    def _why_silent(self) -> str:
+        """What is known when Chromium did not answer: its process, a crashed page, its stderr."""
+        alive = "running" if self.proc and self.proc.poll() is None else (
+            f"exited {self.proc.returncode}" if self.proc else "not started")
+        crashed = any(e.get("method") == "Inspector.targetCrashed" for e in self._events)
+        log = Path(self._profile) / "stderr.log"
+        tail = log.read_text(errors="replace").splitlines()[-5:] if log.exists() else []
+        return (f"Chromium {alive}, page {'crashed' if crashed else 'not crashed'}; "
+                f"last stderr lines: {tail}")
 
     def close(self) -> None:
         """Stop the browser (only the process we started) and remove its profile."""
@@ -191,11 +207,9 @@ class Chromium:
 
     def _read(self, deadline: float) -> list[dict[str, Any]]:
         remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            raise TimeoutError("Chromium did not answer in time")
-        ready, _, _ = select.select([self._from_chrome], [], [], remaining)
+        ready = select.select([self._from_chrome], [], [], remaining)[0] if remaining > 0 else []
         if not ready:
-            raise TimeoutError("Chromium did not answer in time")
+            raise TimeoutError(f"Chromium did not answer in time: {self._why_silent()}")
         chunk = os.read(self._from_chrome, 1 << 20)
         if not chunk:
             raise RuntimeError("Chromium closed the DevTools pipe")
@@ -206,12 +220,19 @@ class Chromium:
     def _wait_event(self, method: str, timeout: float) -> None:
         deadline = time.monotonic() + timeout
         while not any(e.get("method") == method for e in self._events):
+            if any(e.get("method") == "Inspector.targetCrashed" for e in self._events):
+                raise RuntimeError(f"the page crashed: {self._why_silent()}")
             self._events.extend(self._read(deadline))
 
     # -- what the tests use -------------------------------------------------------------------
 
-    def open(self, path: Path, timeout: float = 60) -> PageLoad:
-        """Load a local file, wait for its load event and a quiet moment, report what happened."""
+    def open(self, path: Path, timeout: float = 300) -> PageLoad:
+        """Load a local file, wait for its load event and a quiet moment, report what happened.
+
+        ``timeout`` only tells a hung browser from a slow one: on a shared machine under a
+        whole suite's load a page that loads in 0.2 s alone has taken over a minute. How fast
+        a report opens is measured by ``python -m bench report --browser``.
+        """
         url = path.resolve().as_uri()
         self._events.clear()
         t0 = time.monotonic()

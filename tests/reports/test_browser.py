@@ -95,10 +95,18 @@ def test_unknown_report(chromium: Chromium, unknown_run: Path, artifacts: Path) 
     check_report(chromium, unknown_run, artifacts, "unknown")
 
 
-def test_large_report_opens_quickly(chromium: Chromium, large_run: Path, artifacts: Path) -> None:
+MAX_LARGE_REPORT_ELEMENTS = 6_000
+
+
+def test_large_report_stays_light(chromium: Chromium, large_run: Path, artifacts: Path) -> None:
+    """A 400k-write run's page stays small: downsampled plots, capped tables.
+
+    What it bounds is what makes a page open fast (size, elements, height); the time to open
+    one is measured by ``python -m bench report --browser``, not here.
+    """
     facts = check_report(chromium, large_run, artifacts, "large")
-    load = chromium.open(large_run / "report.html")
-    assert load.load_seconds < 5, f"large report took {load.load_seconds:.1f}s to load"
+    elements = chromium.evaluate("document.getElementsByTagName('*').length")
+    assert facts["plots"] and elements < MAX_LARGE_REPORT_ELEMENTS, f"{elements} elements"
     assert facts["scrollHeight"] < 12_000
 
 
