@@ -11,7 +11,9 @@ clusters, and proof that nothing of theirs is left behind.
   both labels (``compose.cleanup.extra_labels``).
 - After each ``cluster`` test (the ``no_leaks`` fixture, autouse): nothing labelled with the
   test is left except the session's shared clusters; those hold no iptables rule, qdisc or
-  delayer of ours; no delayer or dead-man watchdog process the test started still runs.
+  delayer of ours; no delayer or dead-man watchdog process the test started still runs; no
+  librdkafka client the test made in this process is still alive (one left open reconnects
+  for the rest of the session to addresses a later cluster reuses).
 - Tests marked ``nightly`` (long repetitions: a scenario again on another Kafka version, the
   examples/ suite, which repeats catalogue scenarios tests/scenarios already runs) are
   deselected from a plain ``pytest`` / ``make test`` (no paths given); ``--nightly`` (``make
@@ -182,8 +184,10 @@ def no_leaks(request: pytest.FixtureRequest) -> Iterator[None]:
     state = request.config.stash[_STATE]
     client = request.getfixturevalue("docker_client")
     tid = label_of(request.node.nodeid)
+    clients_before = librdkafka_clients()
     yield
     problems = left_behind(client, {LABEL_TEST: tid}, state.shared)
+    problems += clients_left(clients_before)
     problems += net_state_left(client, state)
     problems += processes_left(tid)
     if problems:
@@ -300,6 +304,26 @@ def processes_left(tid: str) -> list[str]:
         if not found or time.monotonic() > deadline:
             return found
         time.sleep(0.2)  # polling foreign processes' exit: there is no handle to wait on
+
+
+def librdkafka_clients() -> set[str]:
+    """Thread ids of this process's librdkafka main threads: one per live client handle."""
+    out = set()
+    for task in Path("/proc/self/task").iterdir():
+        with contextlib.suppress(OSError):
+            if (task / "comm").read_text().strip() == "rdk:main":
+                out.add(task.name)
+    return out
+
+
+def clients_left(before: set[str]) -> list[str]:
+    """librdkafka clients made during the test and still alive after a garbage collection
+    (a handle is destroyed, and its threads joined, when its Python object goes)."""
+    import gc
+
+    gc.collect()
+    new = librdkafka_clients() - before
+    return [f"{len(new)} librdkafka client(s) still open (close or drop them)"] if new else []
 
 
 def created_by_unmarked(client, state: _State) -> list[str]:  # noqa: ANN001

@@ -95,8 +95,8 @@ class RecordingProducer:
         self._events = (EventLog(history_dir(self.run_dir) / "events.jsonl")
                         if is_idempotent(self.config) else None)
         self._epochs = EpochWatch(self._events, self.producer_id)
-        self._client = Producer(watched(self.config, self._epochs) if self._events is not None
-                                else dict(config))
+        self._client: Producer | _ClosedProducer = Producer(
+            watched(self.config, self._epochs) if self._events is not None else dict(config))
         self._recorders: dict[str, WriteRecorder] = {}
         self._next_seq = 0
         self._closed = False
@@ -297,6 +297,11 @@ class RecordingProducer:
         self._watch.close()
         if self._events is not None:
             self._events.close()
+        # Dropping the last reference destroys the handle (its threads and connections) now,
+        # not when the application lets go of this object: a handle kept alive reconnects to
+        # brokers long gone. Not Producer.close(), which newer clients make abort an open
+        # transaction; a closed recorded producer must leave one as a crashed process does.
+        self._client = _ClosedProducer()
 
     def stats(self) -> dict[str, dict[str, Any]]:
         """The recorders' counts per topic (attempts, ok, fail, info, errors)."""
@@ -313,6 +318,16 @@ class RecordingProducer:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._client, name)  # everything not recorded is the client's own
+
+
+class _ClosedProducer:
+    """What a closed :class:`RecordingProducer` wraps: nothing is queued, every call raises."""
+
+    def __len__(self) -> int:
+        return 0
+
+    def __getattr__(self, name: str) -> Any:
+        raise RuntimeError(f"Producer.{name}: the recorded producer is closed")
 
 
 __all__ = ["RecordingConsumer", "RecordingProducer", "identity_of", "plain_config"]
