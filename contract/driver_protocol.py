@@ -54,6 +54,15 @@ SPEC_KEYS: dict[str, tuple[str, ...]] = {
     # poll meanwhile)
     "consumer": ("mode", "poll_timeout_ms", "restart_interval_s", "restart_pause_s",
                  "restart_close_delay_s"),
+    # a producer given input_topic is a consume-transform-produce loop (the Java driver's
+    # only; docs/findings/java_abort_no_rewind.py): its group consumer (group; read_committed,
+    # no auto-commit, max_poll_records a poll) reads the input and every poll becomes one
+    # transaction of one output a record (kc-id and kc-src headers); every abort_every-th
+    # transaction is aborted, and with rewind=1 the consumer then seeks back to the group's
+    # committed offsets. It stops at the input's end (a poll returned nothing) or at
+    # duration_s. Its stdout lines are a transactional producer's.
+    "pipeline": ("input_topic", "group", "max_poll_records", "poll_timeout_ms",
+                 "abort_every", "rewind"),
 }
 
 

@@ -30,10 +30,12 @@ import org.apache.kafka.clients.consumer.ConsumerRebalanceListener;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.ConsumerRecords;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.errors.WakeupException;
+import org.apache.kafka.common.header.Header;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
 import org.apache.kafka.common.utils.AppInfoParser;
@@ -66,7 +68,10 @@ public final class KcDriver {
             System.exit(2);
         }
         KcDriver d = new KcDriver(Path.of(args[0]));
-        int rc = d.spec.get("role").equals("producer") ? d.produce() : d.consume();
+        // a producer given an input topic is a consume-transform-produce loop (Pipeline):
+        // the same producer lines, its records made from what its consumer reads
+        int rc = !d.spec.get("role").equals("producer") ? d.consume()
+                : d.spec.containsKey("input_topic") ? new Pipeline(d).run() : d.produce();
         System.exit(rc);
     }
 
@@ -541,6 +546,284 @@ public final class KcDriver {
                 } finally {
                     d.line("done");
                 }
+            }
+        }
+    }
+
+    // ------------------------------------------------------------------ consume-transform-produce
+    /** A consume-transform-produce loop: a producer whose spec names an ``input_topic``.
+     * A group consumer (read_committed, no auto-commit) reads the input; each poll's records
+     * become one transaction that writes one output a record (its value the application's,
+     * its identity in the ``kc-id`` header, its source's in ``kc-src``) and sends the
+     * consumer's positions with ``sendOffsetsToTransaction``. Every ``abort_every``-th
+     * transaction is aborted instead of committed: an application failure the loop
+     * survives. With ``rewind=1`` the loop then seeks every assigned partition back to its
+     * committed offset, as the client's documentation asks of an application; without,
+     * it polls on from where the consumer was (KAFKA-17582: an abort does not move the
+     * consumer). It stops once a poll returns nothing and every assigned partition's
+     * position is at its end, or at ``duration_s``. The stdout lines are a transactional
+     * producer's (contract/driver_protocol.py); what the loop decided (each abort with
+     * the consumer's positions and committed offsets, each rewind, each rebalance) goes to
+     * stderr, lines starting ``ctp:``. */
+    private static final class Pipeline {
+        private static final byte[] HEX = "0123456789abcdef".getBytes(StandardCharsets.US_ASCII);
+        private final KcDriver d;
+        private final String input;
+        private final int abortEvery;
+        private final boolean rewind;
+        private final long pollMs;
+        private final Properties consumerProps = new Properties();
+        private KafkaConsumer<byte[], byte[]> consumer;
+
+        Pipeline(KcDriver d) {
+            this.d = d;
+            input = d.spec.get("input_topic");
+            abortEvery = Integer.parseInt(d.spec.getOrDefault("abort_every", "0"));
+            rewind = d.spec.getOrDefault("rewind", "0").equals("1");
+            pollMs = Long.parseLong(d.spec.getOrDefault("poll_timeout_ms", "500"));
+            consumerProps.put("bootstrap.servers", d.spec.get("bootstrap"));
+            consumerProps.put("client.id", "kc-ctp-" + d.spec.get("name"));
+            consumerProps.put("group.id", d.spec.get("group"));
+            consumerProps.put("isolation.level", "read_committed");
+            consumerProps.put("enable.auto.commit", "false");
+            consumerProps.put("auto.offset.reset", "earliest");
+            consumerProps.put("max.poll.records", d.spec.getOrDefault("max_poll_records", "10"));
+            consumerProps.put("key.deserializer", ByteArrayDeserializer.class.getName());
+            consumerProps.put("value.deserializer", ByteArrayDeserializer.class.getName());
+        }
+
+        int run() {
+            d.producer = Integer.parseInt(d.spec.get("producer"));
+            d.durationNs = (long) (Double.parseDouble(d.spec.get("duration_s")) * 1e9);
+            long closeMs = (long) (Double.parseDouble(d.spec.get("close_timeout_s")) * 1000);
+            d.topic = d.spec.get("topic");
+            d.parts = d.partitions();
+            d.producerProps = new Properties();
+            d.producerProps.putAll(d.config);
+            d.producerProps.put("bootstrap.servers", d.spec.get("bootstrap"));
+            d.producerProps.put("client.id", "kc-producer-" + d.spec.get("name"));
+            d.producerProps.put("key.serializer", ByteArraySerializer.class.getName());
+            d.producerProps.put("value.serializer", ByteArraySerializer.class.getName());
+            d.startHelpers();
+            d.line("hello", "java", AppInfoParser.getVersion());
+            d.client = new KafkaProducer<>(d.producerProps);
+            consumer = new KafkaConsumer<>(consumerProps);
+            d.start = System.nanoTime();
+            int rc = 0;
+            try {
+                d.line("call", "init_transactions", -1);
+                try {
+                    d.client.initTransactions();
+                } finally {
+                    d.line("done");
+                }
+                consumer.subscribe(List.of(input), new ConsumerRebalanceListener() {
+                    @Override
+                    public void onPartitionsRevoked(Collection<TopicPartition> tps) {
+                        System.err.println("ctp: revoked " + tps);
+                    }
+
+                    @Override
+                    public void onPartitionsAssigned(Collection<TopicPartition> tps) {
+                        System.err.println("ctp: assigned " + tps);
+                    }
+                });
+                loop();
+            } catch (RuntimeException e) {
+                // no fault is expected here: an error ends the loop (exit 3), and the
+                // transaction it was in stays without an outcome (the recorder's unknown)
+                System.err.println("ctp: " + e);
+                rc = 3;
+            } finally {
+                try {
+                    consumer.close(Duration.ofSeconds(10));
+                } catch (RuntimeException e) {
+                    System.err.println("ctp: consumer close: " + e);
+                }
+                d.closeClient(closeMs);
+                d.line("end");
+                d.flushOut();
+            }
+            return rc;
+        }
+
+        private void loop() {
+            long txnNo = 0;
+            String txnId = d.producerProps.getProperty("transactional.id");
+            while (!d.stop && System.nanoTime() - d.start < d.durationNs) {
+                ConsumerRecords<byte[], byte[]> records = consumer.poll(Duration.ofMillis(pollMs));
+                if (records.isEmpty()) {
+                    if (atEnd()) {
+                        System.err.println("ctp: at the input's end after " + txnNo
+                                + " transactions");
+                        return;
+                    }
+                    continue;
+                }
+                txnNo++;
+                d.line("call", "begin_transaction", -1);
+                try {
+                    d.client.beginTransaction();
+                } finally {
+                    d.line("done");
+                }
+                d.line("txn", txnId + ":" + txnNo);
+                List<String> sources = new ArrayList<>();
+                for (ConsumerRecord<byte[], byte[]> r : records) {
+                    sources.add(send(r));
+                }
+                Map<TopicPartition, OffsetAndMetadata> positions = new HashMap<>();
+                for (TopicPartition tp : consumer.assignment()) {
+                    positions.put(tp, new OffsetAndMetadata(consumer.position(tp)));
+                }
+                d.line("call", "send_offsets_to_transaction", -1);
+                try {
+                    d.client.sendOffsetsToTransaction(positions, consumer.groupMetadata());
+                } finally {
+                    d.line("done");
+                }
+                if (abortEvery > 0 && txnNo % abortEvery == 0) {
+                    abort(txnNo, sources);
+                } else {
+                    d.line("call", "commit_transaction", -1);
+                    try {
+                        d.client.commitTransaction();
+                    } finally {
+                        d.line("done");
+                    }
+                    d.line("txn-outcome", "committed");
+                }
+            }
+            System.err.println("ctp: stopped before the input's end after " + txnNo
+                    + " transactions");
+        }
+
+        /** The injected failure: the transaction's outputs are written (flushed, so the
+         * log holds what read_committed readers must skip), then aborted. */
+        private void abort(long txnNo, List<String> sources) {
+            d.line("call", "flush", -1);
+            try {
+                d.client.flush();
+            } finally {
+                d.line("done");
+            }
+            d.line("call", "abort_transaction", -1);
+            try {
+                d.client.abortTransaction();
+            } finally {
+                d.line("done");
+            }
+            d.line("txn-outcome", "aborted");
+            Map<TopicPartition, Long> after = new TreeMapByName();
+            for (TopicPartition tp : consumer.assignment()) {
+                after.put(tp, consumer.position(tp));
+            }
+            Map<TopicPartition, OffsetAndMetadata> committed = consumer.committed(
+                    consumer.assignment());
+            System.err.println("ctp: aborted txn " + txnNo + " sources "
+                    + String.join(",", sources) + " position " + after
+                    + " committed " + offsets(committed));
+            if (!rewind) {
+                return;
+            }
+            for (TopicPartition tp : consumer.assignment()) {
+                OffsetAndMetadata at = committed.get(tp);
+                if (at == null) { // nothing committed yet: where auto.offset.reset starts
+                    consumer.seekToBeginning(List.of(tp));
+                } else {
+                    consumer.seek(tp, at);
+                }
+            }
+            System.err.println("ctp: rewound to " + offsets(committed));
+        }
+
+        private static Map<TopicPartition, Long> offsets(
+                Map<TopicPartition, OffsetAndMetadata> committed) {
+            Map<TopicPartition, Long> out = new TreeMapByName();
+            committed.forEach((tp, om) -> out.put(tp, om == null ? -1L : om.offset()));
+            return out;
+        }
+
+        /** One output of input r, sent in the open transaction; returns r's identity. */
+        private String send(ConsumerRecord<byte[], byte[]> r) {
+            String src = identity(r);
+            byte[] value = ("out-of|" + src).getBytes(StandardCharsets.US_ASCII);
+            final long s = d.seq++;
+            int part = d.parts.get((int) (s % d.parts.size()));
+            ProducerRecord<byte[], byte[]> out = new ProducerRecord<>(d.topic, part, null, value);
+            out.headers().add("kc-id", (d.producer + "|" + s + "|" + crcHex(value))
+                    .getBytes(StandardCharsets.US_ASCII));
+            if (!src.isEmpty()) {
+                out.headers().add("kc-src", src.getBytes(StandardCharsets.US_ASCII));
+            }
+            d.hot(SENT, s, part, nowNs());
+            d.client.send(out, (md, e) -> {
+                if (e == null) {
+                    d.hot(ACK, s, md.hasOffset() ? md.offset() : -1, nowNs());
+                } else {
+                    d.line("error", s, nowNs(), errorName(e));
+                }
+            });
+            return src;
+        }
+
+        /** ``<producer>|<seq>`` of an input record: its ``kc-id`` header (a recorded
+         * client's), else its value's codec (a workload's); "" when it has neither. */
+        private static String identity(ConsumerRecord<byte[], byte[]> r) {
+            Header h = r.headers().lastHeader("kc-id");
+            String raw = h != null && h.value() != null
+                    ? new String(h.value(), StandardCharsets.US_ASCII)
+                    : r.value() != null && startsWith(r.value(), MAGIC)
+                    ? new String(r.value(), MAGIC.length, r.value().length - MAGIC.length,
+                            StandardCharsets.US_ASCII)
+                    : "";
+            String[] f = raw.split("\\|", 3);
+            return f.length >= 2 ? f[0] + "|" + f[1] : "";
+        }
+
+        private static boolean startsWith(byte[] v, byte[] prefix) {
+            if (v.length < prefix.length) {
+                return false;
+            }
+            for (int i = 0; i < prefix.length; i++) {
+                if (v[i] != prefix[i]) {
+                    return false;
+                }
+            }
+            return true;
+        }
+
+        private static String crcHex(byte[] value) {
+            CRC32 crc = new CRC32();
+            crc.update(value);
+            long c = crc.getValue();
+            byte[] hex = new byte[8];
+            for (int i = 0; i < 8; i++) {
+                hex[i] = HEX[(int) (c >>> (28 - 4 * i)) & 0xf];
+            }
+            return new String(hex, StandardCharsets.US_ASCII);
+        }
+
+        /** Whether the consumer holds partitions and its position is at the end of each
+         * (read_committed: the last stable offset). */
+        private boolean atEnd() {
+            if (consumer.assignment().isEmpty()) {
+                return false;
+            }
+            Map<TopicPartition, Long> ends = consumer.endOffsets(consumer.assignment());
+            for (TopicPartition tp : consumer.assignment()) {
+                if (consumer.position(tp) < ends.getOrDefault(tp, Long.MAX_VALUE)) {
+                    return false;
+                }
+            }
+            return true;
+        }
+
+        /** Partitions in topic and number order: stable log lines. */
+        private static final class TreeMapByName extends java.util.TreeMap<TopicPartition, Long> {
+            TreeMapByName() {
+                super(java.util.Comparator.comparing(TopicPartition::topic)
+                        .thenComparingInt(TopicPartition::partition));
             }
         }
     }
