@@ -134,28 +134,43 @@ def aborts_of(log: Path) -> tuple[list[Abort], int]:
     return aborts, text.count("ctp: assigned ")
 
 
-def one_run(cluster: KafkaCluster, command: list[str], run: int, mode: str,
-            args: argparse.Namespace) -> Outcome:
+@dataclass(frozen=True)
+class Settings:
+    """What a run writes and how the loop runs (the script's options)."""
+
+    inputs: int = 200
+    partitions: int = 2
+    batch: int = 10  # max.poll.records: the records of one transaction at most
+    abort_every: int = 4
+    bound_s: float = 90.0  # the loop is stopped past it (+30 s)
+
+
+def pipeline_run(chaos: ChaosSession, cluster: KafkaCluster, command: list[str], mode: str,
+                 run: int = 1, settings: Settings = Settings()) -> Outcome:
+    """One run of ``mode`` in ``chaos``'s run directory: inputs, the loop, the pipeline
+    check (which ends the session's workload: nothing may follow in it)."""
+    s = settings
     tag = f"{mode}-{run:02d}-{int(time.time())}"
     topics = (f"jan-in-{tag}", f"jan-out-{tag}")
     for t in topics:
-        cluster.create_topic(t, partitions=args.partitions, replication_factor=3)
-    with ChaosSession.open(cluster, out=OUT, name=f"{mode}-run{run:02d}") as chaos:
-        writer = chaos.producer({"transactional.id": f"jan-writer-{tag}", "acks": "all"})
-        writer.init_transactions(30)
-        writer.begin_transaction()
-        for i in range(args.inputs):
-            writer.produce(topics[0], b"order-%d" % i, partition=i % args.partitions)
-        writer.commit_transaction(30)
-        spec = ctp_spec(command, cluster.bootstrap_servers, topics, args.partitions,
-                        f"jan-group-{tag}", f"jan-ctp-{tag}", rewind=mode == "control",
-                        abort_every=args.abort_every, batch=args.batch, bound_s=args.bound)
-        stats = run_ctp(chaos.run_dir, spec, args.bound)
-        result = chaos.check_pipeline(topics[0], topics[1], drain_timeout=60, report=False)
+        cluster.create_topic(t, partitions=s.partitions, replication_factor=3)
+    # transactional, so run.json says the run has transactions (the loop's aborted
+    # outputs are then judged as aborted, not as lost)
+    writer = chaos.producer({"transactional.id": f"jan-writer-{tag}", "acks": "all"})
+    writer.init_transactions(30)
+    writer.begin_transaction()
+    for i in range(s.inputs):
+        writer.produce(topics[0], b"order-%d" % i, partition=i % s.partitions)
+    writer.commit_transaction(30)
+    spec = ctp_spec(command, cluster.bootstrap_servers, topics, s.partitions,
+                    f"jan-group-{tag}", f"jan-ctp-{tag}", rewind=mode == "control",
+                    abort_every=s.abort_every, batch=s.batch, bound_s=s.bound_s)
+    stats = run_ctp(chaos.run_dir, spec, s.bound_s)
+    result = chaos.check_pipeline(topics[0], topics[1], drain_timeout=60, report=False)
     aborts, assigned = aborts_of(result.run_dir / "logs" / "workload-ctp.log")
     p = result.pipeline
     return Outcome(
-        run=run, mode=mode, run_dir=str(result.run_dir), inputs=args.inputs,
+        run=run, mode=mode, run_dir=str(result.run_dir), inputs=s.inputs,
         counts=dict(p.get("counts", {})), pipeline_valid=p.get("valid"), valid=result.valid,
         aborts=aborts,
         missing_examples=[f"{e['producer']}|{e['seq']}"
@@ -180,13 +195,15 @@ def main() -> int:
                     help="seconds the loop may take before it is stopped")
     args = ap.parse_args()
     modes = MODES if args.mode == "both" else (args.mode,)
+    settings = Settings(args.inputs, args.partitions, args.batch, args.abort_every, args.bound)
     command = ensure_java(args.java).command()
     print(f"kafka-clients {args.java}, Kafka {args.kafka}", flush=True)
     rows: list[Outcome] = []
     with KafkaCluster(ClusterConfig(kafka_version=args.kafka)) as cluster:
         for run in range(1, args.runs + 1):
             for mode in modes:
-                o = one_run(cluster, command, run, mode, args)
+                with ChaosSession.open(cluster, out=OUT, name=f"{mode}-run{run:02d}") as chaos:
+                    o = pipeline_run(chaos, cluster, command, mode, run, settings)
                 rows.append(o)
                 Path(o.run_dir, "outcome.json").write_text(
                     json.dumps(asdict(o) | {"verdict": o.verdict}, indent=1))
