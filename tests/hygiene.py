@@ -323,7 +323,28 @@ def clients_left(before: set[str]) -> list[str]:
 
     gc.collect()
     new = librdkafka_clients() - before
-    return [f"{len(new)} librdkafka client(s) still open (close or drop them)"] if new else []
+    if not new:
+        return []
+    return [f"{len(new)} librdkafka client(s) still open (close or drop them): "
+            + "; ".join(_who_holds_clients())]
+
+
+def _who_holds_clients() -> list[str]:
+    """Each live confluent-kafka client object and what refers to it (type, or the frame
+    of the function whose local it is): where to look for the one left open."""
+    import gc
+
+    from confluent_kafka import Consumer, Producer
+    from confluent_kafka.admin import AdminClient
+
+    out: list[str] = []
+    clients = [o for o in gc.get_objects() if isinstance(o, (Producer, Consumer, AdminClient))]
+    for obj in clients:
+        held = [f"frame {r.f_code.co_name} ({Path(r.f_code.co_filename).name})"
+                if hasattr(r, "f_code") else type(r).__name__ for r in gc.get_referrers(obj)
+                if r is not clients]
+        out.append(f"{type(obj).__name__} held by {', '.join(held[:4]) or 'nothing'}")
+    return out
 
 
 def created_by_unmarked(client, state: _State) -> list[str]:  # noqa: ANN001
