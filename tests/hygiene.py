@@ -11,9 +11,12 @@ clusters, and proof that nothing of theirs is left behind.
   both labels (``compose.cleanup.extra_labels``).
 - After each ``cluster`` test (the ``no_leaks`` fixture, autouse): nothing labelled with the
   test is left except the session's shared clusters; those hold no iptables rule, qdisc or
-  delayer of ours; no delayer or dead-man watchdog process the test started still runs; no
-  librdkafka client the test made in this process is still alive (one left open reconnects
-  for the rest of the session to addresses a later cluster reuses).
+  delayer of ours; no delayer or dead-man watchdog process the test started still runs.
+- No librdkafka client a ``cluster`` test made in this process is still alive once the test
+  is wholly done (one left open reconnects for the rest of the session to addresses a later
+  cluster reuses). Looked at when the next test starts, and at session end, not in the
+  test's own teardown: until then pytest keeps the test's log records, whose exceptions
+  hold the frames (and clients) they were raised in. Fails the session, naming the test.
 - Tests marked ``nightly`` (long repetitions: a scenario again on another Kafka version, the
   examples/ suite, which repeats catalogue scenarios tests/scenarios already runs) are
   deselected from a plain ``pytest`` / ``make test`` (no paths given); ``--nightly`` (``make
@@ -57,6 +60,9 @@ class _State:
     tests: dict[str, tuple[str, bool]] = field(default_factory=dict)  # tid -> (nodeid, marked)
     shared: set[str] = field(default_factory=set)  # names of session-wide clusters
     problems: list[str] = field(default_factory=list)
+    # librdkafka main threads a cluster test left running, looked at again once the test
+    # is wholly done (nodeid, thread ids)
+    clients: tuple[str, set[str]] | None = None
 
 
 _STATE = pytest.StashKey[_State]()
@@ -140,6 +146,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     state = session.config.stash.get(_STATE, None)
     if state is None:
         return
+    clients_still_open(state)
     client = _docker_or_none()
     if client is None:
         return  # no engine: nothing can have been started
@@ -178,6 +185,7 @@ def docker_client():  # noqa: ANN201 - docker.DockerClient, imported lazily
 @pytest.fixture(autouse=True)
 def no_leaks(request: pytest.FixtureRequest) -> Iterator[None]:
     """After a ``cluster`` test: nothing of its own left (see the module docstring)."""
+    clients_still_open(request.config.stash[_STATE])
     if request.node.get_closest_marker("cluster") is None:
         yield
         return
@@ -186,8 +194,8 @@ def no_leaks(request: pytest.FixtureRequest) -> Iterator[None]:
     tid = label_of(request.node.nodeid)
     clients_before = librdkafka_clients()
     yield
+    state.clients = (request.node.nodeid, librdkafka_clients() - clients_before)
     problems = left_behind(client, {LABEL_TEST: tid}, state.shared)
-    problems += clients_left(clients_before)
     problems += net_state_left(client, state)
     problems += processes_left(tid)
     if problems:
@@ -316,17 +324,23 @@ def librdkafka_clients() -> set[str]:
     return out
 
 
-def clients_left(before: set[str]) -> list[str]:
-    """librdkafka clients made during the test and still alive after a garbage collection
-    (a handle is destroyed, and its threads joined, when its Python object goes)."""
+def clients_still_open(state: _State) -> None:
+    """The last cluster test's librdkafka clients that are still alive after a garbage
+    collection (a handle is destroyed, and its threads joined, when its Python object goes)
+    become a problem of the session."""
     import gc
 
+    if state.clients is None:
+        return
+    nodeid, made = state.clients
+    state.clients = None
+    if not made:
+        return
     gc.collect()
-    new = librdkafka_clients() - before
-    if not new:
-        return []
-    return [f"{len(new)} librdkafka client(s) still open (close or drop them): "
-            + "; ".join(_who_holds_clients())]
+    left = made & librdkafka_clients()
+    if left:
+        state.problems.append(f"{nodeid}: left {len(left)} librdkafka client(s) open (close "
+                              "or drop them): " + "; ".join(_who_holds_clients()))
 
 
 def _who_holds_clients() -> list[str]:

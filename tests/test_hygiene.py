@@ -72,6 +72,60 @@ def test_a_leaked_network_fails_its_test_and_is_removed(
     assert not docker_client.networks.list(names=[name])
 
 
+CLIENTS = """
+import logging
+import pytest
+from confluent_kafka import KafkaException, Producer
+
+KEPT = []
+
+def _producer():
+    # an address nothing listens on: the client's threads run, it never connects
+    return Producer({"bootstrap.servers": "127.0.0.1:9", "log_level": 0})
+
+@pytest.mark.cluster
+def test_keeps_a_client_open():
+    KEPT.append(_producer())
+
+@pytest.mark.cluster
+def test_drops_its_client():
+    p = _producer()
+    p.flush(0)
+
+@pytest.mark.cluster
+def test_logs_an_exception_raised_beside_a_client():
+    # pytest keeps the call's log records (and the frames their exceptions hold, this
+    # one's producer among them) until the test's teardown is over: not a client left open
+    p = _producer()
+    try:
+        raise KafkaException("no broker")
+    except KafkaException as e:
+        logging.getLogger("t").warning("failed: %s", e)
+    assert p is not None
+"""
+
+
+@pytest.mark.cluster  # the no_leaks fixture needs a Docker engine (no container is made)
+def test_a_client_left_open_fails_the_session_naming_its_test(
+        pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(
+        [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]))
+    pytester.makeini("[pytest]\nmarkers =\n    cluster: starts a cluster\n")
+    pytester.makepyfile(test_clients=CLIENTS)
+    res = pytester.runpytest_subprocess("-p", "tests.hygiene", "-p", "no:cacheprovider")
+    res.assert_outcomes(passed=3)
+    assert res.ret == pytest.ExitCode.TESTS_FAILED
+    out = res.stdout.str()
+    res.stdout.fnmatch_lines(["*test_keeps_a_client_open: left 1 librdkafka client(s) open*"
+                              "Producer held by list*"])
+    assert "test_drops_its_client:" not in out and "test_logs_an_exception" not in out, out
+    # without the test that keeps one, the same session passes
+    res = pytester.runpytest_subprocess("-p", "tests.hygiene", "-p", "no:cacheprovider",
+                                        "-k", "not keeps")
+    res.assert_outcomes(passed=2, deselected=1)
+    assert res.ret == pytest.ExitCode.OK, res.stdout.str()
+
+
 def test_nightly_tests_run_only_when_asked_for_or_named(pytester: pytest.Pytester,
                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(
