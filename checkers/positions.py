@@ -6,7 +6,9 @@ offset and both windows reuse that partitioning.
 - poll-skip / nonmonotonic-poll: a consumer's consecutive reads of a partition. An offset
   *exists* when any reader (the drain included) read it; ranking the existing offsets densely
   turns "jumped over an existing offset" into "rank grew by more than one", so gaps nobody
-  read (transaction markers, lost records, compaction) are not skips. A step forward past a
+  read (transaction markers, lost records, compaction) are not skips. An offset counts only
+  where a witness read it in the step's own log (skip_witness.py), so a step in a history a
+  truncation replaced is not judged by the new log's records. A step forward past a
   truncation point (from a record the log no longer holds there) is a skip too.
 """
 
@@ -25,6 +27,7 @@ from .engines import is_connect
 from .history import Event
 from .identity import topic_id, topic_name
 from .rows import ANOMALY_COLUMNS, anomaly_rows, flag_kinds
+from .skip_witness import SPAN, troubled, witnessed
 
 #: The record key of an undecodable value (smaller than every decoded key).
 UNDECODABLE = -(1 << 63)
@@ -157,7 +160,7 @@ def group_cover(rows: DataFrame, reads: DataFrame, groups: Mapping[str, str | No
     the wide steps across a rebalance are found again from the reads of the readers that
     have a mate in their group, in partitions they have rebalances of (one window over those
     reads alone), and only the offsets inside them are joined with the reads (broadcast), as
-    positions_by_offset._skipped does."""
+    skip_witness.witnessed does."""
     crossed = F.coalesce((F.col("kind") == "poll-skip") & (F.col("excuse") == "rebalance"),
                          F.lit(False))
     members = {r: g for r, g in groups.items() if g is not None}
@@ -291,6 +294,7 @@ def _by_windows(reads: DataFrame, partitions: int, topics: list[str], readers: l
         F.col("kind") == two,
         F.when(reused, "reused-offset").otherwise("inconsistent-offset")).otherwise(
         F.col("kind")))
+    flagged = _held_to_witnesses(r, flagged)
     kind = F.col("kind")
     poll_kind = kind.isin("nonmonotonic-poll", "poll-skip")
     reuse = kind == "reused-offset"
@@ -324,6 +328,28 @@ def _by_windows(reads: DataFrame, partitions: int, topics: list[str], readers: l
         excused=across | reset,
         excuse=F.when(across, "rebalance").when(reset, "truncation"),
     )
+
+
+def _held_to_witnesses(r: DataFrame, flagged: DataFrame) -> DataFrame:
+    """``flagged`` without the poll-skips (not past a truncation) whose skipped offsets no
+    witness read (skip_witness.py). The rank test above counts an offset anyone read; where
+    every record read is the drain's that is the same answer, so only the steps of the
+    partitions where it is not (skip_witness.troubled: few, and none in a run without a
+    truncation or a disagreement) are found again, by one window over those partitions'
+    reads, and judged by their witnesses."""
+    bad = troubled(r)
+    by_reader = Window.partitionBy("rid", "tid", "partition").orderBy(
+        "poll", "read_ns", "offset", "rec")
+    steps = (r.where(F.col("stepping")).join(F.broadcast(bad), ["tid", "partition"], "left_semi")
+             .select("consumer", "tid", "partition", "offset", "rec",
+                     F.lag("offset").over(by_reader).alias("prev_offset")))
+    wide = steps.where(F.col("consumer") & (F.col("offset") > F.col("prev_offset") + 1))
+    out = (flagged.join(F.broadcast(bad.withColumn("troubled", F.lit(True))),
+                        ["tid", "partition"], "left")
+           .join(witnessed(r, wide), SPAN, "left"))
+    unshown = ((F.col("kind") == "poll-skip") & ~F.col("past")
+               & F.col("troubled").isNotNull() & F.col("skipped").isNull())
+    return out.where(~unshown).drop("troubled", "skipped")
 
 
 def past_truncation() -> Column:

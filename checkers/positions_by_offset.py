@@ -8,11 +8,12 @@ joins are fast. So here the offset-level facts come from one aggregation by offs
 offsets read as two records get their "moved"/"vanished" facts from the reads at them
 alone; the consumers' steps come from one window over the reads of readers other than the
 drain (the drain's reads, most of a history, are in no step), and the steps forward over
-more than one offset are poll-skips when some reader read an offset inside them (a dense
-rank of every offset, a window over all of them, is not needed). The reads are not shuffled
-by partition first: that exchange would keep the filters of each branch from reaching the
-scan. What two branches read is written once (``engines.shared``). A skip across a
-rebalance is then held to its group's reads by positions.group_cover, on both engines.
+more than one offset are poll-skips when a witness read an offset inside them
+(skip_witness.py; a dense rank of every offset, a window over all of them, is not needed).
+The reads are not shuffled by partition first: that exchange would keep the filters of each
+branch from reaching the scan. What two branches read is written once (``engines.shared``).
+A skip across a rebalance is then held to its group's reads by positions.group_cover, on
+both engines.
 tests/checkers/test_sail_engine.py holds both shapes to the same answers.
 """
 
@@ -35,6 +36,7 @@ from .positions import (
     position_reads,
 )
 from .rows import anomaly_rows, flag_kinds
+from .skip_witness import SPAN, witnessed
 
 
 def position_anomalies_by_offset(reads: DataFrame, partitions: int, topics: list[str],
@@ -79,7 +81,7 @@ def position_anomalies_by_offset(reads: DataFrame, partitions: int, topics: list
             (step & (F.col("offset") > F.col("prev_offset") + 1), wide),
             (step & F.col("prev_d_lo").isNotNull() & (F.col("offset") > F.col("prev_offset")),
              "maybe-past")]))
-    skipped = _skipped(r, stepped.where(F.col("kind") == wide))
+    skipped = witnessed(r, stepped.where(F.col("kind") == wide))
     step_key = ["rid", *key, "poll", "prev_offset"]
     cols = [c for c in stepped.columns if c != "kind"]
     # the candidates' ends as the drain read them: the few steps past a truncation
@@ -87,7 +89,7 @@ def position_anomalies_by_offset(reads: DataFrame, partitions: int, topics: list
             .join(offs.select(*key, "d_lo", "d_hi"), key).where(past_truncation())
             .select(*cols, F.lit("poll-skip").alias("kind"), F.lit(True).alias("past")))
     widened = (stepped.where(F.col("kind").isin("nonmonotonic-poll", wide))
-               .join(skipped, [*key, "prev_offset"], "left")
+               .join(skipped, SPAN, "left")
                .where((F.col("kind") != wide) | F.col("skipped").isNotNull())
                .withColumn("kind", F.when(F.col("kind") == wide, "poll-skip")
                            .otherwise(F.col("kind")))
@@ -135,20 +137,6 @@ def position_anomalies_by_offset(reads: DataFrame, partitions: int, topics: list
         event_ns=F.col("first_ns"),
     )
     return at.unionByName(polls)
-
-
-def _skipped(r: DataFrame, wide: DataFrame) -> DataFrame:
-    """The wide steps' intervals (tid, partition, prev_offset, offset) with an existing
-    offset (one some reader read) strictly inside: those steps skipped it. A dense rank of
-    every offset would say the same (rank grew by more than one) for a window over all of
-    them; the offsets inside the few wide steps are a small table to join the reads with."""
-    key = ["tid", "partition", "offset"]
-    spans = wide.select("tid", "partition", "prev_offset", F.col("offset").alias("to")).distinct()
-    inside = spans.select("*", F.explode(F.sequence(F.col("prev_offset") + 1, F.col("to") - 1))
-                          .alias("offset"))
-    return (r.select(*key).join(F.broadcast(inside), key)
-            .select("tid", "partition", "prev_offset", F.col("to").alias("offset"))
-            .distinct().withColumn("skipped", F.lit(True)))
 
 
 def _two_records(r: DataFrame, two: DataFrame) -> DataFrame:
