@@ -341,12 +341,13 @@ def _held_to_witnesses(r: DataFrame, flagged: DataFrame) -> DataFrame:
     by_reader = Window.partitionBy("rid", "tid", "partition").orderBy(
         "poll", "read_ns", "offset", "rec")
     steps = (r.where(F.col("stepping")).join(F.broadcast(bad), ["tid", "partition"], "left_semi")
-             .select("consumer", "tid", "partition", "offset", "rec",
+             .select("rid", "consumer", "tid", "partition", "offset", "rec", "poll", "read_ns",
                      F.lag("offset").over(by_reader).alias("prev_offset")))
     wide = steps.where(F.col("consumer") & (F.col("offset") > F.col("prev_offset") + 1))
+    backs = steps.where(F.col("consumer") & (F.col("offset") <= F.col("prev_offset")))
     out = (flagged.join(F.broadcast(bad.withColumn("troubled", F.lit(True))),
                         ["tid", "partition"], "left")
-           .join(witnessed(r, wide), SPAN, "left"))
+           .join(witnessed(r, wide, backs), SPAN, "left"))
     unshown = ((F.col("kind") == "poll-skip") & ~F.col("past")
                & F.col("troubled").isNotNull() & F.col("skipped").isNull())
     return out.where(~unshown).drop("troubled", "skipped")

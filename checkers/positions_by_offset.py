@@ -81,7 +81,8 @@ def position_anomalies_by_offset(reads: DataFrame, partitions: int, topics: list
             (step & (F.col("offset") > F.col("prev_offset") + 1), wide),
             (step & F.col("prev_d_lo").isNotNull() & (F.col("offset") > F.col("prev_offset")),
              "maybe-past")]))
-    skipped = witnessed(r, stepped.where(F.col("kind") == wide))
+    skipped = witnessed(r, stepped.where(F.col("kind") == wide),
+                        stepped.where(F.col("kind") == "nonmonotonic-poll"))
     step_key = ["rid", *key, "poll", "prev_offset"]
     cols = [c for c in stepped.columns if c != "kind"]
     # the candidates' ends as the drain read them: the few steps past a truncation

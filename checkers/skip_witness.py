@@ -11,20 +11,27 @@ that read C at b and
 - is the drain, which reads the final log after every fault healed: a log holding C at b
   holds the same records below b (a truncation replaces a suffix; a follower truncates to
   its leader's epoch boundary before it fetches, KIP-101), or
-- read o before its last read of C at b (its order: poll, read_ns, offset): a consumer
-  reset to a truncation point reads the new log's o after the old log's C, and then proves
-  nothing about the old log.
+- is a consumer that read o and then C at b without a step back between the two reads (its
+  order: poll, read_ns, offset): it read both in one pass over one log. A consumer reset to
+  a truncation point (KIP-320) steps back, so what it read before the reset (the old log)
+  testifies nothing about a step after it, nor what it read after (the new log) about a
+  step before it. (In lost-txn-marker-continued's run both happened: the reader's steps over
+  the old log's markers, and its steps over the new log's unread transactions, where it had
+  read the old log's records before its reset.)
 
 Without a witness the step says nothing about o (not a skip: unknown, not counted). The
 drain reads every record of the final log, so a step whose end the final log holds is judged
 as before; only steps in a replaced history (or where the drain missed an offset) are held
-to a consumer's testimony. positions.py, positions_by_offset.py and
-tests/checkers/checker_reference.py apply the same rule.
+to a consumer's testimony. Left open: a client without KIP-320 that reads on past a
+truncation without stepping back joins two logs in one pass (its own step is then a
+poll-skip, positions.past_truncation, but its testimony for others' steps is taken).
+positions.py, positions_by_offset.py and tests/checkers/checker_reference.py apply the same
+rule.
 """
 
 from __future__ import annotations
 
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 #: The columns that name a wide step for the witness test: its partition, its two offsets
@@ -32,13 +39,15 @@ from pyspark.sql import functions as F
 SPAN = ["tid", "partition", "prev_offset", "offset", "rec"]
 
 
-def witnessed(r: DataFrame, wide: DataFrame) -> DataFrame:
+def witnessed(r: DataFrame, wide: DataFrame, backs: DataFrame) -> DataFrame:
     """The wide steps of ``wide`` (columns :data:`SPAN`, from positions.position_reads'
     reads ``r``) that skipped a witnessed offset (above), as :data:`SPAN` plus
-    ``skipped`` = true.
+    ``skipped`` = true. ``backs``: the consumers' steps back (rid, tid, partition and the
+    later read's poll, read_ns, offset), at least those of the partitions in ``wide``.
 
-    The steps are few (only forward steps over more than one offset): the offsets inside
-    them and their far ends are broadcast and joined with the reads."""
+    The steps are few (only forward steps over more than one offset), and so are the steps
+    back: the offsets inside the steps and their far ends are broadcast and joined with the
+    reads, and the pairs of reads a step back separates are left out by a broadcast join."""
     spans = wide.select(*SPAN).distinct()
     ends = (r.join(F.broadcast(spans.select("tid", "partition", "offset", "rec").distinct()),
                    ["tid", "partition", "offset", "rec"])
@@ -51,13 +60,27 @@ def witnessed(r: DataFrame, wide: DataFrame) -> DataFrame:
     there = (r.select("tid", "partition", F.col("offset").alias("at"), "rid",
                       F.col("poll").alias("x_poll"), F.col("read_ns").alias("x_ns"))
              .join(F.broadcast(inside), ["tid", "partition", "at"]))
-    # at o before the read of C at b (a tie in poll and read_ns: o < b comes first)
-    before = ((F.col("x_poll") < F.col("y_poll"))
-              | ((F.col("x_poll") == F.col("y_poll")) & (F.col("x_ns") <= F.col("y_ns"))))
-    return (there.join(ends, ["tid", "partition", "to", "rec", "rid"])
-            .where(~F.col("consumer") | before)
+    x = (F.col("x_poll"), F.col("x_ns"), F.col("at"))
+    y = (F.col("y_poll"), F.col("y_ns"), F.col("to"))
+    z = (F.col("z_poll"), F.col("z_ns"), F.col("z_offset"))
+    pairs = (there.join(ends, ["tid", "partition", "to", "rec", "rid"])
+             .where(~F.col("consumer") | _before(x, y)))
+    back = backs.select(F.col("rid").alias("z_rid"), F.col("tid").alias("z_tid"),
+                        F.col("partition").alias("z_partition"),
+                        F.col("poll").alias("z_poll"), F.col("read_ns").alias("z_ns"),
+                        F.col("offset").alias("z_offset"))
+    between = ((F.col("rid") == F.col("z_rid")) & (F.col("tid") == F.col("z_tid"))
+               & (F.col("partition") == F.col("z_partition")) & F.col("consumer")
+               & _before(x, z) & ~_before(y, z))
+    return (pairs.join(F.broadcast(back), between, "left_anti")
             .select("tid", "partition", "prev_offset", F.col("to").alias("offset"), "rec")
             .distinct().withColumn("skipped", F.lit(True)))
+
+
+def _before(a: tuple[Column, Column, Column], b: tuple[Column, Column, Column]) -> Column:
+    """Read ``a`` comes before read ``b`` of one reader: (poll, read_ns, offset) is less."""
+    return ((a[0] < b[0]) | ((a[0] == b[0]) & (a[1] < b[1]))
+            | ((a[0] == b[0]) & (a[1] == b[1]) & (a[2] < b[2])))
 
 
 def troubled(r: DataFrame) -> DataFrame:

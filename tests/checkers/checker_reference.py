@@ -173,22 +173,26 @@ def reference(writes: list[dict[str, Any]], reads: list[dict[str, Any]], complet
     def is_drain(r: dict[str, Any]) -> bool:
         return bool(r["reader"] == "drain" or r["mode"] == "drain")
 
+    def key(r: dict[str, Any]) -> tuple[int, int, int]:
+        return (r["poll"], r["read_ns"], r["offset"])
+
+    # each consumer's steps back per partition (the later read's key): a reset, a re-read
+    backs: dict[tuple[str, str, int], list[tuple[int, int, int]]] = defaultdict(list)
+
+    def one_pass(x: dict[str, Any], y: dict[str, Any]) -> bool:
+        """x came before y in its reader's order, no step back of it between them."""
+        zs = backs.get((y["reader"], y["topic"], y["partition"]), [])
+        return key(x) < key(y) and not any(key(x) < z <= key(y) for z in zs)
+
     def witnessed(prev: dict[str, Any], cur: dict[str, Any]) -> bool:
         """Some offset strictly between the step's ends was read by a witness: a reader
         that read the step's far-end record at its offset and is the drain (the final log)
-        or read the offset before its last read of that record (checkers/skip_witness.py)."""
+        or read the offset and then that record in one pass (checkers/skip_witness.py)."""
         t, p, b = cur["topic"], cur["partition"], cur["offset"]
-        last: dict[str, tuple[int, int]] = {}
-        drains: set[str] = set()
-        for y in reads_at.get((t, p, b), []):
-            if rec_of(y) == rec_of(cur):
-                if is_drain(y):
-                    drains.add(y["reader"])
-                last[y["reader"]] = max(last.get(y["reader"], (y["poll"], y["read_ns"])),
-                                        (y["poll"], y["read_ns"]))
-        return any(x["reader"] in last and (
-            x["reader"] in drains or (x["poll"], x["read_ns"]) <= last[x["reader"]])
-            for o in range(prev["offset"] + 1, b) for x in reads_at.get((t, p, o), []))
+        ends = [y for y in reads_at.get((t, p, b), []) if rec_of(y) == rec_of(cur)]
+        return any(x["reader"] == y["reader"] and (is_drain(y) or one_pass(x, y))
+                   for o in range(prev["offset"] + 1, b) for x in reads_at.get((t, p, o), [])
+                   for y in ends)
 
     seqs: dict[tuple[str, str, int], list[dict[str, Any]]] = defaultdict(list)
     for r in reads:
@@ -207,10 +211,14 @@ def reference(writes: list[dict[str, Any]], reads: list[dict[str, Any]], complet
         return (cur["mode"] != "subscribe" and rec_of(prev) != (False,) and len(was) == 1
                 and rec_of(prev) not in was and now == {rec_of(cur)})
 
-    for (_, t, p), rs in seqs.items():
+    for rs in seqs.values():
         # the checker's order: the record key last (an undecodable read first)
         rs.sort(key=lambda r: (r["poll"], r["read_ns"], r["offset"],
                                rec_of(r)[1:] if rec_of(r)[0] else (-1,)))
+        for prev, cur in zip(rs, rs[1:], strict=False):
+            if cur["offset"] <= prev["offset"]:
+                backs[(cur["reader"], cur["topic"], cur["partition"])].append(key(cur))
+    for (_, t, p), rs in seqs.items():
         for prev, cur in zip(rs, rs[1:], strict=False):
             excused = cur["mode"] == "subscribe" and any(
                 prev["poll"] <= q <= cur["poll"] for q in moved.get((cur["reader"], t, p), []))

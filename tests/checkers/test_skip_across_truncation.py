@@ -76,3 +76,19 @@ def test_the_final_log_shows_a_skip_of_a_step_it_holds(check) -> None:  # type: 
     h.read("c0", 0, 10, 0, 0).read("c0", 0, 12, 0, 2)
     h.drain_end()
     assert _skips(check(h)) == [("c0", 10, 12)]
+
+
+@pytest.mark.spark
+def test_what_a_reader_read_before_its_reset_is_no_witness_after_it(check) -> None:  # type: ignore[no-untyped-def]
+    # the run's other shape: c0 read the old log's 10, 11 and 12 (p0's), was reset to the
+    # truncation point 10 and read the new log's 10 and 12 (p1's; 11 holds a record no
+    # read_committed reader returns). It read a record at 11, but in the log before its
+    # reset: the step back separates that read from the new log's record at 12
+    h = History().config("topic_config", unclean_leader_election_enable="true")
+    for seq in range(3):
+        h.write(0, seq, offset=10 + seq).read("c0", 0, 10 + seq, 0, seq)
+    h.write(1, 0, offset=10).write(1, 1, offset=12)
+    h.read("c0", 0, 10, 1, 0).read("c0", 0, 12, 1, 1)
+    h.drain(0, 10, 1, 0).drain(0, 12, 1, 1)
+    h.drain_end()
+    assert _skips(check(h)) == []
