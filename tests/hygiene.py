@@ -185,11 +185,11 @@ def docker_client():  # noqa: ANN201 - docker.DockerClient, imported lazily
 @pytest.fixture(autouse=True)
 def no_leaks(request: pytest.FixtureRequest) -> Iterator[None]:
     """After a ``cluster`` test: nothing of its own left (see the module docstring)."""
-    clients_still_open(request.config.stash[_STATE])
+    state = request.config.stash[_STATE]
+    clients_still_open(state)
     if request.node.get_closest_marker("cluster") is None:
         yield
         return
-    state = request.config.stash[_STATE]
     client = request.getfixturevalue("docker_client")
     tid = label_of(request.node.nodeid)
     clients_before = librdkafka_clients()
