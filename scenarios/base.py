@@ -91,3 +91,16 @@ def installed_client_version() -> str | None:
         return version("confluent-kafka")
     except Exception:  # noqa: BLE001 - unknown: the registry counts it as affected
         return None
+
+
+def librdkafka_shows(kind: str, *clean: str) -> Callable[[RunConfig, str], Expect]:
+    """The outcome of a librdkafka bug whose other side is another client: with
+    confluent-kafka (the default) the run is INVALID with ``kind`` counted; with any other
+    client it is valid, with none of ``kind`` nor of ``clean``."""
+
+    def expect(cfg: RunConfig, kafka_version: str) -> Expect:
+        if cfg.client is None or cfg.client.startswith("confluent-kafka"):
+            return {"valid": False, "anomalies": {kind: ">0"}}
+        return {"valid": True, "anomalies": {k: "==0" for k in (kind, *clean)}}
+
+    return expect
