@@ -120,14 +120,24 @@ FROM (SELECT one_drained AND (moved = 0 OR max(CASE WHEN one_drained AND moved =
       FROM flags)
 """
 
-# A consumer's steps (lag by reader and partition); a step forward over more than one
-# offset skipped one when some reader read an offset strictly inside it (the checker's
-# definition by dense rank, without ranking every offset).
+# A consumer's steps (lag by reader and partition, ordered as the checker orders them); a
+# step forward over more than one offset skipped one when some reader read an offset
+# strictly inside it (the checker's definition by dense rank, without ranking every offset).
+# A forward step of a reader not in subscribe mode from a record the log no longer holds at
+# its previous offset (the drain read one other record there) onto the drain's record is a
+# skip past a truncation (positions.past_truncation), though nothing lies between its ends.
 POLLS = """
 CREATE TEMP TABLE steps AS
-SELECT topic, "partition" AS part, "offset" AS off, lag("offset") OVER w AS prev_off
-FROM r WHERE reader <> 'drain' AND coalesce(mode, '') <> 'drain'
-WINDOW w AS (PARTITION BY reader, topic, "partition" ORDER BY poll, read_ns, "offset");
+SELECT topic, part, off, prev_off, rec, prev_rec, subscribe FROM (
+  SELECT topic, "partition" AS part, "offset" AS off, rec, coalesce(mode, '') = 'subscribe'
+           AS subscribe,
+         lag("offset") OVER w AS prev_off, lag(rec) OVER w AS prev_rec
+  FROM (SELECT *, CASE WHEN coalesce(valid, false) AND producer IS NOT NULL
+                        AND seq IS NOT NULL THEN (producer::BIGINT << 40) + seq
+                       ELSE -1 END AS rec
+        FROM r WHERE reader <> 'drain' AND coalesce(mode, '') <> 'drain')
+  WINDOW w AS (PARTITION BY reader, topic, "partition" ORDER BY poll, read_ns, "offset", rec)
+);
 
 CREATE TEMP TABLE skipped AS
 WITH wide AS (
@@ -140,9 +150,17 @@ FROM r JOIN inside i ON r.topic = i.topic AND r."partition" = i.part AND r."offs
 """
 
 POLL_COUNTS = """
-SELECT (SELECT count(*) FROM steps s JOIN skipped k ON s.topic = k.topic AND s.part = k.part
-          AND s.prev_off = k.prev_off AND s.off = k.off),
-       (SELECT count(*) FROM steps WHERE off <= prev_off)
+SELECT sum(CASE WHEN k.off IS NOT NULL
+                  OR (s.off > s.prev_off AND NOT s.subscribe AND s.prev_rec <> -1
+                      AND s.prev_rec <> p.d_lo AND p.d_lo = p.d_hi
+                      AND s.rec = c.d_lo AND c.d_lo = c.d_hi) THEN 1 ELSE 0 END),
+       sum(CASE WHEN s.off <= s.prev_off THEN 1 ELSE 0 END)
+FROM steps s
+LEFT JOIN skipped k ON s.topic = k.topic AND s.part = k.part AND s.prev_off = k.prev_off
+  AND s.off = k.off
+LEFT JOIN offs p ON s.topic = p.topic AND s.part = p.part AND s.prev_off = p.off
+LEFT JOIN offs c ON s.topic = c.topic AND s.part = c.part AND s.off = c.off
+WHERE s.prev_off IS NOT NULL
 """
 
 
