@@ -170,16 +170,16 @@ def write_bug_rate(entry_id: str, command: str,
     its heading unless ``title`` is given).
 
     ``sides``: one ``(side, label, as_expected, runs, counts)`` per side run — ``side`` is
-    ``affected``/``fixed``, ``label`` what that side pins (``"Kafka 3.9.1"``), ``as_expected``
-    of ``runs`` showed what the entry promises, ``counts`` the ``kind`` count of each run
-    (``"-"``: no results).
+    ``affected``/``fixed``/``unaffected``, ``label`` what that side pins (``"Kafka 3.9.1"``),
+    ``as_expected`` of ``runs`` showed what the entry promises, ``counts`` the ``kind`` count
+    of each run (``"-"``: no results).
     """
     rows = [(side, label, f"{hits}/{runs}", ", ".join(counts) or "none")
             for side, label, hits, runs, counts in sides]
     # a timing-dependent bug counts the runs that showed it on its affected side, the
-    # clean runs on its fixed side (scenarios.bugs.rate)
+    # clean runs on its fixed (or unaffected) side (scenarios.bugs.rate)
     shown = ("runs as expected (affected: that showed the bug)" if timing
-             and any(side == "fixed" for side, *_ in sides)
+             and any(side != "affected" for side, *_ in sides)
              else "runs that showed the bug" if timing else "runs as expected")
     return write_figure(path or FIGURES / "bug-rates.md", entry_id, title=title or entry_id,
                         command=command, columns=("side", "pinned to", shown,

@@ -77,8 +77,8 @@ def figure_id(entry: Any, picks: list[Any]) -> tuple[str, str]:
     """The figure section a tally writes, and its heading: the entry's own when it ran on the
     entry's own versions (``--on affected|fixed|both``), else one named by the versions it
     ran on (``KIP-966:4.0.2:4.1.2``, "KIP-966 on 4.0.2, 4.1.2"), so that measuring further
-    versions does not replace the entry's own rate."""
-    if all(p.version == entry.version(p.side) for p in picks):
+    versions (an unaffected control among them) does not replace the entry's own rate."""
+    if all(p.side != "unaffected" and p.version == entry.version(p.side) for p in picks):
         return str(entry.id), str(entry.id)
     versions = [p.version for p in picks]
     return ":".join([entry.id, *versions]), f"{entry.id} on {', '.join(versions)}"

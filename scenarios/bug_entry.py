@@ -15,14 +15,18 @@ from typing import Any, Literal
 from contract.known_bugs import BY_ID, KnownBug
 from scenarios.base import Scenario
 
-Side = Literal["affected", "fixed"]
+#: ``unaffected``: a release before the bug's first affected one (its registry entry's
+#: ``affected_from``), listed in ``also`` only: a control for a bug nobody fixed yet, judged
+#: as the fixed side (the kind must be 0). ``SIDES`` are the entry's own two.
+Side = Literal["affected", "fixed", "unaffected"]
 SIDES: tuple[Side, ...] = ("affected", "fixed")
 NOT_ATTEMPTED = "not yet attempted"
 
 
 def as_side(text: str | None) -> Side:
-    """``"fixed"`` -> "fixed"; anything else (None included) -> "affected"."""
-    return "fixed" if text == "fixed" else "affected"
+    """``"fixed"`` -> "fixed", ``"unaffected"`` -> "unaffected"; anything else (None
+    included) -> "affected"."""
+    return "fixed" if text == "fixed" else "unaffected" if text == "unaffected" else "affected"
 
 
 @dataclass(frozen=True)
@@ -62,6 +66,8 @@ class BugEntry:
     timing: bool = False
     #: Further versions on which a side holds, as ``(side, version)``: run by naming them
     #: (``--on 4.0.2``); the nightly and ``--on both`` run ``affected`` and ``fixed`` only.
+    #: An ``unaffected`` version (before the registry's ``affected_from``) is a control
+    #: that an open bug can list too.
     also: tuple[tuple[Side, str], ...] = ()
 
     @property
@@ -78,11 +84,16 @@ class BugEntry:
         return SIDES if self.fixed != "none" else ("affected",)
 
     def version(self, side: Side) -> str:
+        """The side's own version (an ``unaffected`` side has none: its first in ``also``)."""
+        if side == "unaffected":
+            return self.versions(side)[0]
         return self.affected if side == "affected" else self.fixed
 
     def versions(self, side: Side) -> tuple[str, ...]:
-        """The side's version, then the further ones (``also``)."""
-        return (self.version(side), *(v for s, v in self.also if s == side))
+        """The side's version, then the further ones (``also``); an ``unaffected`` side's
+        are its ``also`` ones only."""
+        further = tuple(v for s, v in self.also if s == side)
+        return further if side == "unaffected" else (self.version(side), *further)
 
     def picks(self, on: str) -> list[Pick]:
         """What ``--on`` names: ``affected``, ``fixed``, ``both`` (the sides' own versions),
@@ -96,7 +107,8 @@ class BugEntry:
                 raise ValueError(f"bug {self.id} is not fixed: it runs on its affected side "
                                  "only")
             return [Pick(side, self.version(side))]
-        listed = {v: side for side in self.sides for v in self.versions(side)}
+        listed = {v: side for side in (*self.sides, "unaffected")
+                  for v in self.versions(side)}
         picks = []
         for version in on.split(","):
             if version not in listed:
@@ -140,9 +152,9 @@ def judge(entry: BugEntry, side: Side, results: dict[str, Any] | None) -> list[s
             misses.append(f"verdict {valid} (expected {entry.affected_valid})")
     else:
         if count:
-            misses.append(f"{entry.kind} = {count} (expected 0 on the fixed version)")
+            misses.append(f"{entry.kind} = {count} (expected 0 on the {side} version)")
         if tagged:
-            misses.append(f"{tagged} records tagged {entry.id} on the fixed version")
+            misses.append(f"{tagged} records tagged {entry.id} on the {side} version")
         if valid is not True:
             misses.append(f"verdict {valid} (expected True)")
     return misses

@@ -51,8 +51,11 @@ def test_entries_pin_two_versions_of_a_registered_bug() -> None:
         else:
             assert not any(bug.affects(v) for v in b.versions("fixed")) \
                 if b.fixed != "none" else b.sides == ("affected",)
+        # an unaffected control is a release before the bug's first affected one
+        assert not any(bug.affects(v) for v in b.versions("unaffected")), b.id
+        assert all(bug.affected_from for _ in b.versions("unaffected")), b.id
         assert b.scenario is not None and SCENARIOS[b.scenario.name] is b.scenario
-        for side in b.sides:
+        for side in (*b.sides, "unaffected"):
             for version in b.versions(side):
                 cfg = b.scenario.run_config(**b.pin(side, version))
                 cfg.validate()
@@ -90,6 +93,32 @@ def test_kip966_runs_on_its_further_versions(tmp_path: Path) -> None:
     with pytest.raises(ValueError,
                        match=r"versions of KIP-966 \(3.9.1, 4.0.2, 4.3.1, 4.1.2, 4.2.2\)"):
         kip.picks("4.0.2,4.0.9")
+
+
+def test_an_open_bug_runs_on_its_unaffected_control() -> None:
+    """librdkafka#5301 is open (no fixed side) and affects 2.12.0 on: 2.11.1, before it, is
+    listed as an unaffected control. ``--on 2.11.1`` runs it, judged as a fixed side (a
+    stuck producer there contradicts the entry, timing-dependent or not), in a figure
+    section of its own; ``both`` and the nightly still run the affected side only."""
+    from runner.bug_runs import figure_id
+    from scenarios.bugs import Pick, run_misses
+
+    bug = find("librdkafka#5301")
+    assert bug.picks("2.11.1") == [Pick("unaffected", "2.11.1")]
+    assert bug.picks("both") == [Pick("affected", "2.16.2")]
+    assert bug.pin("unaffected", "2.11.1") == {"client_version": "2.11.1"}
+    assert figure_id(bug, bug.picks("2.11.1")) == ("librdkafka#5301:2.11.1",
+                                                  "librdkafka#5301 on 2.11.1")
+    stuck = {"valid": False, "anomalies": {"stuck-producer": {"count": 1, "known_bugs": {}}}}
+    live = {"valid": True, "anomalies": {"stuck-producer": {"count": 0}}}
+    assert run_misses(bug, "unaffected", stuck) == [
+        "stuck-producer = 1 (expected 0 on the unaffected version)",
+        "verdict False (expected True)"]
+    assert run_misses(bug, "unaffected", live) == []
+    assert summary(bug, "unaffected", live, "2.11.1").startswith(
+        "librdkafka#5301 on unaffected (confluent-kafka 2.11.1): stuck-producer 0")
+    with pytest.raises(ValueError, match="not fixed"):
+        bug.picks("fixed")
 
 
 def test_eof_restart_expectation_follows_the_client_version() -> None:
