@@ -277,8 +277,11 @@ def table() -> list[tuple[str, str, str, str, str]]:
     rows = []
     for b in BUGS:
         title = b.bug.title if b.bug else b.title
-        rows.append((b.id, title, b.labels("affected"),
-                     b.labels("fixed") if b.fixed != "none" else "not fixed", b.status))
+        fixed = b.labels("fixed") if b.fixed != "none" else "not fixed"
+        control = [b.label("unaffected", v) for v in b.versions("unaffected")]
+        if control:  # a release before the first affected one, run as a control
+            fixed += f" (unaffected: {', '.join(control)})"
+        rows.append((b.id, title, b.labels("affected"), fixed, b.status))
     return rows
 
 

@@ -218,6 +218,7 @@ def test_bugs_lists_the_catalogue() -> None:
     assert "confluent-kafka 2.13.2" in rows["librdkafka#4844"]
     assert "Kafka 3.9.1" in rows["KIP-966"] and "Kafka 4.3.1" in rows["KIP-966"]
     assert "not fixed" in rows["librdkafka#4953"]
+    assert "not fixed (unaffected: confluent-kafka 2.11.1)" in rows["librdkafka#5301"]
     assert "reproduces sometimes (timing)" in rows["librdkafka#4953"]
     assert "Kafka 3.9.1" in rows["KAFKA-17754"] and "reproduces (timing)" in rows["KAFKA-17754"]
     assert "confluent-kafka 2.16.2" in rows["txn-offsets-after-abort"]
