@@ -183,7 +183,7 @@ BUGS: tuple[BugEntry, ...] = (
                     "client logged a metadata response with no broker, and the others were "
                     "live again within the bound. The unaffected control, 2.11.1: 5/5 runs "
                     "valid, no client stuck (in 3 of them every client logged a metadata "
-                    "response with no broker; each was live again 3-9 s after the heal)"),
+                    "response with no broker; each made progress 3-9 s into the liveness phase)"),
     # Seen in controller-partition (which accepts it): the fenced leader's partitions got
     # leader -1 in one metadata update; no scenario forces that update yet.
     BugEntry(id="librdkafka#5430", axis="client_version", affected="2.16.1", fixed="none",
