@@ -37,6 +37,7 @@ from .positions import Rebalances, position_anomalies
 from .runfiles import RunDir, is_uri
 from .session import SMALL_HISTORY_BYTES, build_session, jvm_gone, spark_log
 from .torn import examinable, torn_transactions
+from .truncation_reset import proven_resets
 from .verdict import expectations
 
 RESULTS = RESULTS_FILE
@@ -74,7 +75,8 @@ def find_anomalies(writes: DataFrame, reads: DataFrame, inputs: IdentityInputs,
                                groups={r: inputs.settings.group(r) for r in inputs.readers}),
             *([torn_transactions(ident, writes, inputs)] if examinable(inputs) else []),
         ], known_bug_column(known or KnownInputs(inputs.settings)),
-            inputs.settings.accept_known)
+            inputs.settings.accept_known,
+            late=lambda rows: proven_resets(rows, reads, writes))
     finally:
         release(ident)
         release_shared()

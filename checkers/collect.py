@@ -5,7 +5,7 @@ example (one semi-join against the examples' identities and offsets)."""
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import reduce
 from typing import Any
@@ -18,6 +18,7 @@ from contract.anomalies import MAX_EXAMPLES, RECORD, SUBJECTS, WRITE
 
 from .batch_ids import finding, with_batch_ids
 from .engines import keep, release
+from .truncation_reset import EXCUSE as RESET
 
 READS_PER_EXAMPLE = 8
 #: Kinds about one write: their examples' reads are looked up by (producer, seq).
@@ -46,7 +47,8 @@ class Findings:
 def collect_findings(frames: list[DataFrame], known: Column | None = None,
                      accepted: tuple[str, ...] = (),
                      excuses: Sequence[tuple[Column, str]] = (),
-                     batches: DataFrame | None = None) -> Findings:
+                     batches: DataFrame | None = None,
+                     late: Callable[[DataFrame], Column | None] | None = None) -> Findings:
     """Counts and examples of the union of all anomaly rows (materialised once).
 
     ``known`` (checkers/known.py) names the known bug explaining each row; counts are
@@ -54,7 +56,9 @@ def collect_findings(frames: list[DataFrame], known: Column | None = None,
     excuse single rows besides their checks' own (a power loss proven to have lost the
     record, power_proof.py; the record's own producer's settings). Examples come forbidden
     first: records neither excused nor explained, then those a known bug explains, then those of an
-    ``accepted`` known bug, then excused ones."""
+    ``accepted`` known bug, then excused ones. ``late``: a proof read from the materialised
+    rows themselves (truncation_reset.py: a few candidate rows brought to the driver); the
+    rows it picks are excused as a truncation reset, and no known bug names them."""
     union = reduce(DataFrame.unionByName, frames)
     for cond, name in excuses:
         proven = F.coalesce(cond, F.lit(False)) & ~F.col("excused")
@@ -66,8 +70,16 @@ def collect_findings(frames: list[DataFrame], known: Column | None = None,
     union = with_batch_ids(union, batches).withColumn("finding", finding())
     union = union.withColumn("known_bug", known if known is not None
                              else F.lit(None).cast("string"))
-    rows = keep(union)
+    kept = rows = keep(union)
     try:
+        resets = late(kept) if late is not None else None
+        if resets is not None:  # a projection of the kept rows: cheap to read twice
+            reset = F.coalesce(resets, F.lit(False)) & ~F.col("excused")
+            rows = kept.withColumns({
+                "excuse": F.when(reset, F.lit(RESET)).otherwise(F.col("excuse")),
+                "known_bug": F.when(reset, F.lit(None).cast("string"))
+                .otherwise(F.col("known_bug")),
+                "excused": F.col("excused") | reset})
         agg = rows.groupBy("kind", "known_bug", "finding").agg(
             F.sum("n").alias("n"),
             F.sum(F.when(F.col("excused"), F.col("n")).otherwise(0)).alias("excused"),
@@ -104,7 +116,7 @@ def collect_findings(frames: list[DataFrame], known: Column | None = None,
         return Findings(dict(counts), dict(excused), dict(examples), dict(by_bug),
                         dict(found))
     finally:
-        release(rows)
+        release(kept)
 
 
 def _packed(producer: F.Column, seq: F.Column) -> F.Column:

@@ -48,6 +48,7 @@ from .runfiles import RunDir
 from .stalled import held_writes, stalls, unclean_elections
 from .stats import ReadSummary, WriteSummary, read_summary, timeseries, write_summary
 from .together import together
+from .truncation_reset import proven_resets
 
 
 @dataclass(frozen=True)
@@ -126,7 +127,9 @@ class CheckContext:
                                                 "producer-settings")],
                                               batch_table(self.spark, self.run,
                                                           self.inputs.topics)
-                                              if self._bumped() else None)
+                                              if self._bumped() else None,
+                                              late=lambda rows: proven_resets(
+                                                  rows, self.reads, self.writes))
             self.release()
             attach_reads(self.spark, self.reads, self._findings)
         return self._findings

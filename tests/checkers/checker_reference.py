@@ -211,6 +211,28 @@ def reference(writes: list[dict[str, Any]], reads: list[dict[str, Any]], complet
         return (cur["mode"] != "subscribe" and rec_of(prev) != (False,) and len(was) == 1
                 and rec_of(prev) not in was and now == {rec_of(cur)})
 
+    born: dict[tuple[Any, ...], int] = {}
+    for w in writes:
+        if w["producer"] is not None and w["seq"] is not None:
+            k = (True, w["producer"], w["seq"])
+            born[k] = min(born.get(k, w["invoke_ns"]), w["invoke_ns"])
+
+    def reset_proven(prev: dict[str, Any], cur: dict[str, Any]) -> bool:
+        """A step back onto the truncation point (checkers/truncation_reset.py): the drain's
+        one record at the offset is the reader's and was first written after the reader's
+        read of the step's start; the drain's one record below it the reader had read."""
+        t, p, o, who = cur["topic"], cur["partition"], cur["offset"], cur["reader"]
+        rec, below = rec_of(cur), drained_at.get((t, p, o - 1), set())
+        if rec == (False,) or drained_at.get((t, p, o), set()) != {rec} or len(below) != 1 \
+                or below == {(False,)}:
+            return False
+        h_ns = max(x["read_ns"] for x in reads_at[(t, p, prev["offset"])]
+                   if x["reader"] == who and x["poll"] == prev["poll"])
+        return born.get(rec, h_ns) > h_ns and any(
+            x["reader"] == who and rec_of(x) in below
+            and (x["poll"], x["read_ns"]) <= (cur["poll"], cur["read_ns"])
+            for x in reads_at.get((t, p, o - 1), []))
+
     for rs in seqs.values():
         # the checker's order: the record key last (an undecodable read first)
         rs.sort(key=lambda r: (r["poll"], r["read_ns"], r["offset"],
@@ -224,8 +246,8 @@ def reference(writes: list[dict[str, Any]], reads: list[dict[str, Any]], complet
                 prev["poll"] <= q <= cur["poll"] for q in moved.get((cur["reader"], t, p), []))
             if cur["offset"] <= prev["offset"]:
                 # a reset to a truncation point lands on an offset that was reused
-                add("nonmonotonic-poll",
-                    excused=excused or (t, p, cur["offset"]) in reused)
+                add("nonmonotonic-poll", excused=excused or (t, p, cur["offset"]) in reused
+                    or reset_proven(prev, cur))
             elif witnessed(prev, cur) or past_truncation(prev, cur):
                 add("poll-skip", excused=excused and group_read(
                     cur["reader"], t, p, prev["offset"], cur["offset"]))
