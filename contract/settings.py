@@ -31,6 +31,16 @@ DEFAULT_MAX_POLL_INTERVAL_MS = 300_000
 DEFAULT_METADATA_REFRESH_MS = 300_000
 #: The group the run's subscribe-mode consumers join (restart mode: ``<group>-<reader>``).
 DEFAULT_GROUP_ID = "kc-consumers"
+#: A transactional producer's send_offsets_to_transaction timeout (run option
+#: ``send_offsets``): short, so a call blocked past it (librdkafka#5456, #5511) shows soon.
+OFFSETS_CALL_TIMEOUT_S = 5.0
+
+
+def offsets_group(transactional_id: str, n: int = 0) -> str:
+    """The consumer group whose offsets the producer of ``transactional_id`` sends in its
+    transactions (run option ``send_offsets``); the run picks ``n`` so that the group's
+    coordinator is not the transaction's (run.json ``workload.transactions.offsets_groups``)."""
+    return f"{transactional_id}-offsets-{n}"
 
 #: The defaults in force when run.json leaves a setting unset (Kafka's, and librdkafka's for
 #: the clients: its ``enable.idempotence`` is false and its consumer reads committed).

@@ -130,6 +130,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--acks", choices=ACKS_VALUES)
     _bool_pair(r, "idempotence", "enable.idempotence (default: on with acks=all)")
     r.add_argument("--transactions", action="store_true", default=None)
+    r.add_argument("--send-offsets", action="store_true", default=None,
+                   help="with --transactions: each producer also runs a group consumer of "
+                   "its own and sends its positions in every transaction")
     r.add_argument("--producers", type=int)
     r.add_argument("--consumers", type=int)
     r.add_argument("--consumer-mode", choices=CONSUMER_MODES,

@@ -78,6 +78,10 @@ class RunConfig:
     acks: str = "all"
     idempotence: bool | None = None
     transactions: bool = False
+    # transactional producers only: each runs a group consumer of its own on the run's topic
+    # and sends its positions in every transaction it commits (send_offsets_to_transaction,
+    # contract.settings.offsets_group names the group)
+    send_offsets: bool = False
     producers: int = 2
     consumers: int = 1
     consumer_mode: str = "assign"
@@ -198,6 +202,8 @@ class RunConfig:
                               self.producer_config)
         except ProducerSettingsError as e:
             raise bad(str(e)) from None
+        if self.send_offsets and not self.transactions:
+            raise bad("--send-offsets needs --transactions (offsets go into a transaction)")
         if not 1 <= self.producers <= 64:
             raise bad(f"--producers must be 1..64, got {self.producers}")
         if not 0 <= self.consumers <= 16:
@@ -260,6 +266,10 @@ class RunConfig:
                           group_protocol=self.group_protocol)
         if why:
             raise bad(why)
+        if self.send_offsets and (client.kind != CONFLUENT_KAFKA
+                                  or self.bootstrap_servers is not None):
+            raise bad("--send-offsets runs with confluent-kafka on a cluster kafka-chaos "
+                      "starts only")
         spark = engine_problem(self.spark_master)
         if spark:
             raise bad(spark)

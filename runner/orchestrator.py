@@ -79,8 +79,9 @@ class RunOutcome:
     stats: dict[str, Any] = field(default_factory=dict)
 
 
-def _producer_config(cfg: RunConfig) -> ProducerConfig:
-    return ProducerConfig(
+def _producer_config(cfg: RunConfig, offsets_groups: dict[int, str] | None = None
+                     ) -> ProducerConfig:
+    return ProducerConfig(offsets_groups=dict(offsets_groups or {}),
         acks=cfg.acks,  # type: ignore[arg-type]  # RunConfig spells acks 0, 1 or all
         enable_idempotence=cfg.idempotence, rate=cfg.rate, record_size=cfg.record_size,
         # the run stops them (its stop flag) after the liveness phase, which follows the
@@ -125,6 +126,8 @@ class Run:
         self.topic = (f"{TOPIC}-{self.run_dir.name}-{secrets.token_hex(3)}"
                       if cfg.bootstrap_servers else TOPIC)
         self.topic_created = False
+        # producer id -> its offsets group (run option send_offsets; picked at setup)
+        self.offsets_groups: dict[int, str] = {}
         self.observer: Observer | None = None
         self.producers: ProcessGroup | None = None
         self.consumers: ProcessGroup | None = None
@@ -165,7 +168,14 @@ class Run:
         self.cluster.create_topic(self.topic, cfg.partitions, cfg.replication_factor,  # type: ignore[union-attr]
                                   cfg.effective_topic_config())
         self.topic_created = True
-        pcfg, ccons = _producer_config(cfg), _consumer_config(cfg)
+        if cfg.send_offsets:
+            from runner.offsets_groups import pick_offsets_groups
+
+            ids = ProducerConfig(transactional=True, extra=dict(cfg.producer_config))
+            self.offsets_groups = pick_offsets_groups(
+                self.cluster,  # type: ignore[arg-type]  # validate(): ours, not an external one
+                {i: ids.kafka_config(i)["transactional.id"] for i in range(cfg.producers)})
+        pcfg, ccons = _producer_config(cfg, self.offsets_groups), _consumer_config(cfg)
         workload = {
             "topic": self.topic, "partitions": cfg.partitions, "producers": cfg.producers,
             "rate": cfg.rate, "duration_s": cfg.duration, "record_size": cfg.record_size,
@@ -177,6 +187,9 @@ class Run:
                            "group_protocol": cfg.group_protocol}
                           for i in range(cfg.consumers)],
             "transactions": {"enabled": cfg.transactions,
+                             # producer -> the group whose offsets its transactions send
+                             "offsets_groups": {f"p{i}": g
+                                                for i, g in self.offsets_groups.items()},
                              "records_per_txn": pcfg.records_per_txn,
                              "abort_share": pcfg.abort_share},
         }
@@ -241,10 +254,20 @@ class Run:
         self.step(f"workload: {cfg.producers} producer(s) for {cfg.duration:.0f}s, "
                   f"faults: {self._fault_summary()}")
         self.producers = self.driver.start_producers(self.run_dir, boot, self.topic,
-                                                     cfg.partitions, _producer_config(cfg),
+                                                     cfg.partitions,
+                                                     _producer_config(cfg, self.offsets_groups),
                                                      cfg.producers)
         slots = {**(self.consumers.slots if self.consumers else {}), **self.producers.slots}
-        self.watch = CallWatcher(self.events, slots, cfg.liveness or DEFAULT_BOUND_S).start()
+        pcfg = _producer_config(cfg, self.offsets_groups)
+        # a hung send_offsets_to_transaction names its group and transactional id
+        # (checkers/hung_calls.py finds their coordinators in the faults' start events)
+        notes = {f"p{i}": {"send_offsets_to_transaction": {
+            "group": g, "transactional_id": pcfg.kafka_config(i)["transactional.id"]}}
+            for i, g in self.offsets_groups.items()}
+        self.watch = CallWatcher(self.events, slots, cfg.liveness or DEFAULT_BOUND_S,
+                                 call_notes=notes).start()
+        notes_groups = set(self.offsets_groups.values())
+        notes_txn = {pcfg.kafka_config(i)["transactional.id"] for i in self.offsets_groups}
         nodes = list(cluster.nodes.values()) if isinstance(cluster, ExternalCluster) else []
         if nodes:
             self.dead_man = DeadManSwitches(nodes, self.run_dir.name, cfg.dead_man)
@@ -253,7 +276,9 @@ class Run:
                       f"they undo our faults {cfg.dead_man:.0f}s after we stop renewing")
         self.nemesis = Nemesis(FaultContext(cluster, self.events, self.topic,
                                             random.Random(cfg.seed),
-                                            consumers=self._group_consumers))
+                                            consumers=self._group_consumers,
+                                            groups=lambda: sorted(notes_groups),
+                                            transactional_ids=lambda: sorted(notes_txn)))
         self.nemesis.heal_retry_s = cfg.dead_man if self._ssh_nodes() else 0.0
         self.nemesis.began = began
         deadline = time.monotonic() + cfg.duration

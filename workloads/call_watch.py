@@ -137,6 +137,9 @@ class CallWatcher:
     bound_s: float = DEFAULT_BOUND_S
     #: in-process clients: name -> their CallSlot, whose notes join the hung-call events
     notes: dict[str, CallSlot] = field(default_factory=dict)
+    #: client processes: name -> call -> what every hung call of that name adds to its
+    #: events (a producer's offsets group and transactional id: run option send_offsets)
+    call_notes: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
     interval_s: float = WATCH_INTERVAL_S
     _open: dict[str, _Hung] = field(default_factory=dict)
     _halt: threading.Event = field(default_factory=threading.Event)
@@ -174,6 +177,7 @@ class CallWatcher:
                           "since_ns": call.start_ns}
                 if name in self.notes:
                     detail |= self.notes[name].note_of(call.gen)
+                detail |= self.call_notes.get(name, {}).get(call.call, {})
                 self.events.emit(HUNG_CALL, START, [], detail)
                 self._open[name] = _Hung(call, detail)
                 self.hung += 1

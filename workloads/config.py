@@ -51,6 +51,9 @@ class ProducerConfig:
     records_per_txn: int = 10
     abort_share: float = 0.1
     transaction_timeout_ms: int = 60_000
+    # producer id -> the consumer group whose positions its transactions send (run option
+    # send_offsets; workloads/txn_offsets.py); a producer not named sends none
+    offsets_groups: dict[int, str] = field(default_factory=dict)
     # How long the end of the produce phase waits for outstanding deliveries before purging.
     flush_timeout_s: float = 10.0
     # False: no history at all (benchmark of the recording overhead only).

@@ -92,6 +92,12 @@ class ProducerProcess:
         self.signatures = (SignatureWatch(self.events, f"p{producer_id}")
                            if self.events is not None else None)
         self.client = self.new_client()
+        # a group consumer whose positions each transaction sends (workloads/txn_offsets.py)
+        self.offsets: Any = None
+        group = cfg.offsets_groups.get(producer_id) if cfg.transactional else None
+        if group is not None:
+            from workloads.txn_offsets import OffsetsSource
+            self.offsets = OffsetsSource(bootstrap, topic, group, producer_id)
 
     # ------------------------------------------------------------------ client
     def client_config(self) -> dict[str, Any]:
@@ -271,6 +277,8 @@ class ProducerProcess:
             self.deliver(timeout)
             self.abandon_client()
         finally:
+            if self.offsets is not None:
+                self.offsets.close()
             self.recorder.close()  # whatever happened above, the attempts reach the history
             if self.events is not None:
                 self.events.close()
@@ -302,6 +310,8 @@ def producer_main(run_dir: Path | None, bootstrap: str, topic: str, partitions: 
         # CPU of the produce phase, this process's threads included (librdkafka's too).
         stats["cpu_s"] = time.process_time() - cpu0
         stats["epoch_changes"] = proc.epochs.changes
+        if proc.offsets is not None:
+            stats["offsets_sent"] = proc.offsets.sent
         stats["client"] = client_versions()  # what this process loaded (run.json versions)
         log.info("producer %d done: %s", producer_id, stats)
         if stats_queue is not None:

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 from confluent_kafka import KafkaException
 
 from workloads.producer import client_error
+from workloads.txn_offsets import send_offsets
 
 if TYPE_CHECKING:
     from workloads.producer import ProducerProcess
@@ -116,6 +117,10 @@ def run_one_txn(proc: ProducerProcess, txn_no: int) -> bool:
             wait = interval - (time.monotonic() - t0)
             if wait > 0:
                 proc.poll(wait)
+    if proc.offsets is not None and proc.fatal is None and not proc.terminating \
+            and not want_abort:
+        # a consume-transform-produce application's offsets (workloads/txn_offsets.py)
+        send_offsets(proc, proc.offsets)
     if proc.fatal is not None:
         outcome, recreate = UNKNOWN, True
     elif proc.terminating:

@@ -57,6 +57,9 @@ from tests.run.cli import CLI, start
     (["run", "--group-protocol", "consumer", "--kafka-version", "3.9.1"],
      "--group-protocol consumer needs Kafka 4.0 or later"),
     (["run", "--group-protocol", "eager"], "--group-protocol"),
+    (["run", "--send-offsets"], "--send-offsets needs --transactions"),
+    (["run", "--transactions", "--send-offsets", "--client", "java:4.1.1"],
+     "--send-offsets runs with confluent-kafka on a cluster kafka-chaos starts only"),
     (["run", "--scenario", "max-poll-stall", "--client", "java:4.1.1"],
      "scenario max-poll-stall: --client java:4.1.1: the poll-stall fault is driven with "
      "confluent-kafka only"),

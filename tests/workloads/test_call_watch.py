@@ -106,3 +106,24 @@ def test_an_in_process_calls_note_joins_its_own_hung_call_only(tmp_path: Path) -
         ("start", "send_offsets_to_transaction", "invoicer"),
         ("end", "send_offsets_to_transaction", "invoicer"),
         ("start", "commit_transaction", None), ("end", "commit_transaction", None)]
+
+
+def test_a_process_calls_note_joins_that_call_only(tmp_path: Path) -> None:
+    """A producer process's offsets group (run option send_offsets) goes into the hung-call
+    events of its send_offsets_to_transaction (the run names it: the shared slot carries no
+    note), never into another call's."""
+    path = tmp_path / "events.jsonl"
+    arr = new_slot()
+    note = {"group": "kc-txn-0-offsets-1", "transactional_id": "kc-txn-0"}
+    watch = CallWatcher(EventLog(path), {"p0": arr},
+                        call_notes={"p0": {"send_offsets_to_transaction": note}})
+    slot = CallSlot(arr)
+    with slot.call("send_offsets_to_transaction", 1.0):
+        watch.scan(time.time_ns() + int((1.0 + SLACK_S + 1) * 1e9))
+    with slot.call("commit_transaction", 1.0):
+        watch.scan(time.time_ns() + int((1.0 + SLACK_S + 1) * 1e9))
+    watch.stop()
+    starts = [e["detail"] for e in _hung(path) if e["phase"] == "start"]
+    assert [(d["call"], d.get("group"), d.get("transactional_id")) for d in starts] == [
+        ("send_offsets_to_transaction", "kc-txn-0-offsets-1", "kc-txn-0"),
+        ("commit_transaction", None, None)]
