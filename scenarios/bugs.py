@@ -33,6 +33,10 @@ from scenarios.eof_restart import EOF_CONSUMER_RESTART
 from scenarios.epoch_reread import STALLED_READER_LEADER_MOVE
 from scenarios.liveness import BROKERS_FENCED
 from scenarios.lost_marker import LOST_TXN_MARKER, LOST_TXN_MARKER_CONTINUED
+from scenarios.offsets_coordinator import (
+    OFFSETS_COORDINATOR_FENCED_SCENARIO,
+    OFFSETS_COORDINATOR_KILLED,
+)
 from scenarios.operations import ALL_REPLICAS_POWER_LOSS, STALE_TXN_REQUESTS
 from scenarios.poll_stall import MAX_POLL_STALL
 from scenarios.replication import LAST_REPLICA_STANDING
@@ -192,19 +196,22 @@ BUGS: tuple[BugEntry, ...] = (
                     "p0 logged 'new leader-1 not found in cache' for all 3 partitions 0.2 s "
                     "after its last acknowledgement and got none in the 54 s left, 30 s of "
                     "them after the heal (2406 records timed out); p1 stayed live"),
-    # A transactional producer's send_offsets_to_transaction with the group's coordinator
-    # killed: reproduced with the recorded clients (tests/usercode/test_offsets_coordinator_
-    # cluster.py); no built-in scenario has a consume-transform-produce workload to pin.
+    # offsets-coordinator-fenced / -killed: a transactional producer sends its own group
+    # consumer's positions in every transaction (run option send_offsets) while the group's
+    # coordinator, not the transaction's, is killed: past the session timeout (fenced,
+    # #5511) or briefly (#5456). Both open: affected sides only.
     BugEntry(id="librdkafka#5511", axis="client_version", affected="2.16.2", fixed="none",
-             kind="hung-call", timing=True,
-             status="seen (the recorded clients; not runnable): the group's "
-                    "coordinator killed for 40 s, a 5 s call blocked 35 s in 2 of 5 runs "
-                    "(then _FENCED from the new coordinator); 2 more waited 21 s at the "
-                    "transaction's coordinator (the same broker: not named)"),
+             kind="hung-call", scenario=OFFSETS_COORDINATOR_FENCED_SCENARIO,
+             affected_valid=True, timing=True,
+             status="seen (the recorded clients): the group's coordinator killed for 40 s, "
+                    "a 5 s call blocked 35 s in 2 of 5 runs (then _FENCED from the new "
+                    "coordinator); 2 more waited 21 s at the transaction's coordinator (the "
+                    "same broker: not named)"),
     BugEntry(id="librdkafka#5456", axis="client_version", affected="2.16.2", fixed="none",
-             kind="hung-call", timing=True,
-             status="seen (the recorded clients; not runnable): the group's "
-                    "coordinator killed for 1.5 s, a 5 s call blocked 12 s in 1 of 6 runs"),
+             kind="hung-call", scenario=OFFSETS_COORDINATOR_KILLED, affected_valid=True,
+             timing=True,
+             status="seen (the recorded clients): the group's coordinator killed for 1.5 s, "
+                    "a 5 s call blocked 12 s in 1 of 6 runs"),
     # max-poll-stall stops a KIP-848 consumer's poll loop past max.poll.interval.ms once,
     # the topic growing meanwhile, and asks it to read again after the heal. By hand a stall
     # alone did not reproduce it (2.14.2 rejoined 2/2); with an assignment change pending

@@ -8,6 +8,7 @@ from scenarios import (
     groups,
     liveness,
     lost_marker,
+    offsets_coordinator,
     poll_stall,
     replication,
     stale_commit,
@@ -52,4 +53,5 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in [SAFE_CONFIG_CHAOS, *OPERAT
                                                     *stale_commit.SCENARIOS,
                                                     *lost_marker.SCENARIOS,
                                                     COORDINATOR_MOVED_ON_ASSIGN,
+                                                    *offsets_coordinator.SCENARIOS,
                                                     *epoch_reread.SCENARIOS]}
