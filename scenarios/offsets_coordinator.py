@@ -78,7 +78,7 @@ NAMED_ONLY: Expect = {"valid": True}
 
 def _config(bug: str, duration: float, broker: dict[str, str]) -> dict[str, Any]:
     return {"acks": "all", "transactions": True, "send_offsets": True, "faults": [],
-            "producers": 1, "consumers": 1, "partitions": 3, "rate": 50.0,
+            "producers": 1, "consumers": 1, "partitions": 3, "rate": 20.0,
             "duration": duration, "liveness": 30.0, "accept_known": [bug],
             "broker_config": broker}
 

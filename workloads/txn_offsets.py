@@ -67,6 +67,10 @@ def send_offsets(proc: ProducerProcess, source: OffsetsSource) -> None:
     positions = source.positions()
     if not positions:
         return
+    # The call may never return (librdkafka#5511): the process is then killed in it, so
+    # the rows of the transactions decided so far are written first, or committed records
+    # would be read that no attempt in the history produced.
+    proc.recorder.flush()
     try:
         with proc.calls.call("send_offsets_to_transaction", OFFSETS_CALL_TIMEOUT_S):
             proc.client.send_offsets_to_transaction(

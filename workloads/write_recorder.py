@@ -204,6 +204,12 @@ class WriteRecorder(RecorderCounts):
         if self.writer is not None:
             self.writer.maybe_flush()
 
+    def flush(self) -> None:
+        """Writes the rows resolved so far now (before a call that may never return: a
+        process killed in it keeps what it had written)."""
+        if self.writer is not None:
+            self.writer.flush()
+
     def close(self) -> None:
         if self.writer is not None:
             self.writer.close()
