@@ -26,11 +26,11 @@ def fake(cell: nightly.Cell, out: Path, common: dict[str, Any]) -> ChaosResult:
 
 def test_cells_and_what_a_client_cannot_run() -> None:
     todo, skipped = client_matrix.client_cells(["confluent-kafka", "sarama:1.61.1"], [])
-    assert len(todo) == 2 * len(SCENARIOS) - 10
+    assert len(todo) == 2 * len(SCENARIOS) - 12
     assert sorted(skipped) == [(s, "sarama:1.61.1") for s in (
         "close-past-marker", "coordinator-moved-on-assign", "eof-consumer-restart",
         "lost-txn-marker", "lost-txn-marker-continued", "max-poll-stall",
-        "stale-committed-offset", "stale-txn-requests", "stalled-reader-leader-move",
+        "offsets-coordinator-fenced", "offsets-coordinator-killed", "stale-committed-offset", "stale-txn-requests", "stalled-reader-leader-move",
         "transactions-chaos")]
     assert "KIP-848" in skipped[("max-poll-stall", "sarama:1.61.1")]
     assert "restart" in skipped[("eof-consumer-restart", "sarama:1.61.1")]
@@ -39,9 +39,13 @@ def test_cells_and_what_a_client_cannot_run() -> None:
     # script stalls the poll loop, which its driver cannot (refused, not run to "unknown")
     todo, skipped = client_matrix.client_cells(["java:4.1.1"], [])
     stalls = ("coordinator-moved-on-assign", "max-poll-stall", "stalled-reader-leader-move")
-    assert len(todo) == len(SCENARIOS) - len(stalls)
-    assert skipped == {(s, "java:4.1.1"): "the poll-stall fault is driven with confluent-kafka "
-                       "only, so far" for s in stalls}
+    # ... and those whose producers send offsets (run option send_offsets: confluent-kafka)
+    offsets = ("offsets-coordinator-fenced", "offsets-coordinator-killed")
+    assert len(todo) == len(SCENARIOS) - len(stalls) - len(offsets)
+    assert skipped == {**{(s, "java:4.1.1"): "the poll-stall fault is driven with "
+                          "confluent-kafka only, so far" for s in stalls},
+                       **{(s, "java:4.1.1"): "--send-offsets runs with confluent-kafka on a "
+                          "cluster kafka-chaos starts only" for s in offsets}}
 
 
 def test_table_and_exit_code(tmp_path: Path) -> None:
