@@ -30,7 +30,8 @@ def test_cells_and_what_a_client_cannot_run() -> None:
     assert sorted(skipped) == [(s, "sarama:1.61.1") for s in (
         "close-past-marker", "coordinator-moved-on-assign", "eof-consumer-restart",
         "lost-txn-marker", "lost-txn-marker-continued", "max-poll-stall",
-        "offsets-coordinator-fenced", "offsets-coordinator-killed", "stale-committed-offset", "stale-txn-requests", "stalled-reader-leader-move",
+        "offsets-coordinator-fenced", "offsets-coordinator-killed", "stale-committed-offset",
+        "stale-txn-requests", "stalled-reader-leader-move",
         "transactions-chaos")]
     assert "KIP-848" in skipped[("max-poll-stall", "sarama:1.61.1")]
     assert "restart" in skipped[("eof-consumer-restart", "sarama:1.61.1")]
