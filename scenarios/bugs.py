@@ -205,8 +205,9 @@ BUGS: tuple[BugEntry, ...] = (
              status="seen (offsets-coordinator-fenced; not runnable: the call never returns, "
                     "the producer process is killed in it and the verdict is unknown): in 2 "
                     "of 4 runs the call blocked from within the 40 s kill and never returned "
-                    "(stopped after 167 s and 163 s; tagged); with the recorded clients a 5 s call blocked 35 s in 2 of 5 "
-                    "runs (then _FENCED from the new coordinator)"),
+                    "(stopped after 167 s and 163 s; tagged); with the recorded clients a "
+                    "5 s call blocked 35 s in 2 of 5 runs (then _FENCED from the new "
+                    "coordinator)"),
     BugEntry(id="librdkafka#5456", axis="client_version", affected="2.16.2", fixed="none",
              kind="hung-call", scenario=OFFSETS_COORDINATOR_KILLED, affected_valid=True,
              timing=True,
