@@ -5,8 +5,9 @@
 - :mod:`runner.orchestrator`: one run, start to end (cluster, workload, nemesis, heal,
   drain, checker, report);
 - :mod:`runner.rundir`: the run directory and run.json (DESIGN.md §3);
-- :mod:`runner.cli`: the ``kafka-chaos`` command (its options: :mod:`runner.cli_parser`); :mod:`runner.bug_runs` its known-bug runs,
-  :mod:`runner.verdict` how a verdict is told, :mod:`runner.progress` the progress display;
+- :mod:`runner.cli`: the ``kafka-chaos`` command (its options: :mod:`runner.cli_parser`);
+  :mod:`runner.bug_runs` its known-bug runs, :mod:`runner.verdict` how a verdict is told,
+  :mod:`runner.progress` the progress display;
 - :mod:`runner.clients`: cached virtualenvs of other confluent-kafka releases.
 
 It sits above the stages, the nemesis and the scenarios and may import any of them; the
