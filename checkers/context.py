@@ -43,7 +43,7 @@ from .power_proof import (
     elected_lost_terms,
     proof_terms,
 )
-from .rereads import epoch_rises, reread_applies, reread_targets
+from .rereads import assignments, epoch_rises, reread_applies, reread_targets
 from .runfiles import RunDir
 from .stalled import held_writes, stalls, unclean_elections
 from .stats import ReadSummary, WriteSummary, read_summary, timeseries, write_summary
@@ -236,7 +236,8 @@ def load_context(spark: SparkSession, run: RunDir) -> CheckContext:
                                             spark, reads, writes, restart_polls(events),
                                             settings),
                                         reread_targets=reread_targets(
-                                            spark, reads, epoch_rises(history), settings)
+                                            reads, epoch_rises(history),
+                                            assignments(events))
                                         if reread_applies(settings) else []),
                             proof_terms(crash_list, history))
     except BaseException:

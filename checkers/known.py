@@ -63,10 +63,10 @@ class KnownInputs:
     # marker_resume.resumed_after_marker: "reader:topic:partition:offset" of a restart-mode
     # reader's first read after a restart, right after an offset holding no record
     marker_resumptions: list[str] = field(default_factory=list)
-    # rereads.reread_targets: (reader:topic:partition, lo, hi, rise_ns): the offsets a
-    # reader's position may have held when its client learned of an observed rise of the
-    # partition's leader epoch (only where librdkafka#4261 applies)
-    reread_targets: list[tuple[str, int, int, int]] = field(default_factory=list)
+    # rereads.reread_targets: (reader:topic:partition, poll): a poll that went back, an
+    # observed rise of the partition's leader epoch in the span the reader's position was
+    # the offset the re-read began at (only where librdkafka#4261 applies)
+    reread_targets: list[tuple[str, int]] = field(default_factory=list)
 
 
 def applicable(settings: Settings) -> list[KnownBug]:

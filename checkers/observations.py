@@ -36,6 +36,12 @@ class Change:
     prev_leader: int | None
     prev_isr: tuple[int, ...] | None
     prev_epoch: int | None
+    # when the observer took the sample before this one (None on the first): a change
+    # happened after it, so a change's true time lies in (prev_ts_ns, ts_ns]
+    prev_ts_ns: int | None = None
+    # the last sample before this one whose ListOffsets answer carried an epoch (most lack
+    # one): an epoch rise under one leader happened after it
+    prev_epoch_ns: int | None = None
 
     def brief(self) -> dict[str, Any]:
         return {"ts_ns": self.ts_ns, "leader": self.leader, "isr": list(self.isr),
@@ -99,6 +105,7 @@ def collect_changes(obs: DataFrame) -> tuple[PartitionHistory, int]:
         F.coalesce(F.col("leader"), F.lit(-1)).alias("leader"),
         F.array_sort(F.coalesce(F.col("isr"), F.array().cast("array<int>"))).alias("isr"),
         "leader_epoch",
+        F.when(F.col("leader_epoch").isNotNull(), F.col("ts_ns")).alias("answered_ns"),
     )
     new_term = ~F.lag("leader").over(order).eqNullSafe(F.col("leader"))
     terms = state.withColumn(
@@ -112,7 +119,10 @@ def collect_changes(obs: DataFrame) -> tuple[PartitionHistory, int]:
         filled.withColumn("prev_leader", F.lag("leader").over(order))
         .withColumn("prev_isr", F.lag("isr").over(order))
         .withColumn("prev_epoch", F.lag("leader_epoch").over(order))
-        .withColumn("first", F.lag("ts_ns").over(order).isNull())
+        .withColumn("prev_ts_ns", F.lag("ts_ns").over(order))
+        .withColumn("prev_epoch_ns", F.last("answered_ns", ignorenulls=True).over(
+            order.rowsBetween(Window.unboundedPreceding, -1)))
+        .withColumn("first", F.col("prev_ts_ns").isNull())
     )
     changed = with_prev.where(
         F.col("first")
@@ -128,6 +138,7 @@ def collect_changes(obs: DataFrame) -> tuple[PartitionHistory, int]:
             prev_leader=None if r["first"] else r["prev_leader"],
             prev_isr=None if r["first"] else tuple(r["prev_isr"] or ()),
             prev_epoch=None if r["first"] else r["prev_epoch"],
+            prev_ts_ns=r["prev_ts_ns"], prev_epoch_ns=r["prev_epoch_ns"],
         )
         for r in rows[:MAX_CHANGES]
     ]

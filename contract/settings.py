@@ -26,9 +26,6 @@ CONSUMER_MODES = ("assign", "subscribe", "restart")
 GROUP_PROTOCOLS = ("classic", "consumer")
 #: librdkafka's max.poll.interval.ms when a run does not set it.
 DEFAULT_MAX_POLL_INTERVAL_MS = 300_000
-#: librdkafka's topic.metadata.refresh.interval.ms when a run does not set it: a client
-#: learns of a new leader epoch within it at the latest.
-DEFAULT_METADATA_REFRESH_MS = 300_000
 #: The group the run's subscribe-mode consumers join (restart mode: ``<group>-<reader>``).
 DEFAULT_GROUP_ID = "kc-consumers"
 #: A transactional producer's send_offsets_to_transaction timeout (run option
@@ -132,9 +129,6 @@ class Settings:
     # facts are per consumer
     reader_group_protocol: dict[str, str] = field(default_factory=dict)
     reader_max_poll_interval_ms: dict[str, int] = field(default_factory=dict)
-    # topic.metadata.refresh.interval.ms of each reader workload.consumers lists (likewise):
-    # librdkafka#4261's evidence bounds when its client learned of a new leader epoch
-    reader_metadata_refresh_ms: dict[str, int] = field(default_factory=dict)
 
     def isolation(self, reader: str) -> str:
         """The isolation level of one reader (per-reader setting, else consumer_config)."""
@@ -157,10 +151,6 @@ class Settings:
     def max_poll_interval_ms(self, reader: str) -> int:
         """The max.poll.interval.ms ``reader`` was given."""
         return self.reader_max_poll_interval_ms.get(reader, DEFAULT_MAX_POLL_INTERVAL_MS)
-
-    def metadata_refresh_ms(self, reader: str) -> int:
-        """The topic.metadata.refresh.interval.ms ``reader`` was given."""
-        return self.reader_metadata_refresh_ms.get(reader, DEFAULT_METADATA_REFRESH_MS)
 
     def group(self, reader: str) -> str | None:
         """The consumer group ``reader`` joins, or None (assign mode, or not known)."""
@@ -287,7 +277,6 @@ def settings_from_run(run: dict[str, Any]) -> Settings:
     reader_groups: dict[str, str | None] = {}
     reader_protocol: dict[str, str] = {}
     reader_max_poll: dict[str, int] = {}
-    reader_refresh: dict[str, int] = {}
     default_group = consumer.get("group.id")
     default_group = str(default_group) if default_group else None
     for c in workload.get("consumers") or []:
@@ -310,11 +299,6 @@ def settings_from_run(run: dict[str, Any]) -> Settings:
         reader_max_poll[str(c["id"])] = _int(own.get("max.poll.interval.ms"),
                                              DEFAULT_MAX_POLL_INTERVAL_MS) \
             or DEFAULT_MAX_POLL_INTERVAL_MS
-        refresh = _int(own.get("topic.metadata.refresh.interval.ms"),
-                       DEFAULT_METADATA_REFRESH_MS) or DEFAULT_METADATA_REFRESH_MS
-        # -1 turns the periodic refresh off: the cache then expires at metadata.max.age.ms
-        # (3 x the default refresh)
-        reader_refresh[str(c["id"])] = refresh if refresh > 0 else 3 * DEFAULT_METADATA_REFRESH_MS
     # imported here: validating settings (the CLI's bad input) needs no pyarrow
     from contract.schemas import DRAIN_READER
 
@@ -357,7 +341,6 @@ def settings_from_run(run: dict[str, Any]) -> Settings:
                                  or 45000.0) / 1000,
         reader_group_protocol=reader_protocol,
         reader_max_poll_interval_ms=reader_max_poll,
-        reader_metadata_refresh_ms=reader_refresh,
     )
 
 

@@ -1,13 +1,15 @@
 """A consumer that reads offsets again after a leader epoch change: librdkafka#4261 in the
 checker.
 
-The partition holds p0's records 0-9 at offsets 0-9. c0 read offsets 0-3 (polls 0-3), then
-its client learned a new leader epoch (the observer shows it at 5 s) while it held offsets
-4-7 fetched but unread: it read 4-7 (polls 5-8) and, fetching again from the application's
-position 4, read 4-9 (polls 9-14). The step from 7 back to 4 is a nonmonotonic-poll, named
-librdkafka#4261 only on librdkafka 2.1.0, with no rebalance between, and an epoch rise its
-client may have learned of while its position was 4: after its first read of 3 (less the
-client's metadata refresh interval), before its first read of 4 (plus the observer's lag).
+The partition holds p0's records 0-9 at offsets 0-9. c0 read offsets 0-3 (polls 0-3, at
+1.000-1.003 s), then, its loop stopped, the partition's leader moved (the observer shows
+leader 1 half a second before the rise and leader 2 from it, at 5 s by default) while its
+client held offsets 4-7 fetched but unread: it read 4-7 (polls 5-8, from 6 s) and, fetching
+again from the application's position 4, read 4-9 (polls 9-14). The step from 7 back to 4
+is a nonmonotonic-poll, named librdkafka#4261 only on librdkafka 2.1.0, with no rebalance
+between, and only when the rise lies in the span c0's position was 4: after its read of 3
+(1.003 s) and before its next read of 4 (6 s), the rise placed between the observer's
+sample before it and the one that showed it.
 """
 
 from __future__ import annotations
@@ -20,8 +22,10 @@ from tests.support.literal import History
 
 REREAD = "librdkafka#4261"
 
+Reads = list[tuple[int, int, int]]
 
-def _reads(again_ms: int = 6100) -> list[tuple[int, int, int]]:
+
+def _reads(again_ms: int = 6100) -> Reads:
     """(poll, offset, at_ms) of c0's reads: 0-3, (the epoch rise at 5 s), 4-7 from 6 s,
     then 4-9 again from ``again_ms``."""
     return [*((i, i, 1000 + i) for i in range(4)),
@@ -32,26 +36,31 @@ def _reads(again_ms: int = 6100) -> list[tuple[int, int, int]]:
 def _history(librdkafka: str = "2.1.0", rise_ms: int | None = 5000,
              rebalance_at: int | None = None, mode: str = "subscribe",
              samples: list[tuple[int, int, int | None]] | None = None,
-             again_ms: int = 6100, refresh_ms: int | None = None) -> History:
-    """``samples``: (at_ms, leader, epoch) the observer took instead of the default ones
-    (leader 1 at epoch 0, then leader 2 at epoch 1 from ``rise_ms``); ``refresh_ms``: c0's
-    topic.metadata.refresh.interval.ms (librdkafka's 300 s when None)."""
+             again_ms: int = 6100, reads: Reads | None = None,
+             assigned_ms: int | None = None, rise_partition: int = 0) -> History:
+    """``samples``: (at_ms, leader, epoch) the observer took of ``rise_partition`` instead
+    of the default ones (leader 1 at epoch 0 500 ms before ``rise_ms``, then leader 2 at
+    epoch 1 from it); ``reads``: c0's instead of :func:`_reads`; ``assigned_ms``: c0's
+    assignment of the partition recorded then, at poll 0."""
     h = History()
     h.run["versions"] = {"client": "confluent-kafka", "librdkafka": librdkafka}
     c0: dict[str, Any] = {"id": "c0", "mode": mode}
-    if refresh_ms is not None:
-        c0["consumer_config"] = {"topic.metadata.refresh.interval.ms": str(refresh_ms)}
     h.run["workload"] = {"consumers": [c0]}
     for s in range(10):
         h.write(0, s, offset=s)
         h.drain(0, s, 0, s)
-    for poll, off, at in _reads(again_ms):
+    if assigned_ms is not None:
+        h.event("rebalance", at_ms=assigned_ms, reader="c0", what="assigned", poll=0,
+                partitions=["t:0"])
+    for poll, off, at in reads if reads is not None else _reads(again_ms):
         h.read("c0", 0, off, 0, off, poll=poll, mode=mode, at_ms=at)
     if samples is None:
         samples = [((5000 if rise_ms is None else rise_ms) - 500, 1, 0)]
         samples += [(rise_ms, 2, 1)] if rise_ms is not None else []
     for at, leader, epoch in samples:
-        h.observe(at, 0, leader, [1, 2, 3], epoch=epoch)
+        h.observe(at, rise_partition, leader, [1, 2, 3], epoch=epoch)
+    if rise_partition != 0:  # partition 0 led by broker 1 throughout
+        h.observe(0, 0, 1, [1, 2, 3], epoch=0).observe(9000, 0, 1, [1, 2, 3], epoch=0)
     if rebalance_at is not None:
         h.event("rebalance", at_ms=6050, reader="c0", what="assigned", poll=rebalance_at,
                 partitions=["t:0"])
@@ -77,6 +86,43 @@ def test_a_reread_after_an_epoch_rise_is_named_4261_on_2_1_0(check) -> None:  # 
 
 
 @pytest.mark.spark
+def test_the_rise_may_lie_anywhere_the_samples_leave_it(check) -> None:  # type: ignore[no-untyped-def]
+    # shown at 6.3 s, after c0's read of 4 (6 s): the sample before (5.9 s) still showed
+    # the old leader, so the rise may have come before the read of 4: named
+    late = [(5900, 1, 0), (6300, 2, 1)]
+    assert _back(check(_history(samples=late)))["known_bugs"] == {REREAD: 1}
+    # the sample before it at 6.1 s showed the old leader: the rise came after c0 had read
+    # 4 (its position 8 by then), not this validation
+    after = [(6100, 1, 0), (6300, 2, 1)]
+    assert _back(check(_history(samples=after)))["known_bugs"] == {}
+
+
+@pytest.mark.spark
+def test_a_batch_holding_the_queue_and_the_refetch_is_named_from_its_lowest_offset(check) -> None:  # type: ignore[no-untyped-def]
+    # one consume() returned the queued 4-7 and the refetched 4-9 together: the checker
+    # orders one poll's reads by offset, so the re-read shows as 4 steps onto the same
+    # offset (4, 5, 6, 7 each twice); the re-read began at the poll's lowest offset, 4
+    reads = [*((i, i, 1000 + i) for i in range(4)),
+             *((5, o, 6000) for o in [4, 5, 6, 7, 4, 5, 6, 7, 8, 9])]
+    back = _back(check(_history(reads=reads)))
+    assert back["count"] == 4 and back["known_bugs"] == {REREAD: 4}
+
+
+@pytest.mark.spark
+def test_a_reader_that_read_nothing_before_the_offset_counts_from_its_assignment(check) -> None:  # type: ignore[no-untyped-def]
+    # c0 was assigned the partition at 0.5 s (its committed offset 4), read 4-7 from 6 s
+    # and 4-9 again: its position was 4 from its assignment to its first read of 4
+    reads = [*((1 + i, 4 + i, 6000 + i) for i in range(4)),
+             *((5 + i, 4 + i, 6100 + i) for i in range(6))]
+    assert _back(check(_history(reads=reads, assigned_ms=500)))["known_bugs"] == {REREAD: 1}
+    # the rise before its assignment (shown at 0.2 s): its client started on the new epoch
+    assert _back(check(_history(reads=reads, assigned_ms=500,
+                                rise_ms=200)))["known_bugs"] == {}
+    # no assignment recorded (the start of its position unknown): nothing named
+    assert _back(check(_history(reads=reads)))["known_bugs"] == {}
+
+
+@pytest.mark.spark
 def test_a_new_leader_sampled_before_its_epoch_is_the_rise(check) -> None:  # type: ignore[no-untyped-def]
     # the observer's first samples of a new leader may lack its epoch (seen in a run):
     # the new leader is the rise, and a later sample of the same epoch is no second one
@@ -91,15 +137,47 @@ def test_a_new_leader_sampled_before_its_epoch_is_the_rise(check) -> None:  # ty
 def test_look_alikes_name_nothing(check) -> None:  # type: ignore[no-untyped-def]
     # the fixed release: the same step back is counted and named nothing
     assert _back(check(_history(librdkafka="2.1.1")))["known_bugs"] == {}
-    # the epoch rose long before the step back, none since: the client learned of it by its
-    # next metadata refresh at the latest, before it had read 3 (c0 went back to 4): with
-    # the default 300 s interval a rise 400 s before, with c0's 30 s a rise 60 s before
-    assert _back(check(_history(rise_ms=-400_000)))["known_bugs"] == {}
-    assert _back(check(_history(rise_ms=-60_000, refresh_ms=30_000)))["known_bugs"] == {}
+    # the epoch rose 5 s before the step back, but before c0 read 3 (shown at 0.8 s, c0
+    # read 3 at 1.003 s): its position was never 4 while it rose
+    assert _back(check(_history(rise_ms=800)))["known_bugs"] == {}
     # the epoch rose after c0 had first read 4-7 (at 6 s; the rise at 8.5 s, the read that
     # went back at 9 s): its position was 8 by then, never 4 — not this validation, though
     # the step back follows the rise closely
     assert _back(check(_history(rise_ms=8500, again_ms=9000)))["known_bugs"] == {}
+    # another partition's leader moved in the span: partition 0's epoch never rose
+    assert _back(check(_history(rise_partition=1)))["known_bugs"] == {}
     # a rebalance between the two reads: excused, not within one session, not named
     back = _back(check(_history(rebalance_at=9)))
     assert back["excused"] == 1 and back["known_bugs"] == {}
+
+
+@pytest.mark.spark
+def test_one_span_names_one_step_back(check) -> None:  # type: ignore[no-untyped-def]
+    # after the re-read (4-9 from 6.1 s) c0 went back to 4 once more at 20 s, no rise
+    # since: its position was 10 then, and the one span its position was 4 (1.003-6 s)
+    # explains the first step back only
+    reads = [*_reads(), *((15 + i, 4 + i, 20_000 + i) for i in range(6))]
+    back = _back(check(_history(reads=reads)))
+    assert back["count"] == 2 and back["known_bugs"] == {REREAD: 1}
+    named = [e for e in back["examples"] if e.get("known_bug")]
+    assert [e["poll"] for e in named] == [9]
+
+
+@pytest.mark.spark
+def test_a_reread_going_on_into_the_next_poll_is_named_with_it(check) -> None:  # type: ignore[no-untyped-def]
+    # poll 5 returned the queued 4-7 and the refetched 4-5 (its offsets read twice end at
+    # 5); poll 6 went on with 6-9. In the checker's order poll 5 ends at 7 and poll 6 steps
+    # back to 6: the same re-read, begun at 4, named with it
+    reads = [*((i, i, 1000 + i) for i in range(4)),
+             *((5, o, 6000) for o in [4, 5, 6, 7, 4, 5]),
+             *((6, o, 6100) for o in [6, 7, 8, 9])]
+    back = _back(check(_history(reads=reads)))
+    assert back["count"] == 3 and back["known_bugs"] == {REREAD: 3}
+    # the same step into poll 6 when poll 5's re-read ended elsewhere (at 4: it read 4
+    # twice, then 5-7 once): not its continuation, and its own position 6 was held only
+    # inside poll 5, no rise there
+    reads = [*((i, i, 1000 + i) for i in range(4)),
+             *((5, o, 6000) for o in [4, 5, 6, 7, 4]),
+             *((6, o, 6100) for o in [6, 7, 8, 9])]
+    back = _back(check(_history(reads=reads)))
+    assert back["count"] == 2 and back["known_bugs"] == {REREAD: 1}
