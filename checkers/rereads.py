@@ -17,8 +17,10 @@ the application had, and the re-fetch at the position the validation took, at or
 Every step back of that poll (onto its first offset, or onto an offset read twice inside
 it) names the bug with that r, and only that r. The re-fetched records can run on into the
 next poll: in the checker's order that poll steps back from the queued records' end to one
-past the last offset the poll before read twice (where the re-fetch it held ended); such a
-poll goes on with that re-read and is named with it, by its span. One span names one step
+past where the re-fetch the poll before held ended (its last offset read twice when the
+re-fetch overlapped the queued records, else the offset before its gap: the re-fetch lay
+below them, and that poll shows a jump inside it); such a poll goes on with that re-read and
+is named with it, by its span. One span names one step
 back: the position moved on after the re-read, and another step back needs a span of its own.
 
 When the rise happened: the observer (workloads/observer.py) samples the partitions about
@@ -137,11 +139,17 @@ def reread_polls(reads: DataFrame, rises: dict[str, list[tuple[int, int]]],
     mine = (reads.where(F.col("reader") != DRAIN_READER)
             .join(F.broadcast(marks), ["topic", "partition"], "left_semi"))
     order = Window.partitionBy("reader", "topic", "partition").orderBy("poll")
-    per_offset = mine.groupBy("reader", "topic", "partition", "poll", "offset").count()
+    in_poll = Window.partitionBy("reader", "topic", "partition", "poll").orderBy("offset")
+    per_offset = (mine.groupBy("reader", "topic", "partition", "poll", "offset").count()
+                  .select("*", F.lead("offset").over(in_poll).alias("next_offset")))
+    # where a poll's re-fetch ended: its last offset read twice (the re-fetch overlapped
+    # the queued records), else the offset before its first gap (it lay below them)
     polls = (per_offset.groupBy("reader", "topic", "partition", "poll")
              .agg(F.min("offset").alias("lo"), F.max("offset").alias("hi"),
                   F.max("count").alias("most"),
-                  F.max(F.when(F.col("count") > 1, F.col("offset"))).alias("twice_hi"))
+                  F.coalesce(F.max(F.when(F.col("count") > 1, F.col("offset"))),
+                             F.min(F.when(F.col("next_offset") > F.col("offset") + 1,
+                                          F.col("offset")))).alias("twice_hi"))
              .select("*", F.lag("hi").over(order).alias("prev_hi"),
                      F.lag("poll").over(order).alias("prev_poll")))
     # the polls that hold a step back: onto their first offset, or inside them
@@ -172,9 +180,9 @@ def reread_polls(reads: DataFrame, rises: dict[str, list[tuple[int, int]]],
         r, p = int(b["r"]), int(b["back_poll"])
         prev = (*tp, -1 if b["prev_poll"] is None else int(b["prev_poll"]))
         if prev in done and twice[prev] == r - 1:
-            # the poll before went back, and its re-read (the offsets it read twice) ended
-            # at r - 1: this poll goes on with that re-read, a step back only in the
-            # checker's order of that poll's reads, begun where that one began
+            # the poll before went back, and its re-fetch ended at r - 1: this poll goes on
+            # with that re-read, a step back only in the checker's order of that poll's
+            # reads, begun where that one began
             head = done[prev]
             done[(*tp, p)] = None if head is None else replace(head, poll=p)
             continue

@@ -102,7 +102,8 @@ FACTS: dict[str, str] = {
     "reader's last read of r - 1 before that poll (its recorded assignment, if it read "
     "nothing of the partition before r) to its next read of r; no other poll of the reader "
     "went back in between. A poll that goes on with the re-read of the poll before it (it "
-    "starts one past the last offset that poll read twice) is named with it. What the bug "
+    "starts one past where that poll's re-fetch ended: its last offset read twice, or, when "
+    "the re-fetch lay below the queued records, the offset before its gap) is named with it. What the bug "
     "leaves: the client validated the new epoch while the application's position was r, and "
     "fetched from there again behind the records it still held",
     "restart_past_truncation": "(a poll-skip) the reader ran in restart mode (alone in its "

@@ -181,3 +181,17 @@ def test_a_reread_going_on_into_the_next_poll_is_named_with_it(check) -> None:  
              *((6, o, 6100) for o in [6, 7, 8, 9])]
     back = _back(check(_history(reads=reads)))
     assert back["count"] == 2 and back["known_bugs"] == {REREAD: 1}
+
+
+@pytest.mark.spark
+def test_a_refetch_below_the_queue_going_on_is_named_with_it(check) -> None:  # type: ignore[no-untyped-def]
+    # c0 read 0-1, then (the rise at 5 s) 2-5 from 6 s, polls 3-4 holding 2-3 and 4-5;
+    # poll 5 returned the queued 6-7 and the refetched 2-3 (below them: in the checker's
+    # order 2, 3, 6, 7, a jump over 4-5 inside the poll), poll 6 went on with 4-9. Poll 5
+    # went back to 2 (c0's position at the rise), poll 6 "back" from 7 to 4: its re-fetch
+    # went on from 3, the offset before poll 5's gap
+    reads = [(0, 0, 1000), (1, 1, 1001), (3, 2, 6000), (3, 3, 6000), (4, 4, 6001),
+             (4, 5, 6001), *((5, o, 6100) for o in [6, 7, 2, 3]),
+             *((6, o, 6200) for o in [4, 5, 6, 7, 8, 9])]
+    back = _back(check(_history(reads=reads)))
+    assert back["count"] == 2 and back["known_bugs"] == {REREAD: 2}
