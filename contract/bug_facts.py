@@ -103,9 +103,9 @@ FACTS: dict[str, str] = {
     "nothing of the partition before r) to its next read of r; no other poll of the reader "
     "went back in between. A poll that goes on with the re-read of the poll before it (it "
     "starts one past where that poll's re-fetch ended: its last offset read twice, or, when "
-    "the re-fetch lay below the queued records, the offset before its gap) is named with it. What the bug "
-    "leaves: the client validated the new epoch while the application's position was r, and "
-    "fetched from there again behind the records it still held",
+    "the re-fetch lay below the queued records, the offset before its gap) is named with "
+    "it. What the bug leaves: the client validated the new epoch while the application's "
+    "position was r, and fetched from there again behind the records it still held",
     "restart_past_truncation": "(a poll-skip) the reader ran in restart mode (alone in its "
     "group: it resumes at the offset it committed), its step crossed one of its recorded "
     "restarts (a ``restart`` rebalance between the two reads' polls), and it went from a "
