@@ -14,12 +14,14 @@ offset o is a reset to the truncation point o when
   record's first write attempt came *after* R's read of h: when R read h > o the log held
   offsets up to h, so o held something else then — the log was replaced at or below o after
   that read; and
-- the drain read exactly one record at o - 1, and R had read that same record there before
-  the step back: the log was not replaced below o.
+- at o', the highest offset below o where the drain read a record (o - 1, or lower where
+  the final log holds control records: a transaction's marker), the drain read exactly one
+  record, and R had read that same record there before the step back: the log was not
+  replaced below o', and between o' and o the final log holds no record R could miss.
 
-Then the step back lands exactly where the old and the new log part, which is what the
-client must do. Any part missing (R never read o - 1, a record at o written before R's read
-of h, more than one record drained) leaves the step back unexcused. The candidates are the
+Then the step back loses nothing of the new log, which is what the client's reset must do.
+Any part missing (R never read o', a record at o written before R's read of h, more than
+one record drained) leaves the step back unexcused. The candidates are the
 unexcused steps back among the collected anomaly rows (few): they are brought to the driver
 and their proof is read from the reads and writes at their offsets and records only.
 """
@@ -57,8 +59,11 @@ def proven_resets(rows: DataFrame, reads: DataFrame, writes: DataFrame) -> Colum
         .limit(MAX_CANDIDATES + 1).collect()]
     if not cands or len(cands) > MAX_CANDIDATES:
         return None
+    below = _drained_below(rows, reads, cands)
+    for c in cands:
+        c["below"] = below.get(_key(c))
     at = {(c["topic"], c["partition"], o) for c in cands
-          for o in (c["offset"], c["offset"] - 1, c["prev_offset"])}
+          for o in (c["offset"], c["below"], c["prev_offset"]) if o is not None}
     offsets = sorted({o for _, _, o in at})
     keys = sorted(f"{t}:{p}:{o}" for t, p, o in at)
     seen: dict[tuple[str, int, int], list[dict[str, Any]]] = defaultdict(list)
@@ -78,6 +83,21 @@ def proven_resets(rows: DataFrame, reads: DataFrame, writes: DataFrame) -> Colum
     return F.concat_ws("|", *[F.col(k).cast("string") for k in _KEY]).isin(proven)
 
 
+def _drained_below(rows: DataFrame, reads: DataFrame,
+                   cands: list[dict[str, Any]]) -> dict[str, int]:
+    """Candidate key -> the highest offset below its landing offset where the drain read a
+    record (one broadcast join of the drain's reads with the candidates)."""
+    spark = rows.sparkSession
+    steps = spark.createDataFrame(
+        [(_key(c), c["topic"], c["partition"], c["offset"]) for c in cands],
+        "key string, c_topic string, c_partition int, c_offset long")
+    drain = reads.where((F.col("reader") == DRAIN_READER) | (F.col("mode") == DRAIN_READER))
+    return {r["key"]: r["at"] for r in drain.join(
+        F.broadcast(steps), (F.col("topic") == F.col("c_topic"))
+        & (F.col("partition") == F.col("c_partition")) & (F.col("offset") < F.col("c_offset")))
+        .groupBy("key").agg(F.max("offset").alias("at")).collect()}
+
+
 def _rec(d: dict[str, Any]) -> tuple[int, int] | None:
     ok = bool(d["valid"]) and d["producer"] is not None and d["seq"] is not None
     return (d["producer"], d["seq"]) if ok else None
@@ -90,8 +110,10 @@ def _drained(reads: list[dict[str, Any]]) -> set[tuple[int, int] | None]:
 def _proves(c: dict[str, Any], seen: dict[tuple[str, int, int], list[dict[str, Any]]],
             born: dict[tuple[int, int], int]) -> bool:
     t, p, o, who = c["topic"], c["partition"], c["offset"], c["reader"]
-    rec = (c["producer"], c["seq"])
-    below = _drained(seen.get((t, p, o - 1), []))
+    rec, o_below = (c["producer"], c["seq"]), c["below"]
+    if o_below is None:
+        return False
+    below = _drained(seen.get((t, p, o_below), []))
     if _drained(seen.get((t, p, o), [])) != {rec} or len(below) != 1 or None in below:
         return False
     h_ns = [d["read_ns"] for d in seen.get((t, p, c["prev_offset"]), [])
@@ -100,4 +122,4 @@ def _proves(c: dict[str, Any], seen: dict[tuple[str, int, int], list[dict[str, A
         return False
     before = (c["poll"], c["event_ns"])
     return any(d["reader"] == who and _rec(d) in below and (d["poll"], d["read_ns"]) <= before
-               for d in seen.get((t, p, o - 1), []))
+               for d in seen.get((t, p, o_below), []))

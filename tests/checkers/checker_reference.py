@@ -220,9 +220,15 @@ def reference(writes: list[dict[str, Any]], reads: list[dict[str, Any]], complet
     def reset_proven(prev: dict[str, Any], cur: dict[str, Any]) -> bool:
         """A step back onto the truncation point (checkers/truncation_reset.py): the drain's
         one record at the offset is the reader's and was first written after the reader's
-        read of the step's start; the drain's one record below it the reader had read."""
+        read of the step's start; the drain's one record at the highest offset below it
+        where it read one the reader had read there."""
         t, p, o, who = cur["topic"], cur["partition"], cur["offset"], cur["reader"]
-        rec, below = rec_of(cur), drained_at.get((t, p, o - 1), set())
+        # the highest offset below o where the drain read a record (markers hold none)
+        o_below = max((q for (tt, pp, q), got in drained_at.items()
+                       if got and (tt, pp) == (t, p) and q < o), default=None)
+        if o_below is None:
+            return False
+        rec, below = rec_of(cur), drained_at.get((t, p, o_below), set())
         if rec == (False,) or drained_at.get((t, p, o), set()) != {rec} or len(below) != 1 \
                 or below == {(False,)}:
             return False
@@ -231,7 +237,7 @@ def reference(writes: list[dict[str, Any]], reads: list[dict[str, Any]], complet
         return born.get(rec, h_ns) > h_ns and any(
             x["reader"] == who and rec_of(x) in below
             and (x["poll"], x["read_ns"]) <= (cur["poll"], cur["read_ns"])
-            for x in reads_at.get((t, p, o - 1), []))
+            for x in reads_at.get((t, p, o_below), []))
 
     for rs in seqs.values():
         # the checker's order: the record key last (an undecodable read first)

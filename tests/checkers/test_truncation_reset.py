@@ -76,3 +76,39 @@ def test_a_log_replaced_below_the_landing_offset_is_no_reset_to_it(check) -> Non
     # the final log holds another record at 9 than c0 read there: the truncation point lies
     # below 10, and a reset to 10 would skip the new log's 9
     assert _backs(check(_reset(new_9=True)))[:2] == (1, 0)
+
+
+def _over_a_marker(drain_9: bool = False) -> History:
+    """The client matrix's run: 9 holds a transaction's marker in both logs (nobody reads a
+    record there), c0 read 8 and then 11 (10 a marker of the old log), and the new log's
+    records begin at 10. With ``drain_9`` the final log holds a record at 9 after all, one
+    c0 never read."""
+    h = History().config("topic_config", unclean_leader_election_enable="true")
+    h.write(0, 0, offset=8, at_ms=0).write(0, 1, offset=11, at_ms=1)
+    for seq, off in enumerate((10, 11, 12)):
+        h.write(1, seq, offset=off, at_ms=2000 + seq)
+    if drain_9:
+        h.write(2, 0, offset=9, at_ms=1500)
+    h.read("c0", 0, 8, 0, 0, at_ms=1000).read("c0", 0, 11, 0, 1, at_ms=1001)
+    for seq, off in enumerate((10, 11, 12)):
+        h.read("c0", 0, off, 1, seq, at_ms=3000)
+    h.drain(0, 8, 0, 0, at_ms=4000)
+    if drain_9:
+        h.drain(0, 9, 2, 0, at_ms=4000)
+    for seq, off in enumerate((10, 11, 12)):
+        h.drain(0, off, 1, seq, at_ms=4000)
+    h.drain_end()
+    return h
+
+
+@pytest.mark.spark
+def test_markers_below_the_landing_offset_hold_nothing_to_miss(check) -> None:  # type: ignore[no-untyped-def]
+    # the offset below 10 is a marker in the final log too: the record below is c0's 8
+    assert _backs(check(_over_a_marker())) == (1, 1, ["truncation"])
+
+
+@pytest.mark.spark
+def test_a_final_record_below_the_landing_offset_the_reader_never_read(check) -> None:  # type: ignore[no-untyped-def]
+    # the final log holds p2's record at 9, which c0 never read: no proof the reset lost
+    # nothing
+    assert _backs(check(_over_a_marker(drain_9=True)))[:2] == (1, 0)
