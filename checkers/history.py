@@ -109,3 +109,22 @@ def drain_end(events: list[Event]) -> Event | None:
         if e.kind == PHASE and e.phase == END and e.name == "drain":
             found = e
     return found
+
+
+def rebalances_of(events: list[Event], what: str) -> dict[str, list[tuple[int, int]]]:
+    """``"reader:topic:partition"`` -> ``(poll, ts_ns)`` of the reader's recorded rebalances
+    of the partition of one kind (``rebalance`` events ``what``: assigned, revoked, lost or
+    restart; workloads/consumer.py). Malformed entries are skipped."""
+    out: dict[str, list[tuple[int, int]]] = {}
+    for e in events:
+        d = e.detail
+        if e.kind != "rebalance" or d.get("what") != what:
+            continue
+        try:
+            reader, poll = str(d["reader"]), int(d["poll"])
+            keys = [f"{reader}:{p}" for p in d.get("partitions") or []]
+        except (KeyError, TypeError, ValueError):
+            continue
+        for key in keys:
+            out.setdefault(key, []).append((poll, e.ts_ns))
+    return out

@@ -21,6 +21,7 @@ from contract.windows import fault_windows
 
 from .batch_ids import same_ids
 from .fresh_ids import fresh_head, moved_during
+from .history import rebalances_of
 from .power_proof import Term, covered
 from .rereads import rise_before_reread
 from .stalled import elected_between
@@ -122,19 +123,7 @@ def fact_columns(inp: KnownInputs) -> dict[str, Column]:
 def restart_polls(events: list[Event]) -> dict[str, list[int]]:
     """"reader:topic:partition" -> the polls of that reader's restarts of the partition
     (``rebalance`` events ``what: "restart"``, workloads/consumer.py)."""
-    out: dict[str, list[int]] = {}
-    for e in events:
-        d = e.detail
-        if e.kind != "rebalance" or d.get("what") != "restart":
-            continue
-        try:
-            reader, poll = str(d["reader"]), int(d["poll"])
-            keys = [f"{reader}:{p}" for p in d.get("partitions") or []]
-        except (KeyError, TypeError, ValueError):
-            continue
-        for key in keys:
-            out.setdefault(key, []).append(poll)
-    return out
+    return {k: [poll for poll, _ in v] for k, v in rebalances_of(events, "restart").items()}
 
 
 def _across_restart(restarts: dict[str, list[int]], modes: dict[str, str]) -> Column:

@@ -45,7 +45,7 @@ from contract.schemas import DRAIN_READER
 from contract.settings import Settings
 
 from .fresh_ids import MAX_MOVES
-from .history import Event
+from .history import Event, rebalances_of
 from .observations import PartitionHistory
 
 
@@ -85,21 +85,8 @@ def epoch_rises(history: PartitionHistory) -> dict[str, list[tuple[int, int]]]:
 
 def assignments(events: list[Event]) -> dict[str, list[tuple[int, int]]]:
     """``"reader:topic:partition"`` -> ``(poll, ts_ns)`` of the reader's recorded
-    assignments of the partition (``rebalance`` events ``what: "assigned"``,
-    workloads/consumer.py). An assign-mode reader records none."""
-    out: dict[str, list[tuple[int, int]]] = {}
-    for e in events:
-        d = e.detail
-        if e.kind != "rebalance" or d.get("what") != "assigned":
-            continue
-        try:
-            reader, poll = str(d["reader"]), int(d["poll"])
-            keys = [f"{reader}:{p}" for p in d.get("partitions") or []]
-        except (KeyError, TypeError, ValueError):
-            continue
-        for key in keys:
-            out.setdefault(key, []).append((poll, e.ts_ns))
-    return out
+    assignments of the partition. An assign-mode reader records none."""
+    return rebalances_of(events, "assigned")
 
 
 @dataclass(frozen=True)
