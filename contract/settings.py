@@ -24,6 +24,10 @@ CONSUMER_MODES = ("assign", "subscribe", "restart")
 #: The consumer group protocols (librdkafka ``group.protocol``): the classic rebalance
 #: protocol, or KIP-848's (``consumer``: the broker assigns; Kafka 4.0+).
 GROUP_PROTOCOLS = ("classic", "consumer")
+#: Consumer properties of the classic protocol only: with ``group.protocol=consumer`` the
+#: broker sets them (KIP-848) and librdkafka refuses to create the consumer.
+CLASSIC_ONLY_CONSUMER_KEYS = ("session.timeout.ms", "heartbeat.interval.ms",
+                              "partition.assignment.strategy", "group.protocol.type")
 #: librdkafka's max.poll.interval.ms when a run does not set it.
 DEFAULT_MAX_POLL_INTERVAL_MS = 300_000
 #: The group the run's subscribe-mode consumers join (restart mode: ``<group>-<reader>``).

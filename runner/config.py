@@ -25,6 +25,7 @@ from contract.faults import EXISTING_CLUSTER_FAULTS, RANDOM_FAULT_KINDS
 from contract.known_bugs import KNOWN_BUGS, unknown_ids, version_tuple
 from contract.liveness import DEFAULT_BOUND_S
 from contract.settings import (
+    CLASSIC_ONLY_CONSUMER_KEYS,
     CONSUMER_MODES,
     GROUP_PROTOCOLS,
     ISOLATION_LEVELS,
@@ -214,6 +215,12 @@ class RunConfig:
         if self.group_protocol not in GROUP_PROTOCOLS:
             raise bad(f"--group-protocol must be {' or '.join(GROUP_PROTOCOLS)}, "
                       f"got {self.group_protocol!r}")
+        classic_only = [k for k in CLASSIC_ONLY_CONSUMER_KEYS if k in self.consumer_config]
+        if (self.group_protocol == "consumer" and self.consumer_mode != "assign"
+                and classic_only and self.consumers):
+            raise bad(f"--group-protocol consumer: consumer property {classic_only[0]} "
+                      "belongs to the classic protocol (KIP-848 sets it broker side; "
+                      "librdkafka refuses it): drop it, or run the classic protocol")
         if (self.group_protocol == "consumer" and self.kafka_version
                 and version_tuple(self.kafka_version) < (4, 0)):
             raise bad(f"--group-protocol consumer needs Kafka 4.0 or later (KIP-848), "

@@ -57,6 +57,13 @@ from tests.run.cli import CLI, start
     (["run", "--group-protocol", "consumer", "--kafka-version", "3.9.1"],
      "--group-protocol consumer needs Kafka 4.0 or later"),
     (["run", "--group-protocol", "eager"], "--group-protocol"),
+    # librdkafka refuses a KIP-848 consumer with a classic-only property: the consumer died
+    # at its start and the run ended unknown minutes later
+    (["run", "--group-protocol", "consumer", "--consumers", "1", "--consumer-mode",
+      "subscribe", "--consumer-config", "session.timeout.ms=30000"],
+     "consumer property session.timeout.ms belongs to the classic protocol"),
+    (["run", "--scenario", "coordinator-moved-on-assign", "--group-protocol", "consumer"],
+     "consumer property session.timeout.ms belongs to the classic protocol"),
     (["run", "--send-offsets"], "--send-offsets needs --transactions"),
     (["run", "--transactions", "--send-offsets", "--client", "java:4.1.1"],
      "--send-offsets runs with confluent-kafka on a cluster kafka-chaos starts only"),
