@@ -293,7 +293,12 @@ def consumer_main(run_dir: Path, bootstrap: str, topic: str, partitions: int,
     """Entry point of a consumer process (spawned by workloads.processes); ``slot``: its
     call-watch slot (workloads.call_watch)."""
     configure_logging(run_dir, spec.id)
-    proc = ConsumerProcess(run_dir, bootstrap, topic, partitions, cfg, spec, stop_event, slot)
+    try:
+        proc = ConsumerProcess(run_dir, bootstrap, topic, partitions, cfg, spec, stop_event,
+                               slot)
+    except Exception:  # its log says why it never read (stderr is the run's terminal)
+        log.exception("consumer %s could not start", spec.id)
+        raise
     try:
         proc.run()
     finally:

@@ -292,8 +292,12 @@ def producer_main(run_dir: Path | None, bootstrap: str, topic: str, partitions: 
     configure_logging(run_dir, f"p{producer_id}")
     log.info("producer %d: client %s", producer_id, client_versions())
     gc.disable()  # see _GC_INTERVAL_S
-    proc = ProducerProcess(run_dir, bootstrap, topic, partitions, cfg, producer_id, stop_event,
-                           slot)
+    try:
+        proc = ProducerProcess(run_dir, bootstrap, topic, partitions, cfg, producer_id,
+                               stop_event, slot)
+    except Exception:  # its log says why it never wrote (stderr is the run's terminal)
+        log.exception("producer %d could not start", producer_id)
+        raise
     proc.install_signal_handlers()
     cpu0 = time.process_time()  # imports and client set-up are not the produce phase
     try:

@@ -85,3 +85,24 @@ def test_a_debug_signature_becomes_an_event(tmp_path) -> None:  # type: ignore[n
     got = [json.loads(x) for x in (tmp_path / "events.jsonl").read_text().splitlines()]
     assert [(e["detail"]["client"], e["detail"]["bug"]) for e in got if e["kind"] == CLIENT_LOG
             ] == [("c0", "librdkafka#5301")]
+
+
+def test_a_consumer_that_cannot_start_says_why_in_its_log(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    # librdkafka refuses a KIP-848 consumer with a classic-only property at creation; the
+    # consumer process died with its traceback on stderr only and an empty log
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from pathlib import Path\n"
+        "from workloads.config import ConsumerConfig, ConsumerSpec\n"
+        "from workloads.consumer import consumer_main\n"
+        "cfg = ConsumerConfig(group_protocol='consumer',"
+        " extra={'session.timeout.ms': '30000'})\n"
+        "consumer_main(Path(sys.argv[1]), '127.0.0.1:1', 't', 1, cfg,"
+        " ConsumerSpec('c0', 'subscribe'), None, None)\n")
+    done = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode != 0
+    log = (tmp_path / "logs" / "workload-c0.log").read_text()
+    assert "consumer c0 could not start" in log and "session.timeout.ms" in log, log
