@@ -86,6 +86,7 @@ class Chromium:
         self._next_id = 0
         self._buffer = b""
         self._events: list[dict[str, Any]] = []
+        self._navigated: dict[str, Any] = {}  # the last Page.navigate answer (frame, loader)
         self._session: str | None = None
         self.proc: subprocess.Popen[bytes] | None = None
 
@@ -169,7 +170,10 @@ class Chromium:
         crashed = any(e.get("method") == "Inspector.targetCrashed" for e in self._events)
         log = Path(self._profile) / "stderr.log"
         tail = log.read_text(errors="replace").splitlines()[-5:] if log.exists() else []
+        # what the page got as far as (a hang, not a crash: which step of the load it reached)
+        seen = [str(e.get("method")) for e in self._events][-12:]
         return (f"Chromium {alive}, page {'crashed' if crashed else 'not crashed'}; "
+                f"navigation: {self._navigated}; last events since it: {seen}; "
                 f"last stderr lines: {tail}")
 
     def close(self) -> None:
@@ -236,7 +240,7 @@ class Chromium:
         url = path.resolve().as_uri()
         self._events.clear()
         t0 = time.monotonic()
-        self.call("Page.navigate", session=True, url=url)
+        self._navigated = self.call("Page.navigate", session=True, url=url)
         self._wait_event("Page.loadEventFired", timeout)
         load_seconds = time.monotonic() - t0
         # Let late scripts run (and fail, if they would) before collecting.
