@@ -76,7 +76,7 @@ def find_anomalies(writes: DataFrame, reads: DataFrame, inputs: IdentityInputs,
             *([torn_transactions(ident, writes, inputs)] if examinable(inputs) else []),
         ], known_bug_column(known or KnownInputs(inputs.settings)),
             inputs.settings.accept_known,
-            late=lambda rows: proven_resets(rows, reads, writes))
+            late=lambda rows, kinds: proven_resets(rows, reads, writes, kinds))
     finally:
         release(ident)
         release_shared()

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from functools import reduce
 from typing import Any
 
-from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.window import Window
 
@@ -48,7 +48,8 @@ def collect_findings(frames: list[DataFrame], known: Column | None = None,
                      accepted: tuple[str, ...] = (),
                      excuses: Sequence[tuple[Column, str]] = (),
                      batches: DataFrame | None = None,
-                     late: Callable[[DataFrame], Column | None] | None = None) -> Findings:
+                     late: Callable[[DataFrame, set[str]], Column | None] | None = None
+                     ) -> Findings:
     """Counts and examples of the union of all anomaly rows (materialised once).
 
     ``known`` (checkers/known.py) names the known bug explaining each row; counts are
@@ -57,8 +58,9 @@ def collect_findings(frames: list[DataFrame], known: Column | None = None,
     record, power_proof.py; the record's own producer's settings). Examples come forbidden
     first: records neither excused nor explained, then those a known bug explains, then those of an
     ``accepted`` known bug, then excused ones. ``late``: a proof read from the materialised
-    rows themselves (truncation_reset.py: a few candidate rows brought to the driver); the
-    rows it picks are excused as a truncation reset, and no known bug names them."""
+    rows themselves (truncation_reset.py: a few candidate rows brought to the driver), asked
+    only when some kind has rows left unexcused (given as the set of those kinds); the rows
+    it picks are excused as a truncation reset, and no known bug names them."""
     union = reduce(DataFrame.unionByName, frames)
     for cond, name in excuses:
         proven = F.coalesce(cond, F.lit(False)) & ~F.col("excused")
@@ -72,18 +74,18 @@ def collect_findings(frames: list[DataFrame], known: Column | None = None,
                              else F.lit(None).cast("string"))
     kept = rows = keep(union)
     try:
-        resets = late(kept) if late is not None else None
-        if resets is not None:  # a projection of the kept rows: cheap to read twice
+        agg = _tally(rows)
+        open_kinds = {r["kind"] for r in agg if int(r["n"] or 0) > int(r["excused"] or 0)}
+        # the late proof only where its kind has rows left unexcused (most runs: none)
+        resets = late(kept, open_kinds) if late is not None and open_kinds else None
+        if resets is not None:  # a projection of the kept rows: cheap to read again
             reset = F.coalesce(resets, F.lit(False)) & ~F.col("excused")
             rows = kept.withColumns({
                 "excuse": F.when(reset, F.lit(RESET)).otherwise(F.col("excuse")),
                 "known_bug": F.when(reset, F.lit(None).cast("string"))
                 .otherwise(F.col("known_bug")),
                 "excused": F.col("excused") | reset})
-        agg = rows.groupBy("kind", "known_bug", "finding").agg(
-            F.sum("n").alias("n"),
-            F.sum(F.when(F.col("excused"), F.col("n")).otherwise(0)).alias("excused"),
-        ).collect()
+            agg = _tally(rows)
         counts: dict[str, int] = defaultdict(int)
         excused: dict[str, int] = defaultdict(int)
         by_bug: dict[str, dict[str | None, tuple[int, int]]] = defaultdict(dict)
@@ -117,6 +119,14 @@ def collect_findings(frames: list[DataFrame], known: Column | None = None,
                         dict(found))
     finally:
         release(kept)
+
+
+def _tally(rows: DataFrame) -> list[Row]:
+    """Rows and excused rows per (kind, known bug, finding): one small aggregation."""
+    return rows.groupBy("kind", "known_bug", "finding").agg(
+        F.sum("n").alias("n"),
+        F.sum(F.when(F.col("excused"), F.col("n")).otherwise(0)).alias("excused"),
+    ).collect()
 
 
 def _packed(producer: F.Column, seq: F.Column) -> F.Column:

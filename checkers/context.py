@@ -128,8 +128,8 @@ class CheckContext:
                                               batch_table(self.spark, self.run,
                                                           self.inputs.topics)
                                               if self._bumped() else None,
-                                              late=lambda rows: proven_resets(
-                                                  rows, self.reads, self.writes))
+                                              late=lambda rows, kinds: proven_resets(
+                                                  rows, self.reads, self.writes, kinds))
             self.release()
             attach_reads(self.spark, self.reads, self._findings)
         return self._findings

@@ -48,10 +48,14 @@ def _key(d: dict[str, Any]) -> str:
     return "|".join(str(d[k]) for k in _KEY)
 
 
-def proven_resets(rows: DataFrame, reads: DataFrame, writes: DataFrame) -> Column | None:
+def proven_resets(rows: DataFrame, reads: DataFrame, writes: DataFrame,
+                  open_kinds: set[str]) -> Column | None:
     """The condition that picks the rows of ``rows`` (anomaly rows, materialised) that are
     a step back proven to be a reset to a truncation point (above); None when there is
-    none."""
+    none. ``open_kinds``: the kinds with rows left unexcused (no query without a step
+    back among them)."""
+    if "nonmonotonic-poll" not in open_kinds:
+        return None
     cands = [r.asDict() for r in rows.where(
         (F.col("kind") == "nonmonotonic-poll") & ~F.coalesce(F.col("excused"), F.lit(False))
         & F.col("producer").isNotNull() & F.col("seq").isNotNull()
