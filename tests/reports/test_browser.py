@@ -24,8 +24,10 @@ pytestmark = pytest.mark.browser
 MAX_REPORT_BYTES = 3_000_000
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def chromium() -> Iterator[Chromium]:
+    # a browser of its own per test (about a second to start): what a page before left
+    # running in a shared one cannot hold up the next test's load
     with Chromium() as browser:  # fails (does not skip) when no Chromium is installed
         yield browser
 
