@@ -128,6 +128,7 @@ class Run:
         self.topic_created = False
         # producer id -> its offsets group (run option send_offsets; picked at setup)
         self.offsets_groups: dict[int, str] = {}
+        self.txn_ids: dict[int, str] = {}  # producer id -> its transactional.id (send_offsets)
         self.observer: Observer | None = None
         self.producers: ProcessGroup | None = None
         self.consumers: ProcessGroup | None = None
@@ -171,10 +172,12 @@ class Run:
         if cfg.send_offsets:
             from runner.offsets_groups import pick_offsets_groups
 
-            ids = ProducerConfig(transactional=True, extra=dict(cfg.producer_config))
+            ids = _producer_config(cfg)  # send_offsets needs transactions: each has an id
+            self.txn_ids = {i: ids.kafka_config(i)["transactional.id"]
+                            for i in range(cfg.producers)}
             self.offsets_groups = pick_offsets_groups(
                 self.cluster,  # type: ignore[arg-type]  # validate(): ours, not an external one
-                {i: ids.kafka_config(i)["transactional.id"] for i in range(cfg.producers)})
+                self.txn_ids)
         pcfg, ccons = _producer_config(cfg, self.offsets_groups), _consumer_config(cfg)
         workload = {
             "topic": self.topic, "partitions": cfg.partitions, "producers": cfg.producers,
@@ -258,16 +261,15 @@ class Run:
                                                      _producer_config(cfg, self.offsets_groups),
                                                      cfg.producers)
         slots = {**(self.consumers.slots if self.consumers else {}), **self.producers.slots}
-        pcfg = _producer_config(cfg, self.offsets_groups)
         # a hung send_offsets_to_transaction names its group and transactional id
         # (checkers/hung_calls.py finds their coordinators in the faults' start events)
         notes = {f"p{i}": {"send_offsets_to_transaction": {
-            "group": g, "transactional_id": pcfg.kafka_config(i)["transactional.id"]}}
+            "group": g, "transactional_id": self.txn_ids[i]}}
             for i, g in self.offsets_groups.items()}
         self.watch = CallWatcher(self.events, slots, cfg.liveness or DEFAULT_BOUND_S,
                                  call_notes=notes).start()
-        notes_groups = set(self.offsets_groups.values())
-        notes_txn = {pcfg.kafka_config(i)["transactional.id"] for i in self.offsets_groups}
+        notes_groups = sorted(set(self.offsets_groups.values()))
+        notes_txn = sorted(self.txn_ids[i] for i in self.offsets_groups)
         nodes = list(cluster.nodes.values()) if isinstance(cluster, ExternalCluster) else []
         if nodes:
             self.dead_man = DeadManSwitches(nodes, self.run_dir.name, cfg.dead_man)
@@ -277,8 +279,8 @@ class Run:
         self.nemesis = Nemesis(FaultContext(cluster, self.events, self.topic,
                                             random.Random(cfg.seed),
                                             consumers=self._group_consumers,
-                                            groups=lambda: sorted(notes_groups),
-                                            transactional_ids=lambda: sorted(notes_txn)))
+                                            groups=lambda: notes_groups,
+                                            transactional_ids=lambda: notes_txn))
         self.nemesis.heal_retry_s = cfg.dead_man if self._ssh_nodes() else 0.0
         self.nemesis.began = began
         deadline = time.monotonic() + cfg.duration
