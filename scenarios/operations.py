@@ -312,13 +312,15 @@ def restore_preferred_leaders(nem: Any, timeout_s: float = 20.0,
     if it has not within ``auto_s`` (default ``timeout_s``; rebalance off, or a slow
     check), asks for a preferred election of the run topic's partitions, as an operator
     would (kafka-leader-election.sh), and of those alone: on a cluster kafka-chaos did not
-    start the other topics are not ours to move."""
+    start the other topics are not ours to move. ``auto_s`` 0 asks at once, without looking
+    first: a look could find the rebalance's 5 s check had just moved them."""
     from confluent_kafka import ElectionType, KafkaException, TopicPartition
 
     t0 = time.monotonic()
     ctx = nem.ctx
     auto = timeout_s if auto_s is None else auto_s
-    if wait_until(nem, preferred_leaders, auto, "preferred-leaders (auto rebalance)"):
+    if auto > 0 and wait_until(nem, preferred_leaders, auto,
+                               "preferred-leaders (auto rebalance)"):
         how = "auto.leader.rebalance"
     else:
         try:

@@ -100,7 +100,10 @@ def test_target_lookup_outlasts_brokers_that_stop_answering(cluster, ctx):
 
 def test_a_preferred_election_moves_the_run_topics_leaders_back(cluster, ctx):
     """The rolling restart's election when auto.leader.rebalance is late: of the run topic's
-    partitions (on a cluster we did not start, the other topics are not ours to move)."""
+    partitions (on a cluster we did not start, the other topics are not ours to move). The
+    cluster's 5 s rebalance check can move the leader back between the rejoin and a look
+    before the election: auto_s=0 asks for the election whatever the leaders are, and a
+    partition already led by its preferred replica answers "not needed"."""
     from nemesis.schedule import Nemesis
     from scenarios.operations import restore_preferred_leaders
     from scenarios.script_steps import preferred_leaders
