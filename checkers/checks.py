@@ -230,8 +230,9 @@ class ProducersCheck:
     name: str = "producers"
 
     def run(self, ctx: CheckContext) -> CheckResult:
-        reason = producers_unknown(ctx.events)
-        return CheckResult(unknown=[reason] if reason else [])
+        reason, proved = producers_unknown(ctx.events, ctx.settings, ctx.rs.per_reader)
+        return CheckResult(unknown=[reason] if reason else [],
+                           stats={"killed_in_call": proved} if proved else {})
 
 
 @dataclass

@@ -4,7 +4,7 @@ events.jsonl (parsed by contract.events)."""
 
 from __future__ import annotations
 
-from typing import overload
+from typing import Any, overload
 
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
@@ -20,7 +20,7 @@ from pyspark.sql.types import (
 )
 
 from contract import schemas
-from contract.events import END, PHASE, Event, parse_events
+from contract.events import CONSUMERS_STOPPED, END, PHASE, Event, parse_events
 
 from .runfiles import RunDir
 
@@ -128,3 +128,21 @@ def rebalances_of(events: list[Event], what: str) -> dict[str, list[tuple[int, i
         for key in keys:
             out.setdefault(key, []).append((poll, e.ts_ns))
     return out
+
+
+def exit_codes(events: list[Event]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Producer name -> exit code (the workload's end event), and reader -> exit code
+    (``consumers-stopped``)."""
+    producers: dict[str, Any] = {}
+    consumers: dict[str, Any] = {}
+    for e in events:
+        if e.kind == PHASE and e.phase == END and e.name == "workload":
+            stats, into = e.detail.get("producers"), producers
+        elif e.kind == CONSUMERS_STOPPED:
+            stats, into = e.detail.get("consumers"), consumers
+        else:
+            continue
+        if isinstance(stats, dict):
+            into.update({str(n): st.get("exitcode") for n, st in stats.items()
+                         if isinstance(st, dict)})
+    return producers, consumers

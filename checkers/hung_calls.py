@@ -84,12 +84,20 @@ def coordinator_facts(call: dict[str, Any], windows: list[FaultWindow], session_
     return {"coordinator_down_in_call": down, "coordinator_fenced_in_call": down and fenced}
 
 
+def call_facts(calls: list[dict[str, Any]], events: list[Event],
+               session_timeout_s: float) -> dict[tuple[Any, Any], dict[str, bool]]:
+    """(client, since_ns) -> the facts of each hung call (:func:`coordinator_facts`)."""
+    windows = fault_windows(events)
+    last_ns = max((e.ts_ns for e in events), default=0)
+    return {(c.get("client"), c.get("since_ns")):
+            coordinator_facts(c, windows, session_timeout_s, last_ns) for c in calls}
+
+
 def tagged_hung_calls(events: list[Event], session_timeout_s: float,
                       known: Sequence[KnownBug]) -> list[dict[str, Any]]:
     """The hung calls, each carrying the known bug its own facts name (none: untagged)."""
-    windows = fault_windows(events)
-    last_ns = max((e.ts_ns for e in events), default=0)
     out = hung_calls(events)
+    facts = call_facts(out, events, session_timeout_s)
     for ex in out:
-        tag_known([ex], HUNG, coordinator_facts(ex, windows, session_timeout_s, last_ns), known)
+        tag_known([ex], HUNG, facts[(ex.get("client"), ex.get("since_ns"))], known)
     return out

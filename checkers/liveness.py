@@ -9,7 +9,10 @@ from the run's own bookkeeping:
   ``max_records`` asked of it had stopped by itself, with nothing left to send: not
   stuck); a producer that made no progress but whose process
   did not end cleanly (its unwritten rows may hold the acknowledgements), or a phase cut
-  short before the bound, cannot tell: ``unknown`` for that producer;
+  short before the bound, cannot tell: ``unknown`` for that producer. Except one that ended
+  inside a call serving no delivery report, entered before the window and never returned
+  (checkers/killed_in_call.py): it is stuck, and carries that hung call's facts, so a
+  send_offsets_to_transaction that never returned names librdkafka#5511 here too;
 - a consumer (an assign- or restart-mode reader; the readers of one subscribe-mode group
   together, since a member may rightly hold no partition) is stuck when it read nothing in
   the window while a partition it reads held a record above the highest offset it had read:
@@ -37,15 +40,16 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from contract.anomalies import LIVENESS_KINDS
-from contract.events import CLIENT_LOG, CONSUMERS_STOPPED, END, PHASE, START
+from contract.events import CLIENT_LOG, END, PHASE, START
 from contract.known_bugs import LEADER_UNKNOWN, NO_BROKERS_METADATA, KnownBug
 from contract.liveness import LIVENESS_PHASE, SLACK_S
 from contract.schemas import DRAIN_READER
 from contract.settings import Settings
 from contract.windows import fault_windows
 
-from .history import Event
-from .hung_calls import tagged_hung_calls
+from .history import Event, exit_codes
+from .hung_calls import call_facts, tagged_hung_calls
+from .killed_in_call import blocked_through, killed_in_calls
 from .known import tag_known
 from .offset_fetch import fetch_evidence, offset_fetch_fact
 from .poll_stall import evidence, stall_facts
@@ -185,6 +189,7 @@ def _tag_stuck_clients(out: Judged, writes: DataFrame, reads: DataFrame, events:
                 facts["client_cut_from_every_broker"] = n == 0
             here = known
             if kind == STUCK_PRODUCER:
+                facts.update(ex.get("call_facts", {}))  # blocked in a hung call: its facts
                 after = {name: last_ack.get(name[1:], -1)}
                 facts["logged_leader_unknown"] = logged_since(LEADER_UNKNOWN, [name], after)
                 facts["logged_no_brokers"] = logged_since(NO_BROKERS_METADATA, [name], after)
@@ -200,24 +205,6 @@ def _tag_stuck_clients(out: Judged, writes: DataFrame, reads: DataFrame, events:
                 here = [b for b in known if b.component != "librdkafka"
                         or all(b.affects(v) for v in versions)]
             tag_known([ex], kind, facts, here)
-
-
-def _exit_codes(events: list[Event]) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Producer name -> exit code (the workload's end event), and reader -> exit code
-    (``consumers-stopped``)."""
-    producers: dict[str, Any] = {}
-    consumers: dict[str, Any] = {}
-    for e in events:
-        if e.kind == PHASE and e.phase == END and e.name == "workload":
-            stats, into = e.detail.get("producers"), producers
-        elif e.kind == CONSUMERS_STOPPED:
-            stats, into = e.detail.get("consumers"), consumers
-        else:
-            continue
-        if isinstance(stats, dict):
-            into.update({str(n): st.get("exitcode") for n, st in stats.items()
-                         if isinstance(st, dict)})
-    return producers, consumers
 
 
 def _counts(df: DataFrame, key: str) -> dict[str, int]:
@@ -292,12 +279,24 @@ def judge(events: list[Event], writes: DataFrame, reads: DataFrame, bound_s: flo
         out.unknown.append(f"liveness cannot be told: {window}")
         return out
     lo, hi = window.start_ns, window.hi_ns
-    p_exits, c_exits = _exit_codes(events)
+    p_exits, c_exits = exit_codes(events)
     acks = _counts(writes.where((F.col("outcome") == "ok") & F.col("complete_ns").between(lo, hi)),
                    "producer")
     finished = _finished(writes, settings.max_records if settings else 0)
+    killed = killed_in_calls(events, p_exits)
+    facts_of = call_facts(out.examples[HUNG], events, session_timeout_s) if killed else {}
     for name in sorted(set(p_exits) | {f"p{p}" for p in acks}):
         if acks.get(name[1:], 0) or name[1:] in finished:
+            continue
+        call = killed.get(name)
+        if window.whole and call is not None and blocked_through(call, lo):
+            # blocked in one call through the window: no acknowledgement could be recorded
+            out.examples[STUCK_PRODUCER].append({
+                "client": name, "window_ns": [lo, hi],
+                "blocked_in": {"call": call.call, "since_ns": call.since_ns},
+                "call_facts": facts_of.get((name, call.since_ns), {}),
+                "summary": f"{name} got no acknowledgement in the {window.span()}: blocked "
+                           f"in {call.call}() from before it, never returned"})
             continue
         if cannot := _cannot_tell(name, p_exits.get(name), window):
             out.unknown.append(cannot)

@@ -10,6 +10,7 @@ claims to test, one reason that makes the verdict ``unknown``.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,8 +19,10 @@ from pyspark.sql import functions as F
 
 from contract.events import COLLECT_ERROR, CONSUMERS_STOPPED, END, FAULT_ERROR, PHASE, REBALANCE
 from contract.faults import FAULT_KINDS
+from contract.settings import Settings
 
-from .history import Event
+from .history import Event, exit_codes
+from .killed_in_call import killed_in_calls, readers_miss_open_transactions
 
 #: Event kinds a fault records when it starts (the registry's kinds). Their ends and restarts
 #: (start, resume, heal) are not new faults.
@@ -186,20 +189,33 @@ def _unclean_exits(stats: Any) -> list[str]:
     return bad
 
 
-def producers_unknown(events: list[Event]) -> str | None:
-    """The reason a producer process that did not end cleanly leaves the verdict open.
+def producers_unknown(events: list[Event], settings: Settings,
+                      readers: Iterable[str] = ()) -> tuple[str | None, list[str]]:
+    """The reason a producer process that did not end cleanly leaves the verdict open, and
+    the producers whose unclean end is proved harmless (their summaries).
 
     A producer writes an attempt's row when its delivery report arrives and the rest at its
     end; one that crashed or was killed (exit code other than 0 in the workload's end event)
     took the attempts it still held with it. Records of those attempts read later would look
     unexpected, and acknowledgements never recorded prove nothing, so the verdict cannot rest
-    on its history. A run without a workload end event (it crashed) is unknown already."""
+    on its history. A run without a workload end event (it crashed) is unknown already.
+    Harmless: a process that ended inside a call it entered with its rows written, when no
+    reader (``readers``: those that read) could be served its open transaction
+    (checkers/killed_in_call.py)."""
     bad = [b for e in events if e.kind == PHASE and e.phase == END and e.name == "workload"
            for b in _unclean_exits(e.detail.get("producers"))]
+    killed = killed_in_calls(events, exit_codes(events)[0])
+    reader = readers_miss_open_transactions(settings, readers)
+    proved = [] if reader is not None else [k.summary() for n, k in sorted(killed.items())]
+    if reader is None:
+        bad = [b for b in bad if b.split(" ", 1)[0] not in killed]
     if not bad:
-        return None
+        return None, proved
+    extra = (f" ({', '.join(sorted(killed))} ended in a call entered with their rows written, "
+             f"but {reader} reads read_uncommitted: it could be served their open "
+             "transaction)") if killed and reader is not None else ""
     return ("producer process(es) did not end cleanly, so their history may miss attempts: "
-            + ", ".join(bad))
+            + ", ".join(bad) + extra), proved
 
 
 def consumers_unknown(events: list[Event]) -> str | None:

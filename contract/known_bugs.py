@@ -282,7 +282,9 @@ KNOWN_BUGS: tuple[KnownBug, ...] = (
         component="librdkafka",
         affected_from="2.10.0",
         fixed_in=None,
-        kinds=("hung-call",),
+        # the producer blocked in the call through the liveness phase is stuck, with the
+        # call's facts (checkers/killed_in_call.py)
+        kinds=("hung-call", "stuck-producer"),
         facts=frozenset({"coordinator_down_in_call", "coordinator_fenced_in_call"}),
         note="the transactional producer keeps the group coordinator's broker handle of the "
         "offsets commit; once that broker is fenced (down longer than the broker session "

@@ -51,10 +51,13 @@ CALL_CODES: dict[str, int] = {name: i + 1 for i, name in enumerate(WATCHED_CALLS
 #: close instead (committing its offsets) and stay closed until the request ends (a
 #: ``consumer-down`` fault); ``stalled_ns`` is then when its close returned. Shared memory
 #: rather than a signal: a signal that reached a process before it set its handler would
-#: end it.
+#: end it. ``rows_written`` (1) says the producer had written every row it could before the
+#: call began: only its open transaction's attempts were left unwritten (run option
+#: ``send_offsets``; checkers/proof.py judges a process killed in such a call).
 SLOT_FIELDS: tuple[str, ...] = ("gen", "call", "start_ns", "timeout_ms", "progress_ns",
-                                "stall", "stalled_ns")
-GEN, CALL, START_NS, TIMEOUT_MS, PROGRESS_NS, STALL, STALLED_NS = range(len(SLOT_FIELDS))
+                                "stall", "stalled_ns", "rows_written")
+(GEN, CALL, START_NS, TIMEOUT_MS, PROGRESS_NS, STALL, STALLED_NS,
+ ROWS_WRITTEN) = range(len(SLOT_FIELDS))
 #: The values of ``stall``: poll on, stop polling (poll-stall), closed (consumer-down).
 POLLING, STALLED, DOWN = 0, 1, 2
 
@@ -68,6 +71,7 @@ class CallInProgress:
     call: str
     start_ns: int
     timeout_s: float | None
+    rows_written: bool = False
 
     def limit_s(self, bound_s: float) -> float:
         """How long it may block before it is hung: its timeout plus the slack, or the
@@ -83,10 +87,11 @@ def read_slot(arr: Any) -> tuple[CallInProgress | None, int]:
     if gen % 2 == 0:
         return None, progress
     code, start, timeout_ms = int(arr[CALL]), int(arr[START_NS]), int(arr[TIMEOUT_MS])
+    written = int(arr[ROWS_WRITTEN]) == 1
     if int(arr[GEN]) != gen or not 1 <= code <= len(WATCHED_CALLS):
         return None, progress
     return (CallInProgress(gen, WATCHED_CALLS[code - 1], start,
-                           None if timeout_ms < 0 else timeout_ms / 1000), progress)
+                           None if timeout_ms < 0 else timeout_ms / 1000, written), progress)
 
 
 def request_stall(arr: Any, on: bool, what: int = STALLED) -> None:

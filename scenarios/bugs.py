@@ -33,7 +33,10 @@ from scenarios.eof_restart import EOF_CONSUMER_RESTART
 from scenarios.epoch_reread import STALLED_READER_LEADER_MOVE
 from scenarios.liveness import BROKERS_FENCED
 from scenarios.lost_marker import LOST_TXN_MARKER, LOST_TXN_MARKER_CONTINUED
-from scenarios.offsets_coordinator import OFFSETS_COORDINATOR_KILLED
+from scenarios.offsets_coordinator import (
+    OFFSETS_COORDINATOR_FENCED_SCENARIO,
+    OFFSETS_COORDINATOR_KILLED,
+)
 from scenarios.operations import ALL_REPLICAS_POWER_LOSS, STALE_TXN_REQUESTS
 from scenarios.poll_stall import MAX_POLL_STALL
 from scenarios.replication import LAST_REPLICA_STANDING
@@ -197,17 +200,18 @@ BUGS: tuple[BugEntry, ...] = (
     # consumer's positions in every transaction (run option send_offsets) while the group's
     # coordinator, not the transaction's, is killed: briefly (#5456) or past the session
     # timeout (fenced, #5511). Both open: affected sides only.
-    # offsets-coordinator-fenced drives it, but the call never returns: the producer
-    # process is killed in it, and the checker cannot judge a history that may miss what
-    # the process did (verdict unknown), so the entry cannot promise a verdict.
+    # offsets-coordinator-fenced: the call never returns, the producer process is killed
+    # in it; its history proves that harmless (checkers/killed_in_call.py), so the run is
+    # judged, the producer held through the liveness phase named stuck with the call.
     BugEntry(id="librdkafka#5511", axis="client_version", affected="2.16.2", fixed="none",
-             kind="hung-call", timing=True,
-             status="seen (offsets-coordinator-fenced; not runnable: the call never returns, "
-                    "the producer process is killed in it and the verdict is unknown): in 2 "
-                    "of 4 runs the call blocked from within the 40 s kill and never returned "
-                    "(stopped after 167 s and 163 s; tagged); with the recorded clients a "
-                    "5 s call blocked 35 s in 2 of 5 runs (then _FENCED from the new "
-                    "coordinator)"),
+             kind="hung-call", scenario=OFFSETS_COORDINATOR_FENCED_SCENARIO,
+             affected_valid=True, timing=True,
+             status="reproduces (timing): 3/5 offsets-coordinator-fenced runs had a call "
+                    "that blocked from within the 40 s kill and never returned (the producer "
+                    "killed in it after 153-157 s, proved harmless; the hung call and the "
+                    "stuck producer tagged), valid; the other 2 had none, valid. With the "
+                    "recorded clients a 5 s call blocked 35 s in 2 of 5 runs (then _FENCED "
+                    "from the new coordinator)"),
     BugEntry(id="librdkafka#5456", axis="client_version", affected="2.16.2", fixed="none",
              kind="hung-call", scenario=OFFSETS_COORDINATOR_KILLED, affected_valid=True,
              timing=True,

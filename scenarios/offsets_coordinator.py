@@ -122,15 +122,17 @@ OFFSETS_COORDINATOR_FENCED_SCENARIO = Scenario(
         "the broker handle the producer keeps for the group's coordinator; the call waits "
         "on it past its timeout (librdkafka#5511, open). A hung-call named by the kill's "
         "recorded coordinators is accepted. Once hung, the call was not seen to return: "
-        "the run ends by killing the producer process in it, and the verdict is then "
-        "unknown (its history may miss what the process did); the hung call stays "
-        "counted and named. The scenario expects nothing of the verdict, and the catalogue "
-        "entry is not runnable for that reason."
+        "the run ends by killing the producer process in it. The producer wrote its rows "
+        "before the call and every reader reads read_committed, so the history misses only "
+        "its open transaction, which no reader can be served: the run is judged. The "
+        "producer, blocked through the liveness phase, is stuck, named by the same call. "
+        "Any other hung call, stuck client or anomaly fails the run."
     ),
     config=_config(OFFSETS_COORDINATOR_FENCED, 90.0, {}),
     script=kill_group_coordinator(40.0, 1),
     script_faults=("kill",),
     settle_s=10.0,
+    expect=NAMED_ONLY,
     mechanism=[{"kind": "fault", "fault": "kill"}],
 )
 

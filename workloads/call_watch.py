@@ -31,6 +31,7 @@ from contract.liveness import (
     GEN,
     HUNG_CALL,
     PROGRESS_NS,
+    ROWS_WRITTEN,
     SLOT_FIELDS,
     STALL,
     STALLED,
@@ -61,12 +62,15 @@ class CallSlot:
         self._note: tuple[int, dict[str, Any]] = (-1, {})
 
     @contextmanager
-    def call(self, name: str, timeout_s: float | None, **note: Any) -> Iterator[None]:
+    def call(self, name: str, timeout_s: float | None, *, rows_written: bool = False,
+             **note: Any) -> Iterator[None]:
         """Marks ``name`` in progress for the duration of the block. ``timeout_s`` is the
         call's own timeout: None for a call that has none (judged against the bound),
-        infinity for one asked to wait for ever (not watched). ``note`` (in-process clients
-        only: it is not in the shared slot) goes into the call's hung-call events."""
-        began = self.begin(name, timeout_s)
+        infinity for one asked to wait for ever (not watched). ``rows_written``: the
+        producer wrote every row it could just before (only its open transaction's are
+        left), which its hung-call events say. ``note`` (in-process clients only: it is not
+        in the shared slot) goes into the call's hung-call events."""
+        began = self.begin(name, timeout_s, rows_written)
         if began and note:
             self._note = (int(self.arr[GEN]), dict(note))
         try:
@@ -75,7 +79,7 @@ class CallSlot:
             if began:
                 self.end()
 
-    def begin(self, name: str, timeout_s: float | None) -> bool:
+    def begin(self, name: str, timeout_s: float | None, rows_written: bool = False) -> bool:
         """Marks ``name`` in progress (as :meth:`call`) until :meth:`end`; False when it is
         not watched (no slot, or a call asked to wait for ever)."""
         arr = self.arr
@@ -86,6 +90,7 @@ class CallSlot:
         arr[CALL] = CALL_CODES[name]
         arr[START_NS] = time.time_ns()
         arr[TIMEOUT_MS] = -1 if timeout_s is None else int(max(0.0, timeout_s) * 1000)
+        arr[ROWS_WRITTEN] = int(rows_written)
         arr[GEN] += 1  # odd: in progress (after the fields, so a reader sees them whole)
         return True
 
@@ -174,7 +179,8 @@ class CallWatcher:
                 continue
             if (now_ns - call.start_ns) / 1e9 > call.limit_s(self.bound_s):
                 detail = {"client": name, "call": call.call, "timeout_s": call.timeout_s,
-                          "since_ns": call.start_ns}
+                          "since_ns": call.start_ns,
+                          **({"rows_written": True} if call.rows_written else {})}
                 if name in self.notes:
                     detail |= self.notes[name].note_of(call.gen)
                 detail |= self.call_notes.get(name, {}).get(call.call, {})

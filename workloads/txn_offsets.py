@@ -69,10 +69,12 @@ def send_offsets(proc: ProducerProcess, source: OffsetsSource) -> None:
         return
     # The call may never return (librdkafka#5511): the process is then killed in it, so
     # the rows of the transactions decided so far are written first, or committed records
-    # would be read that no attempt in the history produced.
+    # would be read that no attempt in the history produced. The slot says so: a process
+    # killed in the call left unwritten only its open transaction's attempts.
     proc.recorder.flush()
     try:
-        with proc.calls.call("send_offsets_to_transaction", OFFSETS_CALL_TIMEOUT_S):
+        with proc.calls.call("send_offsets_to_transaction", OFFSETS_CALL_TIMEOUT_S,
+                             rows_written=True):
             proc.client.send_offsets_to_transaction(
                 positions, source.client.consumer_group_metadata(), OFFSETS_CALL_TIMEOUT_S)
         if not source.sent:

@@ -40,7 +40,8 @@ def test_cells_local_and_full() -> None:
                                        "bug:KAFKA-20716[affected]",
                                        "bug:lost-marker-next-txn[affected]",
                                        "bug:librdkafka#5301[affected]",
-                                       # open: its affected side only
+                                       # open: their affected sides only
+                                       "bug:librdkafka#5511[affected]",
                                        "bug:librdkafka#5456[affected]",
                                        "bug:librdkafka#5541[affected]",
                                        "bug:librdkafka#5541[fixed]",

@@ -70,6 +70,29 @@ def test_a_call_that_never_returns_ends_as_stopped(tmp_path: Path) -> None:
     events = _hung(path)
     assert [e["phase"] for e in events] == ["start", "end"]
     assert events[1]["detail"]["returned"] is False
+    assert "rows_written" not in events[0]["detail"]
+
+
+def test_a_call_entered_with_the_rows_written_says_so_in_its_events(tmp_path: Path) -> None:
+    """The producer's word that only its open transaction's rows were unwritten reaches
+    the hung call's events through the shared slot (checkers/killed_in_call.py reads it);
+    the next call, entered without it, does not carry it over."""
+    path = tmp_path / "events.jsonl"  # each call past its limit: 0.1 s + the 5 s slack
+    arr = new_slot()
+    watch = CallWatcher(EventLog(path), {"p0": arr}, bound_s=0.5, interval_s=0.05)
+    slot = CallSlot(arr)
+    with slot.call("send_offsets_to_transaction", 0.1, rows_written=True):
+        watch.scan(time.time_ns() + 10_000_000_000)
+    watch.scan(time.time_ns())  # it returned
+    cm = slot.call("commit_transaction", 0.1)
+    cm.__enter__()
+    watch.scan(time.time_ns() + 10_000_000_000)
+    watch.stop()
+    events = _hung(path)
+    assert [(e["phase"], e["detail"]["call"], e["detail"].get("rows_written")) for e in events] \
+        == [("start", "send_offsets_to_transaction", True),
+            ("end", "send_offsets_to_transaction", True),
+            ("start", "commit_transaction", None), ("end", "commit_transaction", None)]
 
 
 def test_limits_own_timeout_plus_slack_and_for_ever(tmp_path: Path) -> None:
