@@ -177,14 +177,16 @@ def transactions_unknown(transactional: bool, outcomes: dict[str, int]) -> str |
     return None
 
 
-def _unclean_exits(stats: Any) -> list[str]:
-    """"name (exit code N)" of each process whose recorded exit code is not 0."""
+def _unclean_exits(stats: Any, but: Iterable[str] = ()) -> list[str]:
+    """"name (exit code N)" of each process whose recorded exit code is not 0, but those
+    named in ``but``."""
     bad: list[str] = []
     if not isinstance(stats, dict):
         return bad
     for name, st in sorted(stats.items()):
         # no exitcode: a history written before it was recorded (nothing known)
-        if isinstance(st, dict) and "exitcode" in st and st["exitcode"] != 0:
+        if isinstance(st, dict) and "exitcode" in st and st["exitcode"] != 0 \
+                and name not in but:
             bad.append(f"{name} (exit code {st['exitcode']})")
     return bad
 
@@ -202,20 +204,19 @@ def producers_unknown(events: list[Event], settings: Settings,
     Harmless: a process that ended inside a call it entered with its rows written, when no
     reader (``readers``: those that read) could be served its open transaction
     (checkers/killed_in_call.py)."""
-    bad = [b for e in events if e.kind == PHASE and e.phase == END and e.name == "workload"
-           for b in _unclean_exits(e.detail.get("producers"))]
     killed = killed_in_calls(events, exit_codes(events)[0])
     reader = readers_miss_open_transactions(settings, readers)
-    proved = [] if reader is not None else [k.summary() for n, k in sorted(killed.items())]
-    if reader is None:
-        bad = [b for b in bad if b.split(" ", 1)[0] not in killed]
+    proved = sorted(killed) if reader is None else []
+    bad = [b for e in events if e.kind == PHASE and e.phase == END and e.name == "workload"
+           for b in _unclean_exits(e.detail.get("producers"), proved)]
+    summaries = [killed[name].summary() for name in proved]
     if not bad:
-        return None, proved
+        return None, summaries
     extra = (f" ({', '.join(sorted(killed))} ended in a call entered with their rows written, "
              f"but {reader} reads read_uncommitted: it could be served their open "
              "transaction)") if killed and reader is not None else ""
     return ("producer process(es) did not end cleanly, so their history may miss attempts: "
-            + ", ".join(bad) + extra), proved
+            + ", ".join(bad) + extra), summaries
 
 
 def consumers_unknown(events: list[Event]) -> str | None:
