@@ -253,6 +253,10 @@ def verdict(results: dict[str, Any] | None, rows: list[AnomalyRow]) -> Verdict:
         reason = ("The facts could not be established: " + "; ".join(reasons) + "."
                   if reasons else "The checker could not establish the facts.")
     notes += [f"{r.kind}: not checked" for r in rows if not r.checked]
+    # a producer killed in a hung call, judged anyway (checkers/killed_in_call.py)
+    notes += [f"Judged although {k}: every reader reads read_committed, and nothing but "
+              "its never-committed open transaction went unrecorded."
+              for k in stats.get("killed_in_call") or []]
     expectations = results.get("expectations") or {}
     if expectations.get("met") is False:
         missed = [d.get("what", "?") for d in expectations.get("details", []) if not d.get("met")]

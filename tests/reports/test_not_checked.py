@@ -28,3 +28,14 @@ def test_failed_copy_names_its_reason_and_checked_is_plain() -> None:
     done = _results({"checked": True})
     row = next(r for r in anomaly_rows(done) if r.kind == "divergence")
     assert row.status == "none" and not verdict(done, anomaly_rows(done)).notes
+
+
+def test_a_producer_killed_in_its_call_is_named_beside_the_verdict() -> None:
+    """A verdict that holds although a producer process was killed says so (results.json
+    stats.killed_in_call), so a reader of the box alone learns it."""
+    res = _results({"checked": True})
+    killed = ("p0 (exit code -9) ended inside send_offsets_to_transaction(), entered with "
+              "its rows written, which never returned")
+    res["stats"]["killed_in_call"] = [killed]
+    notes = verdict(res, anomaly_rows(res)).notes
+    assert [n for n in notes if n.startswith(f"Judged although {killed}:")], notes
