@@ -84,20 +84,20 @@ def coordinator_facts(call: dict[str, Any], windows: list[FaultWindow], session_
     return {"coordinator_down_in_call": down, "coordinator_fenced_in_call": down and fenced}
 
 
-def call_facts(calls: list[dict[str, Any]], events: list[Event],
-               session_timeout_s: float) -> dict[tuple[Any, Any], dict[str, bool]]:
-    """(client, since_ns) -> the facts of each hung call (:func:`coordinator_facts`)."""
-    windows = fault_windows(events)
-    last_ns = max((e.ts_ns for e in events), default=0)
-    return {(c.get("client"), c.get("since_ns")):
-            coordinator_facts(c, windows, session_timeout_s, last_ns) for c in calls}
+#: A hung call's facts (:func:`coordinator_facts`) by its (client, since_ns).
+CallFacts = dict[tuple[Any, Any], dict[str, bool]]
 
 
 def tagged_hung_calls(events: list[Event], session_timeout_s: float,
-                      known: Sequence[KnownBug]) -> list[dict[str, Any]]:
-    """The hung calls, each carrying the known bug its own facts name (none: untagged)."""
+                      known: Sequence[KnownBug]) -> tuple[list[dict[str, Any]], CallFacts]:
+    """The hung calls, each carrying the known bug its own facts name (none: untagged),
+    and those facts (a producer blocked in one carries them too: checkers/liveness.py)."""
+    windows = fault_windows(events)
+    last_ns = max((e.ts_ns for e in events), default=0)
     out = hung_calls(events)
-    facts = call_facts(out, events, session_timeout_s)
+    facts: CallFacts = {}
     for ex in out:
-        tag_known([ex], HUNG, facts[(ex.get("client"), ex.get("since_ns"))], known)
-    return out
+        own = coordinator_facts(ex, windows, session_timeout_s, last_ns)
+        facts[(ex.get("client"), ex.get("since_ns"))] = own
+        tag_known([ex], HUNG, own, known)
+    return out, facts

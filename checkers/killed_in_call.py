@@ -77,8 +77,8 @@ def readers_miss_open_transactions(settings: Settings, readers: Iterable[str]) -
     return None
 
 
-def blocked_through(killed: KilledInCall | None, lo_ns: int) -> bool:
+def blocked_through(killed: KilledInCall, lo_ns: int) -> bool:
     """The producer was blocked in a call that serves no delivery report from before
     ``lo_ns`` until it ended (after the window: the run stops the producers after the
     liveness phase)."""
-    return killed is not None and killed.call in NO_DELIVERY_CALLS and killed.since_ns <= lo_ns
+    return killed.call in NO_DELIVERY_CALLS and killed.since_ns <= lo_ns

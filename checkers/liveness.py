@@ -48,7 +48,7 @@ from contract.settings import Settings
 from contract.windows import fault_windows
 
 from .history import Event, exit_codes
-from .hung_calls import call_facts, tagged_hung_calls
+from .hung_calls import tagged_hung_calls
 from .killed_in_call import blocked_through, killed_in_calls
 from .known import tag_known
 from .offset_fetch import fetch_evidence, offset_fetch_fact
@@ -264,7 +264,7 @@ def judge(events: list[Event], writes: DataFrame, reads: DataFrame, bound_s: flo
     checkers.known.applicable; ``session_timeout_s``: the brokers' session timeout;
     ``settings``: the run's, for the per-reader facts of a poll-stall)."""
     out = Judged()
-    out.examples[HUNG] = tagged_hung_calls(events, session_timeout_s, known)
+    out.examples[HUNG], hung_facts = tagged_hung_calls(events, session_timeout_s, known)
     if bound_s is None:
         why = "the run was recorded before liveness was checked"
         out.unchecked = dict.fromkeys(LIVENESS_KINDS, why)
@@ -284,7 +284,6 @@ def judge(events: list[Event], writes: DataFrame, reads: DataFrame, bound_s: flo
                    "producer")
     finished = _finished(writes, settings.max_records if settings else 0)
     killed = killed_in_calls(events, p_exits)
-    facts_of = call_facts(out.examples[HUNG], events, session_timeout_s) if killed else {}
     for name in sorted(set(p_exits) | {f"p{p}" for p in acks}):
         if acks.get(name[1:], 0) or name[1:] in finished:
             continue
@@ -294,7 +293,7 @@ def judge(events: list[Event], writes: DataFrame, reads: DataFrame, bound_s: flo
             out.examples[STUCK_PRODUCER].append({
                 "client": name, "window_ns": [lo, hi],
                 "blocked_in": {"call": call.call, "since_ns": call.since_ns},
-                "call_facts": facts_of.get((name, call.since_ns), {}),
+                "call_facts": hung_facts.get((name, call.since_ns), {}),
                 "summary": f"{name} got no acknowledgement in the {window.span()}: blocked "
                            f"in {call.call}() from before it, never returned"})
             continue
