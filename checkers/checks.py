@@ -244,7 +244,8 @@ class ConsumersCheck:
     def run(self, ctx: CheckContext) -> CheckResult:
         reasons = [consumers_unknown(ctx.events),
                    consumers_idle(ctx.run_cfg, ctx.events, ctx.ws.ok_by_partition,
-                                  ctx.rs.last_read_ns)]
+                                  ctx.rs.last_read_ns, ok_last_offset=ctx.ws.ok_last_offset,
+                                  read_to=ctx.rs.read_to)]
         return CheckResult(unknown=[r for r in reasons if r])
 
 

@@ -274,8 +274,20 @@ def _group_of(spec: dict[str, Any], mode: str) -> str | None:
     return "workload" if mode == "subscribe" else f"restart:{spec['id']}"
 
 
+def _group_covers(partition: str, since: int, others: list[str],
+                  last_read_ns: dict[str, dict[str, int]], last_ok: int | None,
+                  read_to: dict[str, dict[str, int]]) -> bool:
+    """Whether another member of a silent member's group covers its silence on a
+    partition: one read a record of it at or after ``since`` (when the silent one was
+    first given it), or one read it up to its last acknowledged write (``last_ok``)."""
+    return any(last_read_ns.get(m, {}).get(partition, -1) >= since
+               or (last_ok is not None and read_to.get(m, {}).get(partition, -1) >= last_ok)
+               for m in others)
+
+
 def consumers_idle(run_cfg: dict[str, Any], events: list[Event], ok_by_partition: dict[str, int],
-                   last_read_ns: dict[str, dict[str, int]]) -> str | None:
+                   last_read_ns: dict[str, dict[str, int]], *, ok_last_offset: dict[str, int],
+                   read_to: dict[str, dict[str, int]]) -> str | None:
     """The reason a configured consumer that read nothing leaves the verdict open.
 
     Each consumer that run.json's ``workload.consumers`` lists was given partitions
@@ -289,9 +301,13 @@ def consumers_idle(run_cfg: dict[str, Any], events: list[Event], ok_by_partition
     are fine. A group member that read nothing is covered, partition by partition, by
     another member of its group that read a record of the partition after the silent one
     was first given it: the group read on where that member did not (as a restarting
-    service's incarnation that crashed before its first fetch). Judged from the history
-    alone: reads per reader and partition against the acknowledged writes of the
-    partitions it was assigned or subscribed to."""
+    service's incarnation that crashed before its first fetch); or by another member that
+    read the partition's last acknowledged write (``ok_last_offset``, ``read_to``: the
+    highest offset each reader read): nothing acknowledged was left there that its group
+    had not read (as an incarnation given a partition its group had copied to the end, then
+    restarted before a first fetch). Judged from the history alone: reads per reader and
+    partition against the acknowledged writes of the partitions it was assigned or
+    subscribed to."""
     workload = run_cfg.get("workload")
     specs = workload.get("consumers") if isinstance(workload, dict) else None
     if not isinstance(specs, list):
@@ -328,8 +344,8 @@ def consumers_idle(run_cfg: dict[str, Any], events: list[Event], ok_by_partition
         others = [m for m in members.get(group, []) if m != reader] if group else []
         missed = [f"{p} ({ok_by_partition[p]} acknowledged)" for p, since in parts.items()
                   if ok_by_partition.get(p) and p not in seen
-                  and not (label == mode and any(last_read_ns.get(m, {}).get(p, -1) >= since
-                                                 for m in others))]
+                  and not (label == mode and _group_covers(p, since, others, last_read_ns,
+                                                           ok_last_offset.get(p), read_to))]
         if missed:
             idle.append(f"{reader} ({label}) " + ", ".join(missed[:MAX_ERRORS_LISTED])
                         + (", ..." if len(missed) > MAX_ERRORS_LISTED else ""))

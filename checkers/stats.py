@@ -39,6 +39,8 @@ class WriteSummary:
     ok_without_offset: int = 0  # acknowledged without an offset (acks=0, implicit acks)
     #: "topic:partition" -> acknowledged writes sent to it (partitions with none left out)
     ok_by_partition: dict[str, int] = field(default_factory=dict)
+    #: "topic:partition" -> the highest offset an acknowledged write was given there
+    ok_last_offset: dict[str, int] = field(default_factory=dict)
 
 
 def write_summary(writes: DataFrame) -> WriteSummary:
@@ -48,6 +50,7 @@ def write_summary(writes: DataFrame) -> WriteSummary:
         F.min("invoke_ns").alias("first"),
         F.max(F.greatest("invoke_ns", "complete_ns")).alias("last"),
         F.count(F.when(F.col("offset").isNull(), 1)).alias("no_offset"),
+        F.max("offset").alias("max_offset"),
     ).collect()
     by_outcome = {"ok": 0, "fail": 0, "info": 0}
     errors: dict[str, int] = {}
@@ -55,6 +58,7 @@ def write_summary(writes: DataFrame) -> WriteSummary:
     firsts, lasts = [], []
     ok_no_offset = 0
     ok_parts: dict[str, int] = {}
+    ok_last: dict[str, int] = {}
     for r in rows:
         if r["outcome"] in by_outcome:
             by_outcome[r["outcome"]] += int(r["n"])
@@ -63,6 +67,8 @@ def write_summary(writes: DataFrame) -> WriteSummary:
             if r["topic"] is not None and r["partition"] is not None:
                 key = f"{r['topic']}:{r['partition']}"
                 ok_parts[key] = ok_parts.get(key, 0) + int(r["n"])
+                if r["max_offset"] is not None:
+                    ok_last[key] = max(ok_last.get(key, -1), int(r["max_offset"]))
         if r["error"] is not None:
             errors[r["error"]] = errors.get(r["error"], 0) + int(r["n"])
         if r["topic"] is not None:
@@ -78,6 +84,7 @@ def write_summary(writes: DataFrame) -> WriteSummary:
         first_ns=min(firsts, default=None), last_ns=max(lasts, default=None),
         errors=errors, partitions=sorted(parts), topics=sorted(topics),
         ok_without_offset=ok_no_offset, ok_by_partition=dict(sorted(ok_parts.items())),
+        ok_last_offset=dict(sorted(ok_last.items())),
     )
 
 
@@ -88,6 +95,8 @@ class ReadSummary:
     topics: list[str]
     #: reader -> each "topic:partition" it read a record of -> when it last did (``read_ns``)
     last_read_ns: dict[str, dict[str, int]] = field(default_factory=dict)
+    #: reader -> each "topic:partition" it read a record of -> the highest offset it read
+    read_to: dict[str, dict[str, int]] = field(default_factory=dict)
 
 
 def read_summary(reads: DataFrame) -> ReadSummary:
@@ -100,16 +109,20 @@ def read_summary(reads: DataFrame) -> ReadSummary:
     drained: dict[str, int] = {}
     topics = set()
     last_ns: dict[str, dict[str, int]] = {}
+    read_to: dict[str, dict[str, int]] = {}
     for r in rows:
         per_reader[str(r["reader"])] = per_reader.get(str(r["reader"]), 0) + int(r["n"])
         if r["topic"] is not None:
             topics.add(r["topic"])
             last_ns.setdefault(str(r["reader"]), {})[f"{r['topic']}:{r['partition']}"] = (
                 int(r["last_ns"] or 0))
+            if r["max_offset"] is not None:
+                read_to.setdefault(str(r["reader"]), {})[
+                    f"{r['topic']}:{r['partition']}"] = int(r["max_offset"])
         if r["reader"] == DRAIN_READER and r["max_offset"] is not None:
             drained[f"{r['topic']}:{r['partition']}"] = int(r["max_offset"])
     return ReadSummary(per_reader, drained, sorted(topics),
-                       dict(sorted(last_ns.items())))
+                       dict(sorted(last_ns.items())), dict(sorted(read_to.items())))
 
 
 def _round(v: float | None) -> float | None:
