@@ -27,6 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from .rootfs import RootfsError, built_rootfs
+
 if TYPE_CHECKING:  # imported where used: validating a version (the CLI) needs no Docker
     import docker
 
@@ -112,28 +114,24 @@ def ensure_base(client: docker.DockerClient) -> str:
     if shutil.which("debootstrap") is None:
         raise ImageError("debootstrap is not installed (run compose/setup-host.sh as root)")
     log(f"building base image {tag}: debootstrap {src.suite} (minutes on first run)")
-    with tempfile.TemporaryDirectory(prefix="kc-rootfs-") as tmp:
-        root = Path(tmp) / "root"
-        cmd = [
-            "debootstrap", "--variant=minbase", f"--include={','.join(BASE_PACKAGES)}",
-            src.suite, str(root), src.mirror,
-        ]
-        proc = subprocess.run(cmd, capture_output=True, text=True)
-        if proc.returncode != 0:
-            tail = (proc.stderr or proc.stdout).strip().splitlines()[-3:]
-            raise ImageError(f"debootstrap failed: {' | '.join(tail)}")
-        # Shrink: apt caches and docs are not needed at run time.
-        for sub in ("var/cache/apt/archives", "usr/share/doc", "usr/share/man"):
-            shutil.rmtree(root / sub, ignore_errors=True)
-        log("importing base root filesystem into Docker")
-        tar = subprocess.Popen(["tar", "-C", str(root), "-c", "."], stdout=subprocess.PIPE)
-        imp = subprocess.run(
-            ["docker", "import", "-c", f"LABEL {LABEL}=1", "-", tag],
-            stdin=tar.stdout, capture_output=True, text=True,
-        )
-        tar.wait()
-        if imp.returncode != 0:
-            raise ImageError(f"docker import failed: {imp.stderr.strip()}")
+    cmd = ["debootstrap", "--variant=minbase", f"--include={','.join(BASE_PACKAGES)}",
+           src.suite]
+    try:
+        with built_rootfs(lambda root: [*cmd, str(root), src.mirror], "debootstrap") as root:
+            # Shrink: apt caches and docs are not needed at run time.
+            for sub in ("var/cache/apt/archives", "usr/share/doc", "usr/share/man"):
+                shutil.rmtree(root / sub, ignore_errors=True)
+            log("importing base root filesystem into Docker")
+            tar = subprocess.Popen(["tar", "-C", str(root), "-c", "."], stdout=subprocess.PIPE)
+            imp = subprocess.run(
+                ["docker", "import", "-c", f"LABEL {LABEL}=1", "-", tag],
+                stdin=tar.stdout, capture_output=True, text=True,
+            )
+            tar.wait()
+            if imp.returncode != 0:
+                raise ImageError(f"docker import failed: {imp.stderr.strip()}")
+    except RootfsError as e:
+        raise ImageError(str(e)) from None
     return tag
 
 

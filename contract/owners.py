@@ -20,6 +20,7 @@ import re
 import shutil
 import tempfile
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 #: The file in each owned directory whose lock its owner holds while it lives.
@@ -90,6 +91,14 @@ def owned_dir(kind: str) -> Path:
     return path
 
 
+def owner_lock_fd(path: Path) -> int:
+    """The descriptor holding the lock of this process's owned directory ``path``: passed
+    to a child (``pass_fds``), it keeps the directory owned for as long as the child lives,
+    whenever this process ends."""
+    with _HELD_LOCK:
+        return _HELD[path]
+
+
 def _owner_gone(path: Path, pid: int) -> bool:
     """Whether the owner of the owned directory ``path`` (named after ``pid``) has ended:
     its lock can be taken. A directory without a lock file was made before the lock
@@ -118,9 +127,16 @@ def lock_taken(path: Path) -> bool:
     return False
 
 
-def sweep_owned_dirs(kind: str, root: str | None = None) -> list[Path]:
+def _remove_tree(path: Path) -> bool:
+    shutil.rmtree(path, ignore_errors=True)
+    return True
+
+
+def sweep_owned_dirs(kind: str, root: str | None = None,
+                     remove: Callable[[Path], bool] = _remove_tree) -> list[Path]:
     """Remove the ``kind`` directories under the temp dir (or ``root``) whose owning
-    process is gone (its lock is free); the removed paths."""
+    process is gone (its lock is free), each with ``remove`` (which says whether it did);
+    the removed paths."""
     base = Path(root or tempfile.gettempdir())
     pattern = re.compile(rf"^kafka-chaos-{re.escape(kind)}-(\d+)-")
     removed: list[Path] = []
@@ -133,6 +149,6 @@ def sweep_owned_dirs(kind: str, root: str | None = None) -> list[Path]:
         if (m is None or entry.is_symlink() or not entry.is_dir()
                 or not _owner_gone(entry, int(m.group(1)))):
             continue
-        shutil.rmtree(entry, ignore_errors=True)
-        removed.append(entry)
+        if remove(entry):
+            removed.append(entry)
     return removed
