@@ -63,7 +63,7 @@ def run_bug(entry: Any, runs: list[tuple[Any, Any]], scenario: Any, repeat: int 
     if figures is not None:
         from reports.figures import write_bug_rate
 
-        section, title = figure_id(entry, list(seen))
+        section, title = figure_id(entry, list(seen), runs[0][1].group_protocol)
         write_bug_rate(section, command,
                        [(p.side, entry.label(p.side, p.version), *rate(entry, p.side, results))
                         for p, results in seen.items() if results],
@@ -73,12 +73,19 @@ def run_bug(entry: Any, runs: list[tuple[Any, Any]], scenario: Any, repeat: int 
                     for r in rs) else 1
 
 
-def figure_id(entry: Any, picks: list[Any]) -> tuple[str, str]:
+def figure_id(entry: Any, picks: list[Any], group_protocol: str | None = None
+              ) -> tuple[str, str]:
     """The figure section a tally writes, and its heading: the entry's own when it ran on the
     entry's own versions (``--on affected|fixed|both``), else one named by the versions it
     ran on (``KIP-966:4.0.2:4.1.2``, "KIP-966 on 4.0.2, 4.1.2"), so that measuring further
-    versions (an unaffected control among them) does not replace the entry's own rate."""
+    versions (an unaffected control among them) does not replace the entry's own rate. A
+    tally with KIP-848 groups where the entry's scenario has classic ones
+    (``group_protocol``: the runs') is another section again (``librdkafka#5586:KIP-848``)."""
+    own = entry.scenario.config.get("group_protocol", "classic")
+    kip848 = group_protocol == "consumer" != own
+    tail, words = (["KIP-848"], " with KIP-848 groups (group.protocol=consumer)") if kip848 \
+        else ([], "")
     if all(p.side != "unaffected" and p.version == entry.version(p.side) for p in picks):
-        return str(entry.id), str(entry.id)
+        return ":".join([entry.id, *tail]), f"{entry.id}{words}"
     versions = [p.version for p in picks]
-    return ":".join([entry.id, *versions]), f"{entry.id} on {', '.join(versions)}"
+    return ":".join([entry.id, *versions, *tail]), f"{entry.id} on {', '.join(versions)}{words}"

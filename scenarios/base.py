@@ -11,6 +11,7 @@ from typing import Any
 from contract.clients import fault_unsupported
 from contract.events import Event
 from contract.faults import EXISTING_CLUSTER_FAULTS
+from contract.settings import CLASSIC_ONLY_CONSUMER_KEYS
 from runner.config import RunConfig
 
 Script = Callable[[Any], None]  # called with the run's Nemesis
@@ -50,12 +51,22 @@ class Scenario:
     script_faults: tuple[str, ...] = ()
 
     def run_config(self, **overrides: Any) -> RunConfig:
-        """The scenario's configuration with command-line overrides applied on top."""
+        """The scenario's configuration with command-line overrides applied on top.
+
+        Run with KIP-848 groups (``group_protocol="consumer"``), a scenario's own tuning of
+        the classic protocol (``CLASSIC_ONLY_CONSUMER_KEYS`` in its ``consumer_config``:
+        KIP-848 sets those broker side) is dropped; the same keys from the caller are kept,
+        and refused by :meth:`RunConfig.validate`."""
         base = RunConfig(scenario=self.name)
-        merged = {**self.config, **{k: v for k, v in overrides.items() if v is not None}}
+        mine = dict(self.config)
+        if ("consumer_config" in mine
+                and (overrides.get("group_protocol") or mine.get("group_protocol")) == "consumer"):
+            mine["consumer_config"] = {k: v for k, v in mine["consumer_config"].items()
+                                       if k not in CLASSIC_ONLY_CONSUMER_KEYS}
+        merged = {**mine, **{k: v for k, v in overrides.items() if v is not None}}
         for key in ("broker_config", "topic_config", "producer_config", "consumer_config"):
-            if key in self.config and key in overrides and overrides[key] is not None:
-                merged[key] = {**self.config[key], **overrides[key]}
+            if key in mine and key in overrides and overrides[key] is not None:
+                merged[key] = {**mine[key], **overrides[key]}
         return base.replace(**merged)
 
     def refusal(self, cfg: RunConfig) -> str | None:

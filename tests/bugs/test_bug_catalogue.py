@@ -13,7 +13,7 @@ from contract.clients import parse_client
 from contract.events import Event
 from contract.known_bugs import BY_ID
 from contract.settings import Settings
-from runner.config import RunConfig
+from runner.config import RunConfig, RunConfigError
 from scenarios import SCENARIOS
 from scenarios.bugs import (
     BUG_BY_ID,
@@ -93,6 +93,38 @@ def test_kip966_runs_on_its_further_versions(tmp_path: Path) -> None:
     with pytest.raises(ValueError,
                        match=r"versions of KIP-966 \(3.9.1, 4.0.2, 4.3.1, 4.1.2, 4.2.2\)"):
         kip.picks("4.0.2,4.0.9")
+
+
+def test_a_classic_scenario_runs_with_kip848_groups_and_tallies_apart(tmp_path: Path) -> None:
+    """librdkafka#5586's scenario tunes the classic protocol (heartbeat.interval.ms,
+    session.timeout.ms), which KIP-848 sets broker side and librdkafka refuses: with
+    ``--group-protocol consumer`` the scenario's own such keys are dropped, the caller's are
+    still refused, and the tally gets a figure section of its own."""
+    from reports.figures import sections, write_bug_rate
+    from runner.bug_runs import figure_id
+
+    entry = find("librdkafka#5586")
+    sc = entry.scenario
+    with pytest.raises(RunConfigError, match="session.timeout.ms belongs to the classic"):
+        sc.run_config(group_protocol="consumer",
+                      consumer_config={"session.timeout.ms": "30000"}).validate()
+    cfg = sc.run_config(**entry.pin("affected"), group_protocol="consumer")
+    cfg.validate()  # was refused: the scenario's own classic keys
+    assert cfg.consumer_config == {"debug": "cgrp"}
+    classic = sc.run_config(**entry.pin("affected"))
+    assert classic.consumer_config["heartbeat.interval.ms"] == "10000"
+    picks = entry.picks("affected")
+    assert figure_id(entry, picks, "classic") == figure_id(entry, picks) == (
+        "librdkafka#5586", "librdkafka#5586")
+    assert figure_id(entry, picks, "consumer") == (
+        "librdkafka#5586:KIP-848", "librdkafka#5586 with KIP-848 groups (group.protocol=consumer)")
+    figures = tmp_path / "bug-rates.md"
+    for protocol in ("classic", "consumer"):
+        section, title = figure_id(entry, picks, protocol)
+        write_bug_rate(section, "kafka-chaos run --bug librdkafka#5586", [
+            (p.side, entry.label(p.side, p.version), 1, 1, ["1"]) for p in picks],
+            kind="stuck-consumer", path=figures, title=title)
+    assert sections(figures) == ["librdkafka#5586", "librdkafka#5586:KIP-848"]
 
 
 def test_an_open_bug_runs_on_its_unaffected_control() -> None:
