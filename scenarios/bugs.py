@@ -37,7 +37,8 @@ from scenarios.offsets_coordinator import (
     OFFSETS_COORDINATOR_FENCED_SCENARIO,
     OFFSETS_COORDINATOR_KILLED,
 )
-from scenarios.operations import ALL_REPLICAS_POWER_LOSS, STALE_TXN_REQUESTS
+from scenarios.operations import STALE_TXN_REQUESTS
+from scenarios.power_loss import ALL_REPLICAS_POWER_LOSS
 from scenarios.poll_stall import MAX_POLL_STALL
 from scenarios.replication import LAST_REPLICA_STANDING
 from scenarios.stale_commit import STALE_COMMITTED_OFFSET

@@ -23,6 +23,9 @@ log = logging.getLogger("kafka_chaos.scenarios")
 
 Condition = Callable[[FaultContext], bool]
 
+#: How long a restarted node may take to rejoin every ISR on a loaded 2-core machine.
+CATCH_UP_S = 60.0
+
 
 # ---------------------------------------------------------------------- conditions
 def _partitions(ctx: FaultContext) -> list[PartitionState]:
