@@ -101,14 +101,19 @@ def local_cells(duration: float) -> list[Cell]:
     ]
 
 
+#: Catalogue scenarios with classic groups that the full matrix runs with KIP-848's as well.
+KIP848_TOO = ("group-coordinator-chaos", "coordinator-moved-on-assign")
+
+
 def full_cells(duration: float) -> list[Cell]:
     """Every catalogue scenario at its own length, then the acks × unclean × faults grid."""
     from scenarios import SCENARIOS
 
     out = [Cell(name) for name in SCENARIOS]
-    # the consumer group protocols side by side under coordinator faults (KIP-848)
-    out += [Cell("group-coordinator-chaos", {"group_protocol": p}) for p in GROUP_PROTOCOLS
-            if p != "classic"]
+    # the consumer group protocols side by side under coordinator faults (KIP-848), and
+    # librdkafka#5586's OffsetFetch with KIP-848 groups too
+    out += [Cell(name, {"group_protocol": p}) for name in KIP848_TOO
+            for p in GROUP_PROTOCOLS if p != "classic"]
     for c in cells(**FULL_GRID):  # type: ignore[arg-type]
         min_insync = 1 if c["acks"] == "1" else 2
         out.append(Cell(None, c, {"min_insync": min_insync, "fault_interval": 8.0,

@@ -62,6 +62,13 @@ def test_cells_local_and_full() -> None:
     assert len(grid) == 12
     assert {c.config["min_insync"] for c in grid if c.axes["acks"] == "all"} == {2}
     assert "safe-config-chaos" in [c.name for c in full]
+    kip848 = [c for c in full if c.axes.get("group_protocol") == "consumer"]
+    assert [c.name for c in kip848] == ["group-coordinator-chaos[group-protocol=consumer]",
+                                        "coordinator-moved-on-assign[group-protocol=consumer]"]
+    from scenarios import SCENARIOS
+
+    for c in kip848:  # each runs as configured (a classic-only setting would be refused)
+        SCENARIOS[str(c.scenario)].run_config(**c.config).validate()
     assert [c.name for c in full if c.bug] == [c.name for c in local if c.bug]
 
 
