@@ -45,10 +45,23 @@ def counts(res: dict[str, Any]) -> dict[str, int]:
     return {k: v["count"] for k, v in res["anomalies"].items()}
 
 
-def why(res: dict[str, Any]) -> dict[str, Any]:
-    """What a failed verdict assertion shows: the counts and, for "unknown", its reasons
-    (the printed results are cut at 4000 characters, before them)."""
-    return {"counts": counts(res), "unknown_reasons": res.get("unknown_reasons")}
+def why(res: dict[str, Any]) -> str:
+    """What a failed verdict assertion shows (the printed results are cut at 4000
+    characters, and a suite's run directories are gone with its basetemps): for "unknown"
+    its reasons; each anomaly counted, whether allowed, the bugs it named and its first
+    examples; and each client's log lines that name a leader of -1 or an unknown leader
+    (librdkafka#5430's evidence)."""
+    lines = [f"unknown_reasons: {res.get('unknown_reasons')}"]
+    for kind, a in res["anomalies"].items():
+        if a.get("count"):
+            lines.append(f"{kind}: {a['count']}, allowed {a.get('allowed')}, known bugs "
+                         f"{a.get('known_bugs')}, accepted {a.get('accepted')}")
+            lines += ["  " + json.dumps(e)[:2000] for e in a.get("examples", [])[:3]]
+    for log in sorted((res["_run_dir"] / "logs").glob("workload-*.log")):
+        hits = [ln for ln in log.read_text(errors="replace").splitlines()
+                if "leader-1" in ln or "leader -1" in ln or "not found in cache" in ln]
+        lines += [f"{log.name}: {ln[:300]}" for ln in hits[:5]]
+    return "\n".join(lines)
 
 
 def assert_expected(res: dict[str, Any]) -> None:
