@@ -91,12 +91,16 @@ def write_summary(writes: DataFrame) -> WriteSummary:
 @dataclass(frozen=True)
 class ReadSummary:
     per_reader: dict[str, int]
-    drained: dict[str, int]  # "topic:partition" -> highest offset the drain read
     topics: list[str]
     #: reader -> each "topic:partition" it read a record of -> when it last did (``read_ns``)
     last_read_ns: dict[str, dict[str, int]] = field(default_factory=dict)
     #: reader -> each "topic:partition" it read a record of -> the highest offset it read
     read_to: dict[str, dict[str, int]] = field(default_factory=dict)
+
+    @property
+    def drained(self) -> dict[str, int]:
+        """"topic:partition" -> the highest offset the drain read."""
+        return self.read_to.get(DRAIN_READER, {})
 
 
 def read_summary(reads: DataFrame) -> ReadSummary:
@@ -106,7 +110,6 @@ def read_summary(reads: DataFrame) -> ReadSummary:
         F.max("read_ns").alias("last_ns")
     ).collect()
     per_reader: dict[str, int] = {}
-    drained: dict[str, int] = {}
     topics = set()
     last_ns: dict[str, dict[str, int]] = {}
     read_to: dict[str, dict[str, int]] = {}
@@ -119,9 +122,7 @@ def read_summary(reads: DataFrame) -> ReadSummary:
             if r["max_offset"] is not None:
                 read_to.setdefault(str(r["reader"]), {})[
                     f"{r['topic']}:{r['partition']}"] = int(r["max_offset"])
-        if r["reader"] == DRAIN_READER and r["max_offset"] is not None:
-            drained[f"{r['topic']}:{r['partition']}"] = int(r["max_offset"])
-    return ReadSummary(per_reader, drained, sorted(topics),
+    return ReadSummary(per_reader, sorted(topics),
                        dict(sorted(last_ns.items())), dict(sorted(read_to.items())))
 
 
