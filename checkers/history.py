@@ -7,7 +7,8 @@ from __future__ import annotations
 from typing import Any, overload
 
 import pyarrow as pa
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
 from pyspark.sql.types import (
     ArrayType,
     BooleanType,
@@ -25,7 +26,8 @@ from contract.events import CONSUMERS_STOPPED, END, PHASE, Event, parse_events
 from .runfiles import RunDir
 
 __all__ = ["OBSERVATIONS_SCHEMA", "READS_SCHEMA", "WRITES_SCHEMA", "Event", "drain_end",
-           "load_table", "parse_events", "phase_window", "spark_schema"]
+           "load_table", "parse_events", "phase_window", "poll_index", "read_order",
+           "spark_schema"]
 
 _SCALARS: dict[str, DataType] = {
     "int32": IntegerType(), "int64": LongType(), "string": StringType(), "bool": BooleanType(),
@@ -47,6 +49,20 @@ def spark_schema(schema: pa.Schema) -> StructType:
 WRITES_SCHEMA = spark_schema(schemas.WRITES_SCHEMA)
 READS_SCHEMA = spark_schema(schemas.READS_SCHEMA)
 OBSERVATIONS_SCHEMA = spark_schema(schemas.OBSERVATIONS_SCHEMA)
+
+
+def poll_index() -> Column:
+    """A read's place in its poll, -1 in a history that did not record it (there a poll's
+    reads are taken in offset order, as before it was recorded)."""
+    return F.coalesce(F.col("poll_index"), F.lit(-1))
+
+
+def read_order() -> list[Column]:
+    """The order of one reader's reads of a partition, on the reads table: by poll, within a
+    poll as the client returned them (a re-fetch it returned after queued records comes
+    after them though its offsets are lower), then by time and offset (a history without
+    ``poll_index``). Every check that steps through a reader's reads uses this order."""
+    return [F.col("poll"), poll_index(), F.col("read_ns"), F.col("offset")]
 
 
 def _conform(df: DataFrame, schema: StructType) -> DataFrame:

@@ -64,10 +64,10 @@ class KnownInputs:
     # marker_resume.resumed_after_marker: "reader:topic:partition:offset" of a restart-mode
     # reader's first read after a restart, right after an offset holding no record
     marker_resumptions: list[str] = field(default_factory=list)
-    # rereads.reread_targets: (reader:topic:partition, poll): a poll that went back, an
+    # rereads.reread_targets: (reader:topic:partition, poll, offset): a step back, an
     # observed rise of the partition's leader epoch in the span the reader's position was
-    # the offset the re-read began at (only where librdkafka#4261 applies)
-    reread_targets: list[tuple[str, int]] = field(default_factory=list)
+    # the offset it stepped back onto (only where librdkafka#4261 applies)
+    reread_targets: list[tuple[str, int, int]] = field(default_factory=list)
 
 
 def applicable(settings: Settings) -> list[KnownBug]:

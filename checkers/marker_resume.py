@@ -18,6 +18,8 @@ from pyspark.sql import functions as F
 
 from contract.settings import Settings
 
+from .history import read_order
+
 
 def resumed_after_marker(spark: SparkSession, reads: DataFrame, writes: DataFrame,
                          restarts: dict[str, list[int]], settings: Settings) -> list[str]:
@@ -36,11 +38,11 @@ def resumed_after_marker(spark: SparkSession, reads: DataFrame, writes: DataFram
         return []
     marks = spark.createDataFrame(rows, "reader string, topic string, partition int, rpoll long")
     mine = reads.filter(F.col("reader").isin(sorted({r[0] for r in rows})))
-    # the first read after each restart: the least (poll, offset) above the restart's poll
+    # the first read after each restart: the least in read order above the restart's poll
     first = (mine.join(F.broadcast(marks), ["reader", "topic", "partition"])
              .filter(F.col("poll") > F.col("rpoll"))
              .groupBy("reader", "topic", "partition", "rpoll")
-             .agg(F.min(F.struct("poll", "offset")).alias("at"))
+             .agg(F.min(F.struct(*read_order())).alias("at"))
              .select("reader", "topic", "partition", F.col("at.offset").alias("offset"))
              .filter(F.col("offset") > 0))
     held = (reads.select("topic", "partition", "offset")

@@ -24,7 +24,7 @@ from pyspark.sql.window import Window
 from contract.schemas import DRAIN_READER
 
 from .engines import is_connect
-from .history import Event
+from .history import Event, poll_index, read_order
 from .identity import topic_id, topic_name
 from .rows import ANOMALY_COLUMNS, anomaly_rows, flag_kinds
 from .skip_witness import SPAN, troubled, witnessed
@@ -147,6 +147,11 @@ def position_anomalies(reads: DataFrame, partitions: int, topics: list[str],
 #: The columns that name one poll step of an anomaly row.
 _STEP = ["topic", "partition", "reader", "prev_offset", "offset", "poll"]
 
+#: One reader's reads in order, on position_reads' columns: history.read_order, then rec (a
+#: reader's two records at one offset in one poll of a history without ``poll_index`` need
+#: an order, or which one a step starts from is the engine's).
+READ_ORDER = ("poll", "ix", "read_ns", "offset", "rec")
+
 
 def group_cover(rows: DataFrame, reads: DataFrame, groups: Mapping[str, str | None],
                 rebalances: Rebalances) -> DataFrame:
@@ -178,8 +183,7 @@ def group_cover(rows: DataFrame, reads: DataFrame, groups: Mapping[str, str | No
     for k, at_polls in moved.items():
         polls_items += [F.lit(k), F.array(*[F.lit(p).cast("long") for p, _ in at_polls])]
     where = F.concat_ws(":", "reader", "topic", F.col("partition").cast("string"))
-    by_reader = Window.partitionBy("reader", "topic", "partition").orderBy(
-        "poll", "read_ns", "offset")
+    by_reader = Window.partitionBy("reader", "topic", "partition").orderBy(*read_order())
     steps = reads.where(where.isin(sorted(moved))).select(
         "reader", "topic", "partition", "offset", "poll",
         F.lag("offset").over(by_reader).alias("prev_offset"),
@@ -259,11 +263,7 @@ def _by_windows(reads: DataFrame, partitions: int, topics: list[str], readers: l
     # of the reads would hold all of it in memory).
     reused = one_drained & ((F.col("moved") == 0)
                             | F.coalesce(F.col("old_ns") <= F.col("trunc_ns"), F.lit(False)))
-    # rec last: a reader's two records at one offset in one poll (one read_ns) need an
-    # order, or which one a step starts from (past_truncation's prev_rec) is the engine's
-    by_reader = Window.partitionBy("rid", "tid", "partition").orderBy(
-        "poll", "read_ns", "offset", "rec"
-    )
+    by_reader = Window.partitionBy("rid", "tid", "partition").orderBy(*READ_ORDER)
     r3 = r2.select(
         "*",
         F.lag("offset").over(by_reader).alias("prev_offset"),
@@ -338,11 +338,10 @@ def _held_to_witnesses(r: DataFrame, flagged: DataFrame) -> DataFrame:
     truncation or a disagreement) are found again, by one window over those partitions'
     reads, and judged by their witnesses."""
     bad = troubled(r)
-    by_reader = Window.partitionBy("rid", "tid", "partition").orderBy(
-        "poll", "read_ns", "offset", "rec")
+    by_reader = Window.partitionBy("rid", "tid", "partition").orderBy(*READ_ORDER)
     steps = (r.where(F.col("stepping")).join(F.broadcast(bad), ["tid", "partition"], "left_semi")
-             .select("rid", "consumer", "tid", "partition", "offset", "rec", "poll", "read_ns",
-                     F.lag("offset").over(by_reader).alias("prev_offset")))
+             .select("rid", "consumer", "tid", "partition", "offset", "rec", "poll", "ix",
+                     "read_ns", F.lag("offset").over(by_reader).alias("prev_offset")))
     wide = steps.where(F.col("consumer") & (F.col("offset") > F.col("prev_offset") + 1))
     backs = steps.where(F.col("consumer") & (F.col("offset") <= F.col("prev_offset")))
     out = (flagged.join(F.broadcast(bad.withColumn("troubled", F.lit(True))),
@@ -383,7 +382,8 @@ def position_reads(reads: DataFrame, partitions: int, topics: list[str],
         consumer.alias("consumer"),
         (F.col("mode") == "subscribe").alias("subscribe"),
         (F.col("mode") == "restart").alias("restart"),
-        "poll", "read_ns", topic_id(topics, F.col("topic")).alias("tid"), "partition",
+        "poll", poll_index().alias("ix"), "read_ns",
+        topic_id(topics, F.col("topic")).alias("tid"), "partition",
         "offset", _record_key().alias("rec"),
     )
     if is_connect(reads.sparkSession):

@@ -26,6 +26,7 @@ from pyspark.sql.window import Window
 from .engines import shared
 from .identity import topic_name
 from .positions import (
+    READ_ORDER,
     UNDECODABLE,
     Rebalances,
     _crossed,
@@ -59,10 +60,9 @@ def position_anomalies_by_offset(reads: DataFrame, partitions: int, topics: list
          F.when(F.col("reused"), "reused-offset").otherwise("inconsistent-offset")),
         (F.col("lo") == UNDECODABLE, "unexpected"),
     ])
-    # the consumers' steps: the previous read of every read by a reader but the drain
-    # rec last, as positions._by_windows orders them (a tie's order is no engine's choice)
-    by_reader = Window.partitionBy("rid", "tid", "partition").orderBy(
-        "poll", "read_ns", "offset", "rec")
+    # the consumers' steps: the previous read of every read by a reader but the drain, in
+    # the order positions._by_windows takes them
+    by_reader = Window.partitionBy("rid", "tid", "partition").orderBy(*READ_ORDER)
     steps = r.where(F.col("stepping")).select(
         "*",
         F.lag("offset").over(by_reader).alias("prev_offset"),

@@ -12,12 +12,12 @@ that read C at b and
   holds the same records below b (a truncation replaces a suffix; a follower truncates to
   its leader's epoch boundary before it fetches, KIP-101), or
 - is a consumer that read o and then C at b without a step back between the two reads (its
-  order: poll, read_ns, offset): it read both in one pass over one log. A consumer reset to
-  a truncation point (KIP-320) steps back, so what it read before the reset (the old log)
-  testifies nothing about a step after it, nor what it read after (the new log) about a
-  step before it. (In lost-txn-marker-continued's run both happened: the reader's steps over
-  the old log's markers, and its steps over the new log's unread transactions, where it had
-  read the old log's records before its reset.)
+  order: poll, place in the poll, read_ns, offset): it read both in one pass over one log.
+  A consumer reset to a truncation point (KIP-320) steps back, so what it read before the
+  reset (the old log) testifies nothing about a step after it, nor what it read after (the
+  new log) about a step before it. (In lost-txn-marker-continued's run both happened: the
+  reader's steps over the old log's markers, and its steps over the new log's unread
+  transactions, where it had read the old log's records before its reset.)
 
 Without a witness the step says nothing about o (not a skip: unknown, not counted). The
 drain reads every record of the final log, so a step whose end the final log holds is judged
@@ -43,7 +43,7 @@ def witnessed(r: DataFrame, wide: DataFrame, backs: DataFrame) -> DataFrame:
     """The wide steps of ``wide`` (columns :data:`SPAN`, from positions.position_reads'
     reads ``r``) that skipped a witnessed offset (above), as :data:`SPAN` plus
     ``skipped`` = true. ``backs``: the consumers' steps back (rid, tid, partition and the
-    later read's poll, read_ns, offset), at least those of the partitions in ``wide``.
+    later read's poll, ix, read_ns, offset), at least those of the partitions in ``wide``.
 
     The steps are few (only forward steps over more than one offset), and so are the steps
     back: the offsets inside the steps and their far ends are broadcast and joined with the
@@ -52,22 +52,24 @@ def witnessed(r: DataFrame, wide: DataFrame, backs: DataFrame) -> DataFrame:
     ends = (r.join(F.broadcast(spans.select("tid", "partition", "offset", "rec").distinct()),
                    ["tid", "partition", "offset", "rec"])
             .select("tid", "partition", F.col("offset").alias("to"), "rec", "rid",
-                    "consumer", F.col("poll").alias("y_poll"),
+                    "consumer", F.col("poll").alias("y_poll"), F.col("ix").alias("y_ix"),
                     F.col("read_ns").alias("y_ns")))
     inside = spans.select("tid", "partition", "prev_offset", F.col("offset").alias("to"),
                           "rec", F.explode(F.sequence(F.col("prev_offset") + 1,
                                                       F.col("offset") - 1)).alias("at"))
     there = (r.select("tid", "partition", F.col("offset").alias("at"), "rid",
-                      F.col("poll").alias("x_poll"), F.col("read_ns").alias("x_ns"))
+                      F.col("poll").alias("x_poll"), F.col("ix").alias("x_ix"),
+                      F.col("read_ns").alias("x_ns"))
              .join(F.broadcast(inside), ["tid", "partition", "at"]))
-    x = (F.col("x_poll"), F.col("x_ns"), F.col("at"))
-    y = (F.col("y_poll"), F.col("y_ns"), F.col("to"))
-    z = (F.col("z_poll"), F.col("z_ns"), F.col("z_offset"))
+    x = (F.col("x_poll"), F.col("x_ix"), F.col("x_ns"), F.col("at"))
+    y = (F.col("y_poll"), F.col("y_ix"), F.col("y_ns"), F.col("to"))
+    z = (F.col("z_poll"), F.col("z_ix"), F.col("z_ns"), F.col("z_offset"))
     pairs = (there.join(ends, ["tid", "partition", "to", "rec", "rid"])
              .where(~F.col("consumer") | _before(x, y)))
     back = backs.select(F.col("rid").alias("z_rid"), F.col("tid").alias("z_tid"),
                         F.col("partition").alias("z_partition"),
-                        F.col("poll").alias("z_poll"), F.col("read_ns").alias("z_ns"),
+                        F.col("poll").alias("z_poll"), F.col("ix").alias("z_ix"),
+                        F.col("read_ns").alias("z_ns"),
                         F.col("offset").alias("z_offset"))
     between = ((F.col("rid") == F.col("z_rid")) & (F.col("tid") == F.col("z_tid"))
                & (F.col("partition") == F.col("z_partition")) & F.col("consumer")
@@ -77,10 +79,13 @@ def witnessed(r: DataFrame, wide: DataFrame, backs: DataFrame) -> DataFrame:
             .distinct().withColumn("skipped", F.lit(True)))
 
 
-def _before(a: tuple[Column, Column, Column], b: tuple[Column, Column, Column]) -> Column:
-    """Read ``a`` comes before read ``b`` of one reader: (poll, read_ns, offset) is less."""
-    return ((a[0] < b[0]) | ((a[0] == b[0]) & (a[1] < b[1]))
-            | ((a[0] == b[0]) & (a[1] == b[1]) & (a[2] < b[2])))
+def _before(a: tuple[Column, ...], b: tuple[Column, ...]) -> Column:
+    """Read ``a`` comes before read ``b`` of one reader: (poll, ix, read_ns, offset), the
+    order of positions.READ_ORDER, is less (lexicographically; no column is null)."""
+    out = a[-1] < b[-1]
+    for x, y in zip(reversed(a[:-1]), reversed(b[:-1]), strict=True):
+        out = (x < y) | ((x == y) & out)
+    return out
 
 
 def troubled(r: DataFrame) -> DataFrame:

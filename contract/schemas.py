@@ -40,6 +40,10 @@ READS_SCHEMA = pa.schema([
     # consume-transform-produce application's output; null otherwise.
     ("src_producer", pa.int32()),
     ("src_seq", pa.int64()),
+    # The read's place among the records its consume() returned (0: the first), so that the
+    # checker sees a poll's reads in the order the client gave them, not by offset. Null in
+    # histories written before it was recorded.
+    ("poll_index", pa.int32()),
 ])
 
 #: ``reads.reader`` (and ``mode``) of the final drain: the reader that reads every partition to

@@ -50,6 +50,8 @@ class ReadRecorder:
         self.polls = 0
         self.records = 0
         self.invalid = 0
+        # (poll, how many records of it were added): each read's poll_index
+        self._in_poll = (-1, 0)
 
     def record(self, poll: int, msgs: list[Any]) -> int:
         """Records the data messages of one consume() call (error events are skipped);
@@ -64,8 +66,8 @@ class ReadRecorder:
     def add(self, poll: int, read_ns: int, topic: str, partition: int, offset: int,
             value: bytes | None,
             headers: Callable[[], list[tuple[str, bytes | None]] | None] | None = None) -> None:
-        """One record read; ``headers`` gives its headers, asked only for a value that is
-        not the contract's format."""
+        """One record read, in the order its poll returned them; ``headers`` gives its
+        headers, asked only for a value that is not the contract's format."""
         producer, seq, valid = decode(value)
         src_producer = src_seq = None
         if producer is None and headers is not None:
@@ -74,8 +76,11 @@ class ReadRecorder:
             hdrs = headers()
             producer, seq, valid = decode_header(hdrs, value)
             src_producer, src_seq = source_of(hdrs)
+        last, n = self._in_poll
+        index = n if poll == last else 0
+        self._in_poll = (poll, index + 1)
         self.writer.append_values((self.reader, self.mode, poll, read_ns, topic, partition,
-                                   offset, producer, seq, valid, src_producer, src_seq))
+                                   offset, producer, seq, valid, src_producer, src_seq, index))
         self.records += 1
         if not valid:
             self.invalid += 1

@@ -173,11 +173,13 @@ def reference(writes: list[dict[str, Any]], reads: list[dict[str, Any]], complet
     def is_drain(r: dict[str, Any]) -> bool:
         return bool(r["reader"] == "drain" or r["mode"] == "drain")
 
-    def key(r: dict[str, Any]) -> tuple[int, int, int]:
-        return (r["poll"], r["read_ns"], r["offset"])
+    def key(r: dict[str, Any]) -> tuple[int, int, int, int]:
+        # checkers.history.read_order: poll, place in the poll (-1 unrecorded), time, offset
+        index = r.get("poll_index")
+        return (r["poll"], -1 if index is None else index, r["read_ns"], r["offset"])
 
     # each consumer's steps back per partition (the later read's key): a reset, a re-read
-    backs: dict[tuple[str, str, int], list[tuple[int, int, int]]] = defaultdict(list)
+    backs: dict[tuple[str, str, int], list[tuple[int, int, int, int]]] = defaultdict(list)
 
     def one_pass(x: dict[str, Any], y: dict[str, Any]) -> bool:
         """x came before y in its reader's order, no step back of it between them."""
@@ -241,8 +243,7 @@ def reference(writes: list[dict[str, Any]], reads: list[dict[str, Any]], complet
 
     for rs in seqs.values():
         # the checker's order: the record key last (an undecodable read first)
-        rs.sort(key=lambda r: (r["poll"], r["read_ns"], r["offset"],
-                               rec_of(r)[1:] if rec_of(r)[0] else (-1,)))
+        rs.sort(key=lambda r: (*key(r), rec_of(r)[1:] if rec_of(r)[0] else (-1,)))
         for prev, cur in zip(rs, rs[1:], strict=False):
             if cur["offset"] <= prev["offset"]:
                 backs[(cur["reader"], cur["topic"], cur["partition"])].append(key(cur))
@@ -324,6 +325,9 @@ def random_history(seed: int, n_writes: int = 60) -> tuple[list[dict[str, Any]],
                        "error": None, "txn": f"x{i // 6}" if txn_outcome else None,
                        "txn_outcome": txn_outcome})
     reads: list[dict[str, Any]] = []
+    # each read's place in its poll, in the order the walk returns them (a step back inside
+    # a poll stays one: the checker orders a poll's reads by it, not by offset)
+    placed: dict[tuple[str, int], int] = defaultdict(int)
     for tp, log in logs.items():
         for off, (p, s, valid) in enumerate(log):
             if rnd.random() < 0.9:
@@ -334,7 +338,9 @@ def random_history(seed: int, n_writes: int = 60) -> tuple[list[dict[str, Any]],
                 p, s, valid = log[off]
                 if rnd.random() < 0.05:  # a reader disagreeing about the record here
                     p, s = rnd.randrange(3), rnd.randrange(n_writes)
-                reads.append(_read(reader, mode, poll, off, tp, p, s, valid))
+                reads.append({**_read(reader, mode, poll, off, tp, p, s, valid),
+                              "poll_index": placed[(reader, poll)]})
+                placed[(reader, poll)] += 1
                 poll += rnd.choice([0, 1])
                 off += rnd.choices([1, 2, 3, -1, 0], [0.8, 0.07, 0.03, 0.05, 0.05])[0]
                 off = max(off, 0)

@@ -98,14 +98,26 @@ def test_the_rise_may_lie_anywhere_the_samples_leave_it(check) -> None:  # type:
 
 
 @pytest.mark.spark
-def test_a_batch_holding_the_queue_and_the_refetch_is_named_from_its_lowest_offset(check) -> None:  # type: ignore[no-untyped-def]
-    # one consume() returned the queued 4-7 and the refetched 4-9 together: the checker
-    # orders one poll's reads by offset, so the re-read shows as 4 steps onto the same
-    # offset (4, 5, 6, 7 each twice); the re-read began at the poll's lowest offset, 4
+def test_a_batch_holding_the_queue_and_the_refetch_is_one_step_back(check) -> None:  # type: ignore[no-untyped-def]
+    # one consume() returned the queued 4-7 and then the refetched 4-9: in the order the
+    # client returned them (poll_index) that is one step back, 7 to 4, named
     reads = [*((i, i, 1000 + i) for i in range(4)),
              *((5, o, 6000) for o in [4, 5, 6, 7, 4, 5, 6, 7, 8, 9])]
-    back = _back(check(_history(reads=reads)))
-    assert back["count"] == 4 and back["known_bugs"] == {REREAD: 4}
+    r = check(_history(reads=reads))
+    back = _back(r)
+    assert back["count"] == 1 and back["known_bugs"] == {REREAD: 1}
+    ex = back["examples"][0]
+    assert (ex["prev_offset"], ex["offset"], ex["poll"]) == (7, 4, 5)
+    assert r["anomalies"]["poll-skip"]["count"] == 0
+    # the same poll in a history that did not record each read's place in its poll: taken
+    # in offset order, the re-read is 4 steps onto offsets read twice (4, 5, 6, 7); the
+    # first, onto 4, is named (c0's position was 4 from its read of 3), the others' spans
+    # (from the poll's read of the offset before to its own) are one instant
+    h = _history(reads=reads)
+    for x in h.reads:
+        x["poll_index"] = None
+    back = _back(check(h))
+    assert back["count"] == 4 and back["known_bugs"] == {REREAD: 1}
 
 
 @pytest.mark.spark
@@ -164,34 +176,30 @@ def test_one_span_names_one_step_back(check) -> None:  # type: ignore[no-untyped
 
 
 @pytest.mark.spark
-def test_a_reread_going_on_into_the_next_poll_is_named_with_it(check) -> None:  # type: ignore[no-untyped-def]
-    # poll 5 returned the queued 4-7 and the refetched 4-5 (its offsets read twice end at
-    # 5); poll 6 went on with 6-9. In the checker's order poll 5 ends at 7 and poll 6 steps
-    # back to 6: the same re-read, begun at 4, named with it
+def test_a_reread_going_on_into_the_next_poll_is_one_step_back(check) -> None:  # type: ignore[no-untyped-def]
+    # poll 5 returned the queued 4-7 and the refetched 4-5, poll 6 went on with 6-9: one
+    # step back (7 to 4 inside poll 5), named; poll 6 steps forward from 5
     reads = [*((i, i, 1000 + i) for i in range(4)),
              *((5, o, 6000) for o in [4, 5, 6, 7, 4, 5]),
              *((6, o, 6100) for o in [6, 7, 8, 9])]
-    back = _back(check(_history(reads=reads)))
-    assert back["count"] == 3 and back["known_bugs"] == {REREAD: 3}
-    # the same step into poll 6 when poll 5's re-read ended elsewhere (at 4: it read 4
-    # twice, then 5-7 once): not its continuation, and its own position 6 was held only
-    # inside poll 5, no rise there
-    reads = [*((i, i, 1000 + i) for i in range(4)),
-             *((5, o, 6000) for o in [4, 5, 6, 7, 4]),
-             *((6, o, 6100) for o in [6, 7, 8, 9])]
-    back = _back(check(_history(reads=reads)))
-    assert back["count"] == 2 and back["known_bugs"] == {REREAD: 1}
+    r = check(_history(reads=reads))
+    back = _back(r)
+    assert back["count"] == 1 and back["known_bugs"] == {REREAD: 1}
+    assert r["anomalies"]["poll-skip"]["count"] == 0
 
 
 @pytest.mark.spark
-def test_a_refetch_below_the_queue_going_on_is_named_with_it(check) -> None:  # type: ignore[no-untyped-def]
+def test_a_refetch_below_the_queue_is_no_skip(check) -> None:  # type: ignore[no-untyped-def]
     # c0 read 0-1, then (the rise at 5 s) 2-5 from 6 s, polls 3-4 holding 2-3 and 4-5;
-    # poll 5 returned the queued 6-7 and the refetched 2-3 (below them: in the checker's
-    # order 2, 3, 6, 7, a jump over 4-5 inside the poll), poll 6 went on with 4-9. Poll 5
-    # went back to 2 (c0's position at the rise), poll 6 "back" from 7 to 4: its re-fetch
-    # went on from 3, the offset before poll 5's gap
+    # poll 5 returned the queued 6-7 and then the refetched 2-3, poll 6 went on with 4-9.
+    # In the client's order: one step back, 7 to 2 (c0's position at the rise), named, and
+    # no skip. In offset order poll 5 was 2, 3, 6, 7: a jump over 4-5 (a poll-skip named
+    # nothing) and poll 6 a second step back
     reads = [(0, 0, 1000), (1, 1, 1001), (3, 2, 6000), (3, 3, 6000), (4, 4, 6001),
              (4, 5, 6001), *((5, o, 6100) for o in [6, 7, 2, 3]),
              *((6, o, 6200) for o in [4, 5, 6, 7, 8, 9])]
-    back = _back(check(_history(reads=reads)))
-    assert back["count"] == 2 and back["known_bugs"] == {REREAD: 2}
+    r = check(_history(reads=reads))
+    back = _back(r)
+    assert back["count"] == 1 and back["known_bugs"] == {REREAD: 1}
+    assert back["examples"][0]["offset"] == 2
+    assert r["anomalies"]["poll-skip"]["count"] == 0

@@ -37,6 +37,7 @@ class History:
         "consumer_config": {},
     })
     _polls: dict[str, int] = field(default_factory=dict)
+    _in_poll: dict[tuple[str, int], int] = field(default_factory=dict)
 
     def write(self, producer: int, seq: int, partition: int = 0, outcome: str = "ok",
               offset: int | None = None, at_ms: int | None = None, topic: str | None = None,
@@ -64,11 +65,16 @@ class History:
             self._polls[reader] = poll + 1
         mode = mode or ("drain" if reader == "drain" else "assign")
         t = BASE_NS + (at_ms if at_ms is not None else 1000 + len(self.reads)) * MS
+        # its place in its poll: the order of this history's read() calls, as a recorder
+        # numbers a consume()'s records
+        index = self._in_poll.get((reader, poll), 0)
+        self._in_poll[(reader, poll)] = index + 1
         self.reads.append({
             "reader": reader, "mode": mode, "poll": poll, "read_ns": t,
             "topic": topic or self.topic, "partition": partition, "offset": offset,
             "producer": producer, "seq": seq, "valid": valid,
             "src_producer": src[0] if src else None, "src_seq": src[1] if src else None,
+            "poll_index": index,
         })
         return self
 

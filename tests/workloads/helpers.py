@@ -29,6 +29,8 @@ READS_CONTRACT = [
     ("valid", pa.bool_()),
     # issue 14's addition: the source of a derived record (kc-src header), null otherwise
     ("src_producer", pa.int32()), ("src_seq", pa.int64()),
+    # each record's place among those its poll returned
+    ("poll_index", pa.int32()),
 ]
 
 

@@ -75,6 +75,12 @@ def test_consumers_and_drain_read_all_acked(cluster: KafkaCluster, topic: str,
                 for r in reads if r["reader"] == reader}
 
     assert all(r["valid"] for r in reads)
+    # each poll's records numbered 0, 1, ... in the order its consume() returned them
+    places: dict[tuple[str, int], list[int]] = {}
+    for r in reads:
+        places.setdefault((r["reader"], r["poll"]), []).append(r["poll_index"])
+    assert places and all(sorted(v) == list(range(len(v))) for v in places.values())
+    assert any(len(v) > 1 for v in places.values())
     assert seen("drain") == acked
     assert seen("c0") == acked
     # The subscribed consumer joined its group while producing went on; from earliest it
