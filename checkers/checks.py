@@ -13,7 +13,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from contract.anomalies import ANOMALY_KINDS, DEFINITIONS, LIVENESS_KINDS, MAX_EXAMPLES, UNITS
+from contract.anomalies import (
+    ANOMALY_KINDS,
+    DEFINITIONS,
+    DOWN_AFTER_HEAL,
+    LIVENESS_KINDS,
+    MAX_EXAMPLES,
+    UNITS,
+)
 
 from . import guarantees
 from .attribution import Attributor
@@ -23,7 +30,7 @@ from .divergence import check_divergence
 from .examples import build_example
 from .identity import identity_anomalies, reorder_anomalies
 from .known import applicable
-from .liveness import judge
+from .liveness import by_bug, judge
 from .pipeline import PipelineCheck
 from .positions import position_anomalies, rebalance_polls
 from .proof import (
@@ -37,6 +44,7 @@ from .proof import (
     transaction_outcomes,
     transactions_unknown,
 )
+from .reconnect import judge_reconnects
 from .together import together
 from .torn import examinable, torn_transactions
 from .verdict import mechanism
@@ -143,7 +151,7 @@ class RowAnomalies:
         attributor = Attributor(ctx.events, ctx.history)
         anomalies: dict[str, dict[str, Any]] = {}
         for kind in ANOMALY_KINDS:
-            if kind == DIVERGENCE or kind in LIVENESS_KINDS:  # their own checks' entries
+            if kind in (DIVERGENCE, DOWN_AFTER_HEAL) or kind in LIVENESS_KINDS:  # their own
                 continue
             examples = [build_example(kind, row, attributor, ctx.settings.accept_known)
                         for row in findings.examples.get(kind, [])]
@@ -197,7 +205,7 @@ class LivenessCheck:
     def run(self, ctx: CheckContext) -> CheckResult:
         s = ctx.settings
         found = judge(ctx.events, ctx.writes, ctx.reads, s.liveness_s, s.reader_modes,
-                      {r: s.group(r) for r in s.reader_modes}, s.brokers, applicable(s),
+                      {r: s.group(r) for r in s.reader_modes}, applicable(s),
                       s.broker_session_timeout_s, settings=s)
         anomalies: dict[str, dict[str, Any]] = {}
         for kind in LIVENESS_KINDS:
@@ -209,6 +217,24 @@ class LivenessCheck:
                 entry.update(checked=False, reason=found.unchecked[kind])
             anomalies[kind] = entry
         return CheckResult(anomalies=anomalies, unknown=found.unknown)
+
+
+@dataclass
+class ReconnectCheck:
+    """down-after-heal: a producer still reporting every broker down once the faults had
+    healed for the liveness bound (reconnect.py)."""
+
+    name: str = "reconnect"
+
+    def run(self, ctx: CheckContext) -> CheckResult:
+        found = judge_reconnects(ctx.events, ctx.writes, ctx.settings, applicable(ctx.settings))
+        examples = found.examples
+        bugs = by_bug(examples)
+        entry = anomaly_entry(DOWN_AFTER_HEAL, len(examples), 0, examples[:MAX_EXAMPLES], ctx,
+                              bugs, {b: n for b, (n, _) in bugs.items() if b is not None})
+        if found.unchecked is not None:
+            entry.update(checked=False, reason=found.unchecked)
+        return CheckResult(anomalies={DOWN_AFTER_HEAL: entry}, unknown=found.unknown)
 
 
 @dataclass
@@ -315,8 +341,9 @@ class StatsCheck:
 # The order is the order of the unknown reasons; the row checks come before RowAnomalies,
 # which collects their rows.
 CHECKS = (RunFacts(), IdentityCheck(), ReorderCheck(), TornTransactionsCheck(), PositionsCheck(),
-          RowAnomalies(), DivergenceCheck(), LivenessCheck(), FaultsCheck(), ProducersCheck(),
-          ConsumersCheck(), TransactionsCheck(), PipelineCheck(), MechanismCheck(), StatsCheck())
+          RowAnomalies(), DivergenceCheck(), LivenessCheck(), ReconnectCheck(), FaultsCheck(),
+          ProducersCheck(), ConsumersCheck(), TransactionsCheck(), PipelineCheck(),
+          MechanismCheck(), StatsCheck())
 
 # results.json's stats keys in their published order (each check adds its own).
 STATS_ORDER = ("writes", "reads", "reads_by_reader", "drain_complete", "drain", "duration_s",

@@ -138,6 +138,8 @@ NEVER: dict[str, str] = {
     "stuck-consumer": "forbidden: once every fault is healed and the brokers serve, a "
     "consumer reads the records waiting for it within the liveness bound",
     "hung-call": "forbidden: a client call returns within its own timeout (plus the slack)",
+    "down-after-heal": "forbidden: once every fault has healed and the brokers serve, a "
+    "client reconnects within the liveness bound, busy or idle",
     "unseen": "not a violation by itself: the drain could not read these partitions to the "
     "end, so whether the writes survive is unknown (valid becomes \"unknown\")",
 }

@@ -12,7 +12,7 @@ from typing import Any
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
-from contract.anomalies import LIVENESS_KINDS
+from contract.anomalies import ANOMALIES, CALL, CLIENT
 from contract.events import END, Event
 from contract.held_requests import HELD_END_TXN
 from contract.known_bugs import KNOWN_BUGS, KnownBug, known_bug
@@ -185,8 +185,8 @@ def known_bug_column(inp: KnownInputs) -> Column:
     facts = fact_columns(inp)
     expr: Column = F.lit(None).cast("string")
     for bug in reversed(applicable(inp.settings)):
-        if set(bug.kinds) <= set(LIVENESS_KINDS):
-            continue  # about clients, not rows: checkers/liveness.py tags those
+        if all(ANOMALIES[k].subject in (CLIENT, CALL) for k in bug.kinds):
+            continue  # about clients and calls, not rows: liveness.py, reconnect.py tag them
         conds = [F.col("kind").isin(*bug.kinds)] + [facts[f] for f in sorted(bug.facts)]
         cond = reduce(lambda a, b: a & b, conds)
         expr = F.when(F.coalesce(cond, F.lit(False)), F.lit(bug.id)).otherwise(expr)

@@ -45,7 +45,6 @@ from contract.known_bugs import LEADER_UNKNOWN, NO_BROKERS_METADATA, KnownBug
 from contract.liveness import LIVENESS_PHASE, SLACK_S
 from contract.schemas import DRAIN_READER
 from contract.settings import Settings
-from contract.windows import fault_windows
 
 from .history import Event, exit_codes
 from .hung_calls import tagged_hung_calls
@@ -70,13 +69,18 @@ class Judged:
     unchecked: dict[str, str] = field(default_factory=dict)
 
     def by_bug(self, kind: str) -> dict[str | None, tuple[int, int]]:
-        """Known-bug id (None: none) -> (count, 0) of the kind's examples (every instance
-        is an example: the liveness kinds count clients and calls, not records)."""
-        out: dict[str | None, tuple[int, int]] = {}
-        for ex in self.examples[kind]:
-            bug = (ex.get("known_bug") or {}).get("id")
-            out[bug] = (out.get(bug, (0, 0))[0] + 1, 0)
-        return out
+        """:func:`by_bug` of the kind's examples."""
+        return by_bug(self.examples[kind])
+
+
+def by_bug(examples: list[dict[str, Any]]) -> dict[str | None, tuple[int, int]]:
+    """Known-bug id (None: none) -> (count, 0) of a client kind's examples (every instance
+    is an example: the liveness kinds count clients and calls, not records)."""
+    out: dict[str | None, tuple[int, int]] = {}
+    for ex in examples:
+        bug = (ex.get("known_bug") or {}).get("id")
+        out[bug] = (out.get(bug, (0, 0))[0] + 1, 0)
+    return out
 
 
 @dataclass(frozen=True)
@@ -118,24 +122,12 @@ def liveness_window(events: list[Event], bound_s: float) -> Window | str:
                   float(slack) if isinstance(slack, int | float) else SLACK_S)
 
 
-def all_brokers_cut(events: list[Event], brokers: int | None, phase_start_ns: int) -> int | None:
-    """The end of the latest partition fault that cut the client host from every broker
-    and was healed before the liveness phase (None: there was none)."""
-    ends = [w.end_ns for w in fault_windows(events)
-            if w.kind == "partition" and w.detail.get("shape") == "client" and brokers
-            and len(set(w.targets)) >= brokers and w.end_ns is not None
-            and w.end_ns <= phase_start_ns]
-    return max(ends) if ends else None
-
-
 def _tag_stuck_clients(out: Judged, writes: DataFrame, reads: DataFrame, events: list[Event],
-                       cut_end: int | None, lo: int, hi: int,
+                       lo: int, hi: int,
                        known: Sequence[KnownBug], settings: Settings | None = None) -> None:
     """The facts of each stuck client, and the known bug they name.
 
-    ``client_cut_from_every_broker``: the client made no progress at all from the end of
-    the cut of every broker to the end of the bound: it never recovered from seeing all its
-    brokers down (librdkafka#5088's signature). ``logged_leader_unknown`` (a producer): the
+    ``logged_leader_unknown`` (a producer): the
     client logged librdkafka#5430's line after its last acknowledgement before the window
     and by the window's end: a metadata update left one of its partitions without a
     leader, and nothing after that was acknowledged. ``logged_no_brokers`` (a producer or
@@ -150,13 +142,6 @@ def _tag_stuck_clients(out: Judged, writes: DataFrame, reads: DataFrame, events:
     last_read = {str(r["reader"]): int(r["t"]) for r in reads.where(
         F.col("reader") != DRAIN_READER).groupBy("reader").agg(
         F.max("read_ns").alias("t")).collect()} if stalls else {}
-    since: dict[str, int] = {}
-    read: dict[str, int] = {}
-    if cut_end is not None:
-        since = _counts(writes.where((F.col("outcome") == "ok")
-                                     & F.col("complete_ns").between(cut_end, hi)), "producer")
-        read = _counts(reads.where((F.col("reader") != DRAIN_READER)
-                                   & F.col("read_ns").between(cut_end, hi)), "reader")
     last_ack = {str(r["producer"]): int(r["t"]) for r in writes.where(
         (F.col("outcome") == "ok") & (F.col("complete_ns") < lo)).groupBy("producer").agg(
         F.max("complete_ns").alias("t")).collect()} if out.examples[STUCK_PRODUCER] else {}
@@ -183,10 +168,6 @@ def _tag_stuck_clients(out: Judged, writes: DataFrame, reads: DataFrame, events:
         for ex in out.examples[kind]:
             name = str(ex["client"])
             facts: dict[str, bool] = {}
-            if cut_end is not None:
-                n = (since.get(name[1:], 0) if kind == STUCK_PRODUCER
-                     else sum(read.get(r, 0) for r in ex["readers"]))
-                facts["client_cut_from_every_broker"] = n == 0
             here = known
             if kind == STUCK_PRODUCER:
                 facts.update(ex.get("call_facts", {}))  # blocked in a hung call: its facts
@@ -255,12 +236,12 @@ def _finished(writes: DataFrame, max_records: int) -> set[str]:
 
 
 def judge(events: list[Event], writes: DataFrame, reads: DataFrame, bound_s: float | None,
-          modes: dict[str, str], groups: dict[str, str | None], brokers: int | None = None,
+          modes: dict[str, str], groups: dict[str, str | None],
           known: Sequence[KnownBug] = (), session_timeout_s: float = 9.0,
           settings: Settings | None = None) -> Judged:
     """The liveness facts of one run (``bound_s``: run.json's workload.liveness_s); stuck
-    clients and hung calls carry the known bug whose facts hold (``brokers``: the cluster's
-    broker count, ``known``: the registry entries that apply to the run,
+    clients and hung calls carry the known bug whose facts hold (``known``: the registry
+    entries that apply to the run,
     checkers.known.applicable; ``session_timeout_s``: the brokers' session timeout;
     ``settings``: the run's, for the per-reader facts of a poll-stall)."""
     out = Judged()
@@ -332,8 +313,7 @@ def judge(events: list[Event], writes: DataFrame, reads: DataFrame, bound_s: flo
                         f"read (e.g. {next(iter(behind))} up to offset "
                         f"{next(iter(behind.values()))})"})
     if out.examples[STUCK_PRODUCER] or out.examples[STUCK_CONSUMER]:
-        _tag_stuck_clients(out, writes, reads, events, all_brokers_cut(events, brokers, lo),
-                           lo, hi, known, settings)
+        _tag_stuck_clients(out, writes, reads, events, lo, hi, known, settings)
     return out
 
 

@@ -168,6 +168,15 @@ ANOMALIES: dict[str, AnomalyKind] = {a.kind: a for a in (
         "a client call blocked past its own timeout",
         CALL),
     AnomalyKind(
+        "down-after-heal",
+        "a producer whose client reported every broker down (librdkafka's "
+        "_ALL_BROKERS_DOWN) later than the liveness bound after the last fault had ended, "
+        "at a moment another client of the run was acknowledged within a second: the "
+        "brokers served the client host, and this client had not reconnected to any",
+        "producers",
+        "a client went on reporting every broker down past the bound after the faults healed",
+        CLIENT),
+    AnomalyKind(
         "divergence",
         "two replicas of a partition hold different records at the same offset",
         "offsets (topic, partition, offset) where replicas differ",
@@ -185,11 +194,14 @@ REPORT_ORDER: tuple[str, ...] = (
     "failed-visible", "aborted-read", "torn-transaction", "stalled-lso", "unexpected",
     "read-before-write",
     "duplicate", "reorder", "poll-skip", "nonmonotonic-poll",
-    "stuck-producer", "stuck-consumer", "hung-call",
+    "stuck-producer", "stuck-consumer", "hung-call", "down-after-heal",
 )
 
 #: The liveness kinds (checkers/liveness.py builds their entries itself).
 LIVENESS_KINDS: tuple[str, ...] = ("stuck-producer", "stuck-consumer", "hung-call")
+#: A client that did not reconnect after the faults healed (checkers/reconnect.py builds its
+#: entry itself).
+DOWN_AFTER_HEAL = "down-after-heal"
 
 #: Maximum number of examples kept per kind (counts stay exact).
 MAX_EXAMPLES = 32

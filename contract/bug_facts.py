@@ -48,10 +48,11 @@ FACTS: dict[str, str] = {
     "window's end, the client logged librdkafka's metadata line \"0 brokers, N topics\" (a "
     "``client-log`` event; librdkafka writes it with ``debug=metadata`` only): a metadata "
     "response listed no broker",
-    "client_cut_from_every_broker": "(a client of the liveness kinds) a partition fault cut "
-    "the client host from every broker of the cluster (shape ``client``, every broker a "
-    "target) and was healed before the liveness phase began: the client saw all its "
-    "brokers down, and the brokers themselves stayed up",
+    "client_cut_from_every_broker": "(a down-after-heal producer) the last fault before its "
+    "counted reports was a partition that cut the client host from every broker of the "
+    "cluster (shape ``client``, every broker a target), and the client reported every broker "
+    "down while that cut was in force: its re-bootstraps began with the cut, and the brokers "
+    "themselves stayed up",
     "coordinator_down_in_call": "(a hung call) the call is send_offsets_to_transaction for "
     "consumer group G of transactional id T (the hung-call event's ``group`` and "
     "``transactional_id``); a kill, stop or pause fault was in force at some moment between "

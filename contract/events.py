@@ -55,6 +55,13 @@ CLIENT_LOG = "client-log"
 #: librdkafka's text; ``cause``, of a fatal error: the error that text names first, e.g.
 #: ``INVALID_REQUEST``, or null), at most one a second per client and code.
 CONSUMER_ERROR = "consumer-error"
+#: A workload producer's client reported every broker down (librdkafka's
+#: ``_ALL_BROKERS_DOWN``, through its error callback), written as it happens:
+#: ``detail = {client, name, reason}`` (``client`` p<i>; ``reason``: librdkafka's text, e.g.
+#: "3/3 brokers are down"). librdkafka reports it at most once a re-bootstrap.
+CLIENT_ERROR = "client-error"
+#: The error names a producer records as ``client-error`` events.
+RECORDED_CLIENT_ERRORS: tuple[str, ...] = ("_ALL_BROKERS_DOWN",)
 #: The run was interrupted (Ctrl-C) or failed.
 INTERRUPTED = "interrupted"
 RUN_ERROR = "run-error"
@@ -68,7 +75,7 @@ CONSUMERS_STOPPED = "consumers-stopped"
 OTHER_KINDS: tuple[str, ...] = (
     PHASE, FAULT_ERROR, COLLECT_ERROR, NEMESIS_ERROR, SITUATION, REBALANCE, CONTROLLER_CHANGE,
     PREFERRED_LEADERS, PRODUCER_EPOCH, INTERRUPTED, RUN_ERROR, CONSUMERS_STOPPED, HUNG_CALL,
-    CONSUMER_ERROR,
+    CONSUMER_ERROR, CLIENT_ERROR,
 )
 
 

@@ -227,13 +227,17 @@ KNOWN_BUGS: tuple[KnownBug, ...] = (
         component="librdkafka",
         affected_from="2.10.0",
         fixed_in="2.10.1",
-        kinds=("stuck-producer", "stuck-consumer"),
+        kinds=("down-after-heal",),
         facts=frozenset({"client_cut_from_every_broker"}),
         note="2.10.0 removes the brokers a metadata response leaves out and re-bootstraps "
         "once all are down; it then keeps selecting the bootstrap brokers (no connection "
-        "attempt yet) over the learned ones, which are removed again, so it loops instead of "
-        "reconnecting. A broker restart breaks the loop; 2.10.1 gives the learned brokers a "
-        "higher chance (librdkafka CHANGELOG 2.10.1)",
+        "attempt yet) over the learned ones, and the first metadata response decommissions "
+        "the bootstrap brokers again, which counts as every broker down: it loops, "
+        "re-bootstrapping about once a second, instead of reconnecting. Only a client with "
+        "no work for a learned broker loops (an idle producer that knows no topic yet): "
+        "anything to send or fetch reconnects a learned broker on its own, so the bug leaves "
+        "no producer or consumer stuck. 2.10.1 gives the learned brokers a higher chance "
+        "(librdkafka CHANGELOG 2.10.1)",
     ),
     KnownBug(
         id=NO_BROKERS_METADATA,

@@ -117,6 +117,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="with --transactions: each producer also runs a group consumer of "
                    "its own and sends its positions in every transaction")
     r.add_argument("--producers", type=int)
+    r.add_argument("--idle-producer", type=float, metavar="SECONDS",
+                   help="the last producer stays idle this long from its start (connected, "
+                   "sending nothing), then writes like the others")
     r.add_argument("--consumers", type=int)
     r.add_argument("--consumer-mode", choices=CONSUMER_MODES,
                    help="restart: a group consumer that closes and rejoins after catching up")

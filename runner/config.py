@@ -84,6 +84,10 @@ class RunConfig:
     # contract.settings.offsets_group names the group)
     send_offsets: bool = False
     producers: int = 2
+    # seconds the run's last producer stays idle from its start (its client connected,
+    # nothing sent) before it writes like the others; 0: none idle. An idle client is the
+    # one librdkafka#5088's re-bootstrap loop catches (down-after-heal)
+    idle_producer: float = 0.0
     consumers: int = 1
     consumer_mode: str = "assign"
     isolation_level: str = "read_committed"
@@ -207,6 +211,12 @@ class RunConfig:
             raise bad("--send-offsets needs --transactions (offsets go into a transaction)")
         if not 1 <= self.producers <= 64:
             raise bad(f"--producers must be 1..64, got {self.producers}")
+        if self.idle_producer and not (0 < self.idle_producer <= 3600):
+            raise bad(f"--idle-producer must be 0 (none) or up to 3600 s, got "
+                      f"{self.idle_producer}")
+        if self.idle_producer and (self.producers < 2 or self.transactions):
+            raise bad("--idle-producer needs --producers 2 or more (the others' "
+                      "acknowledgements show the brokers served) and no --transactions")
         if not 0 <= self.consumers <= 16:
             raise bad(f"--consumers must be 0..16, got {self.consumers}")
         if self.consumer_mode not in CONSUMER_MODES:
@@ -273,6 +283,9 @@ class RunConfig:
                           group_protocol=self.group_protocol)
         if why:
             raise bad(why)
+        if self.idle_producer and client.kind != CONFLUENT_KAFKA:
+            raise bad("--idle-producer runs with confluent-kafka only (its reports of every "
+                      "broker down are recorded)")
         if self.send_offsets and (client.kind != CONFLUENT_KAFKA
                                   or self.bootstrap_servers is not None):
             raise bad("--send-offsets runs with confluent-kafka on a cluster kafka-chaos "

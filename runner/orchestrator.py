@@ -88,6 +88,7 @@ def _producer_config(cfg: RunConfig, offsets_groups: dict[int, str] | None = Non
         # duration and the final heal; their own deadline only backs that up
         duration_s=cfg.duration + (cfg.liveness + _HEAL_WAIT_S + 60 if cfg.liveness else 0),
         transactional=cfg.transactions, seed=cfg.seed, max_records=cfg.max_records,
+        idle_s={cfg.producers - 1: cfg.idle_producer} if cfg.idle_producer else {},
         extra=dict(cfg.producer_config))
 
 

@@ -31,6 +31,7 @@ from scenarios.close_skip import CLOSE_PAST_MARKER
 from scenarios.coordinator_move import COORDINATOR_MOVED_ON_ASSIGN
 from scenarios.eof_restart import EOF_CONSUMER_RESTART
 from scenarios.epoch_reread import STALLED_READER_LEADER_MOVE
+from scenarios.idle_client import IDLE_PRODUCER_ALL_BROKERS_DOWN
 from scenarios.liveness import BROKERS_FENCED
 from scenarios.lost_marker import LOST_TXN_MARKER, LOST_TXN_MARKER_CONTINUED
 from scenarios.offsets_coordinator import (
@@ -160,21 +161,16 @@ BUGS: tuple[BugEntry, ...] = (
                     "committed the aborted offsets (Kafka 4.3.1 with transaction "
                     "verification on, and 3.9.1); between transactions verification "
                     "refused it (0 of 5), without verification 5 of 5"),
-    # all-brokers-down cuts the client host from every broker for 30 s (the issue's recipe);
-    # every client recovered on both releases, with the brokers' own addresses and with
-    # bootstrap aliases in front of them (by hand), so the entry has no scenario to pin.
+    # all-brokers-down (a 30 s cut, clients busy) never reproduced it: only an idle client
+    # loops. idle-producer-all-brokers-down cuts an idle producer's host from every broker
+    # with resets and heals just after it saw them all down.
     BugEntry(id="librdkafka#5088", axis="client_version", affected="2.10.0", fixed="2.10.1",
-             kind="stuck-producer",
-             status="not reproduced: 0/4 all-brokers-down runs on confluent-kafka 2.10.0 "
-                    "(3 assign, 1 subscribe) were stuck: every client reported "
-                    "_ALL_BROKERS_DOWN during the cut and was live again 2-4 s (producers), "
-                    "2-23 s (consumers) after the heal; 2.10.1 the same in 5/5 (consumers "
-                    "22-24 s). By hand, bootstrapping through aliases the metadata never "
-                    "lists (a forwarder per broker, kept up or gone for good with the cut), "
-                    "three 30-40 s cuts: 0 of 3 producers and 0 of 6 consumers of 2.10.0 "
-                    "stuck (1-3 re-bootstrap sequences each in the cut; producers live again "
-                    "3-4 s after the heal, consumers 2-17 s), as 2 producers and 2 "
-                    "consumers of 2.10.1"),
+             kind="down-after-heal", scenario=IDLE_PRODUCER_ALL_BROKERS_DOWN, timing=True,
+             status="reproduces: by hand, an idle producer of 2.10.0 that had sent nothing "
+                    "re-bootstrapped once a second (35 reports of every broker down in the "
+                    "35 s watched) in 2 of 2 cuts, none of 2.10.1; producers that had sent "
+                    "records, and the busy clients of all-brokers-down (0/4 runs), "
+                    "reconnected"),
     # brokers-fenced fences every broker and heals them while the quorum elects, so the
     # brokers serve metadata with no broker for seconds.
     # 2.11.1, before the first affected release (the reporter did not see it there), is its

@@ -6,6 +6,7 @@ from contract.known_bugs import LEADER_MOVE_CLIENT_BUGS
 from scenarios import (
     epoch_reread,
     groups,
+    idle_client,
     liveness,
     lost_marker,
     offsets_coordinator,
@@ -48,6 +49,7 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in [SAFE_CONFIG_CHAOS, *OPERAT
                                                     *replication.SCENARIOS,
                                                     EOF_CONSUMER_RESTART, CLOSE_PAST_MARKER,
                                                     *liveness.SCENARIOS,
+                                                    *idle_client.SCENARIOS,
                                                     *poll_stall.SCENARIOS,
                                                     *groups.SCENARIOS,
                                                     *stale_commit.SCENARIOS,

@@ -54,6 +54,9 @@ class ProducerConfig:
     # producer id -> the consumer group whose positions its transactions send (run option
     # send_offsets; workloads/txn_offsets.py); a producer not named sends none
     offsets_groups: dict[int, str] = field(default_factory=dict)
+    # producer id -> seconds it stays idle from its start (its client created and connected,
+    # nothing sent) before it writes; plain producers only
+    idle_s: dict[int, float] = field(default_factory=dict)
     # How long the end of the produce phase waits for outstanding deliveries before purging.
     flush_timeout_s: float = 10.0
     # False: no history at all (benchmark of the recording overhead only).

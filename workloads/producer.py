@@ -20,7 +20,7 @@ from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, Producer
 
-from contract.events import EventLog
+from contract.events import CLIENT_ERROR, INSTANT, RECORDED_CLIENT_ERRORS, EventLog
 from workloads.call_watch import CallSlot
 from workloads.child_logging import SignatureWatch, configure_logging, librdkafka_logger
 from workloads.client_info import client_versions
@@ -122,6 +122,9 @@ class ProducerProcess:
             self.fatal = err
         else:
             log.info("producer %d: client error %s", self.id, err)
+        if self.events is not None and err.name() in RECORDED_CLIENT_ERRORS:
+            self.events.emit(CLIENT_ERROR, INSTANT, [], {
+                "client": f"p{self.id}", "name": err.name(), "reason": err.str()})
 
     def install_signal_handlers(self) -> None:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -194,7 +197,12 @@ class ProducerProcess:
         self.seq += 1
 
     def run_plain(self) -> None:
-        """The non-transactional produce loop, paced at ``cfg.rate`` (0: flat out)."""
+        """The non-transactional produce loop, paced at ``cfg.rate`` (0: flat out), after
+        the producer's idle start (``cfg.idle_s``): serving its client, sending nothing."""
+        idle_until = time.monotonic() + self.cfg.idle_s.get(self.id, 0.0)
+        while time.monotonic() < idle_until and not self.should_stop():
+            self.poll(min(0.2, max(0.0, idle_until - time.monotonic())))
+            self.housekeeping()
         interval = 1.0 / self.cfg.rate if self.cfg.rate > 0 else 0.0
         next_t = time.monotonic()
         while not self.should_stop():

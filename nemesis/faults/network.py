@@ -7,6 +7,7 @@ tolerates namespaces that have gone away with a restart: their rules went with t
 
 from __future__ import annotations
 
+import dataclasses
 from typing import TYPE_CHECKING, Any, TypeGuard
 
 from nemesis.faults import targets as tg
@@ -62,15 +63,18 @@ class Partition(BaseFault):
     ``one-way`` (the target cannot open connections to one other node, which still reaches
     it), ``leader-followers`` (the target — default the leader — cut from the partition's
     followers while the client still reaches it), ``client`` (the client host cut from the
-    target brokers: ``target="all"`` cuts it from every broker).
+    target brokers: ``target="all"`` cuts it from every broker). ``reset``: TCP is answered
+    with a reset instead of dropped, and the connections open at the start are closed
+    (nemesis.net.partition.PartitionSpec.reset).
     """
 
     kind = "partition"
 
     def __init__(self, shape: str = "isolate", target: str = "random",
-                 peer: str | None = None) -> None:
+                 peer: str | None = None, reset: bool = False) -> None:
         super().__init__()
         self.peer = peer  # one-way only: the node the target cannot reach (default random)
+        self.reset = reset
         if shape not in SHAPES:
             raise ValueError(f"unknown partition shape {shape!r} (known: {', '.join(SHAPES)})")
         self.shape = shape
@@ -78,7 +82,8 @@ class Partition(BaseFault):
         self._handle: PartitionHandle | None = None
 
     def describe(self) -> dict[str, Any]:
-        return {**super().describe(), "shape": self.shape, "target": self.target}
+        return {**super().describe(), "shape": self.shape, "target": self.target,
+                **({"reset": True} if self.reset else {})}
 
     def spec(self, ctx: FaultContext) -> PartitionSpec:
         """Resolves targets now and builds the partition's cut relation."""
@@ -131,10 +136,11 @@ class Partition(BaseFault):
         return PartitionSpec.custom(nodes, cuts, shape="client")
 
     def start(self, ctx: FaultContext) -> None:
-        spec = self.spec(ctx)
+        spec = dataclasses.replace(self.spec(ctx), reset=self.reset)
         self._handle = Partitioner().apply(spec)
         self._started(ctx, shape=self.shape, target=self.target,
-                      cuts=sorted([a, b] for a, b in spec.cuts))
+                      cuts=sorted([a, b] for a, b in spec.cuts),
+                      **({"reset": True} if self.reset else {}))
 
     def stop(self, ctx: FaultContext) -> None:
         if self._handle is None:

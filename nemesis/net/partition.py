@@ -85,6 +85,11 @@ class PartitionSpec:
     nodes: tuple[Node, ...]
     cuts: frozenset[tuple[str, str]]
     mode: PartitionMode = "packets"
+    # TCP answered with a reset instead of dropped (REJECT --reject-with tcp-reset): a
+    # connect fails at once, as to a host whose port is closed, and the open connections
+    # the cut matches are closed when it begins (an idle client, which sends nothing a
+    # reset could answer, sees its brokers down at once, not at its next request)
+    reset: bool = False
 
     def __post_init__(self) -> None:
         names = [n.name for n in self.nodes]
@@ -109,6 +114,7 @@ class PartitionSpec:
         return {
             "shape": self.shape,
             "mode": self.mode,
+            **({"reset": True} if self.reset else {}),
             "cuts": sorted([src, dst] for src, dst in self.cuts),
             "nodes": {n.name: n.describe() for n in self.nodes},
         }
@@ -271,9 +277,10 @@ class Partitioner:
         try:
             for ns, planned in by_ns.items():  # all of one namespace's rules in one go
                 handle.rules.extend(planned)
-                iptables.add_rules(ns, [
-                    iptables.Rule(r.hook, r.match, ("-j", "DROP"), r.binary, "top")
-                    for r in planned], handle.id)
+                iptables.add_rules(ns, [_rule(r, spec.reset) for r in planned], handle.id)
+            if spec.reset:
+                for ns, peer in {(r.ns, _peer(r)) for r in handle.rules}:
+                    _close_open(ns, peer)
         except BaseException:
             handle.heal()
             raise
@@ -284,6 +291,31 @@ class Partitioner:
         """Heal every partition this partitioner applied."""
         while self.active:
             self.active.pop().heal()
+
+
+def _rule(r: PlannedRule, reset: bool) -> iptables.Rule:
+    """The iptables rule of ``r``: a DROP, or for a reset cut a TCP reset (Kafka speaks TCP
+    only)."""
+    if not reset:
+        return iptables.Rule(r.hook, r.match, ("-j", "DROP"), r.binary, "top")
+    match = r.match if "-p" in r.match else ("-p", "tcp", *r.match)
+    if r.hook == "OUTPUT":  # the resets the node's INPUT rules send leave through OUTPUT
+        match = (*match, "!", "--tcp-flags", "RST", "RST")
+    return iptables.Rule(r.hook, match, ("-j", "REJECT", "--reject-with", "tcp-reset"),
+                         r.binary, "top")
+
+
+def _peer(r: PlannedRule) -> str:
+    """The address ``r`` cuts its namespace from."""
+    return r.match[r.match.index("-s" if r.hook == "INPUT" else "-d") + 1]
+
+
+def _close_open(ns: NetNS, peer: str) -> None:
+    """Closes the TCP sockets in ``ns`` whose remote end is ``peer`` (``ss -K``: the kernel
+    resets them), so a reset cut also ends the connections open when it begins. A node
+    reached over SSH keeps the connections to its SSH port (the ones that heal it)."""
+    spare = ["and", "not", "sport", "=", f":{ns.control_port}"] if ns.control_port else []
+    ns.run(["ss", "-K", "-t", "dst", peer, *spare], check=False)
 
 
 def arm_conntrack(ns: NetNS) -> None:

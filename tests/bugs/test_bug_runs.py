@@ -169,3 +169,23 @@ def test_librdkafka_4261_rereads_after_an_epoch_change(tmp_path, side) -> None: 
                              and not ex["excused"] for ex in backs), backs
         moved = min(e["ts_ns"] for e in res["_events"] if e["kind"] == "situation")
         assert all(ex["event_ns"] > moved for ex in backs), backs
+
+
+@pytest.mark.parametrize("side", ["affected", pytest.param("fixed", marks=pytest.mark.nightly)])
+def test_librdkafka_5088_an_idle_producer_loops_after_the_heal(tmp_path, side) -> None:  # type: ignore[no-untyped-def]
+    entry = BUG_BY_ID["librdkafka#5088"]
+    res = run_bug(entry, side, tmp_path)
+    assert judge(entry, side, res) == [], summary(entry, side, res)
+    heal = max(e["ts_ns"] for e in res["_events"]
+               if e["kind"] == "partition" and e["phase"] == "end")
+    late = [e for e in res["_events"] if e["kind"] == "client-error"
+            and e["detail"]["client"] == "p1" and e["ts_ns"] > heal + 15 * 10**9]
+    down = res["anomalies"]["down-after-heal"]
+    if side == "affected":
+        # the idle producer went on reporting every broker down, about once a second, from
+        # the bound after the heal until it had records to send; named by the bug
+        assert down["count"] == 1 and down["known_bugs"] == {"librdkafka#5088": 1}, down
+        assert down["examples"][0]["client"] == "p1" and len(late) >= 10, down
+    else:
+        assert down["count"] == 0 and not late, down
+

@@ -193,24 +193,14 @@ def _cut_run(version: str, p2_acked_ms: int | None) -> History:
     return h
 
 
-def test_a_client_that_never_recovered_from_all_brokers_down_names_librdkafka_5088(check) -> None:  # type: ignore[no-untyped-def]
-    res = check(_cut_run("2.10.0", 1_000))
-    stuck = res["anomalies"]["stuck-producer"]
-    assert stuck["count"] == 1 and stuck["known_bugs"] == {"librdkafka#5088": 1}
-    assert stuck["examples"][0]["known_bug"]["id"] == "librdkafka#5088"
-    assert res["valid"] is False  # a tag alone changes nothing
-    # accepted, the run's only violation is explained: valid, still counted
-    h = _cut_run("2.10.0", 1_000)
-    h.run["accept_known"] = ["librdkafka#5088"]
-    res = check(h)
-    assert res["anomalies"]["stuck-producer"]["accepted"] == 1 and res["valid"] is True
-    # the fixed release: the same stuck producer is a plain violation
-    res = check(_cut_run("2.10.1", 1_000))
-    assert res["anomalies"]["stuck-producer"]["known_bugs"] == {}
-    # p2 was acknowledged after the heal, then stuck: not the bug's signature
-    res = check(_cut_run("2.10.0", 16_000))
-    stuck = res["anomalies"]["stuck-producer"]
-    assert stuck["count"] == 1 and stuck["known_bugs"] == {}
+def test_a_producer_stuck_after_all_brokers_were_down_names_no_bug(check) -> None:  # type: ignore[no-untyped-def]
+    # librdkafka#5088's re-bootstrap loop catches only a client with nothing to send (a
+    # producer with records reconnects a learned broker on its own): a stuck producer is
+    # nothing it could cause, on its affected release either (checkers/reconnect.py counts
+    # the idle client it leaves reporting every broker down)
+    for version in ("2.10.0", "2.10.1"):
+        stuck = check(_cut_run(version, 1_000))["anomalies"]["stuck-producer"]
+        assert stuck["count"] == 1 and stuck["known_bugs"] == {}
 
 
 def _leader_unknown_run(p2_acked_ms: int, logged_ms: int | None) -> History:

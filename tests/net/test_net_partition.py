@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import subprocess
 from collections.abc import Callable
 
@@ -94,6 +95,32 @@ def test_partition_stops_an_open_connection_at_once(make_lan: MakeLan) -> None:
     assert ping(1) == "timeout", "established connections must stop too, not only new ones"
     handle.heal()
     assert ping(10) == "ok", "TCP retransmits and the connection recovers after heal"
+
+
+def test_a_reset_cut_refuses_at_once_and_resets_open_connections(make_lan: MakeLan) -> None:
+    """A reset cut of the client (ns=None) from h0: TCP answered with resets, so a connect
+    is refused at once (a DROP leaves it to time out) and the connection the client held
+    is reset when the cut begins (ss -K), before it sends anything."""
+    lan = make_lan(2)
+    lan.echo_servers()
+    client = Node("client", (lan[1].ip,), None)
+    ping = lan.held_connection(lan[1], lan[0])
+    assert ping(2) == "ok"
+    spec = dataclasses.replace(PartitionSpec.cut_from([lan[0].node(), client], "h0",
+                                                      ["client"]), reset=True)
+    def held() -> list[str]:
+        out = lan[0].ns.run(["ss", "-Htn", "state", "established", "dst", lan[1].ip]).stdout
+        return out.splitlines()
+
+    assert held()
+    handle = Partitioner().apply(spec)
+    assert not held(), "closed when the cut began, though the client sent nothing"
+    assert ping(2) == "error", "the open connection is reset, not left to time out"
+    got = lan.run(lan[1], "tcp-connect", lan[0].ip, "7008", "--timeout", "5")
+    assert got["error"] == "ConnectionRefusedError" and got["seconds"] < 1.0
+    assert handle.heal() == len(handle.rules)
+    assert lan.no_rules_left()
+    assert eventually(lambda: lan.tcp_works(lan[1], lan[0]))
 
 
 def test_healing_one_partition_keeps_another_and_our_chains(make_lan: MakeLan) -> None:

@@ -26,10 +26,11 @@ def fake(cell: nightly.Cell, out: Path, common: dict[str, Any]) -> ChaosResult:
 
 def test_cells_and_what_a_client_cannot_run() -> None:
     todo, skipped = client_matrix.client_cells(["confluent-kafka", "sarama:1.61.1"], [])
-    assert len(todo) == 2 * len(SCENARIOS) - 12
+    assert len(todo) == 2 * len(SCENARIOS) - 13
     assert sorted(skipped) == [(s, "sarama:1.61.1") for s in (
         "close-past-marker", "coordinator-moved-on-assign", "eof-consumer-restart",
-        "lost-txn-marker", "lost-txn-marker-continued", "max-poll-stall",
+        "idle-producer-all-brokers-down", "lost-txn-marker", "lost-txn-marker-continued",
+        "max-poll-stall",
         "offsets-coordinator-fenced", "offsets-coordinator-killed", "stale-committed-offset",
         "stale-txn-requests", "stalled-reader-leader-move",
         "transactions-chaos")]
@@ -42,11 +43,15 @@ def test_cells_and_what_a_client_cannot_run() -> None:
     stalls = ("coordinator-moved-on-assign", "max-poll-stall", "stalled-reader-leader-move")
     # ... and those whose producers send offsets (run option send_offsets: confluent-kafka)
     offsets = ("offsets-coordinator-fenced", "offsets-coordinator-killed")
-    assert len(todo) == len(SCENARIOS) - len(stalls) - len(offsets)
+    # ... and the one whose idle producer's reports of every broker down are needed
+    idle = ("idle-producer-all-brokers-down",)
+    assert len(todo) == len(SCENARIOS) - len(stalls) - len(offsets) - len(idle)
     assert skipped == {**{(s, "java:4.1.1"): "the poll-stall fault is driven with "
                           "confluent-kafka only, so far" for s in stalls},
                        **{(s, "java:4.1.1"): "--send-offsets runs with confluent-kafka on a "
-                          "cluster kafka-chaos starts only" for s in offsets}}
+                          "cluster kafka-chaos starts only" for s in offsets},
+                       **{(s, "java:4.1.1"): "--idle-producer runs with confluent-kafka only "
+                          "(its reports of every broker down are recorded)" for s in idle}}
 
 
 def test_table_and_exit_code(tmp_path: Path) -> None:

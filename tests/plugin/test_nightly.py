@@ -39,6 +39,9 @@ def test_cells_local_and_full() -> None:
                                        # open bugs and a finding: affected sides only
                                        "bug:KAFKA-20716[affected]",
                                        "bug:lost-marker-next-txn[affected]",
+                                       # fixed in 2.10.1: both sides
+                                       "bug:librdkafka#5088[affected]",
+                                       "bug:librdkafka#5088[fixed]",
                                        "bug:librdkafka#5301[affected]",
                                        # open: their affected sides only
                                        "bug:librdkafka#5511[affected]",
