@@ -41,7 +41,7 @@ from contract.schemas import DRAIN_READER
 from contract.settings import Settings
 
 from .fresh_ids import MAX_MOVES
-from .history import Event, poll_index, rebalances_of
+from .history import Event, poll_index, read_order, rebalances_of
 from .observations import PartitionHistory
 
 
@@ -126,10 +126,9 @@ def rereads(reads: DataFrame, rises: dict[str, list[tuple[int, int]]],
     marks = spark.createDataFrame(tps, "topic string, partition int")
     mine = (reads.where(F.col("reader") != DRAIN_READER)
             .join(F.broadcast(marks), ["topic", "partition"], "left_semi")
-            .select("reader", "topic", "partition", "offset", "poll",
-                    poll_index().alias("ix"), "read_ns"))
-    order = Window.partitionBy("reader", "topic", "partition").orderBy(
-        "poll", "ix", "read_ns", "offset")
+            .select("reader", "topic", "partition", "offset", "poll", "read_ns",
+                    poll_index().alias("ix"), "poll_index"))
+    order = Window.partitionBy("reader", "topic", "partition").orderBy(*read_order())
     steps = (mine.select("*", F.lag("offset").over(order).alias("prev_offset"))
              .where(F.col("offset") <= F.col("prev_offset"))
              .select("reader", "topic", "partition", "poll", "ix", "read_ns",
